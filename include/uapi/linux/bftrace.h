@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * bftrace: the contract between bftrace.ko and user space.
+ *
+ * Two channels cross the boundary:
+ *
+ *   1. The generic netlink family "bftrace" (BFT_GENL_NAME): control.
+ *   2. The character device /dev/bftrace: per-CPU record streams.
+ *
+ * Everything a tool needs to drive the module or to decode what it records
+ * is defined in this file, and nowhere else.
+ *
+ * ==========================================================================
+ * 1. Generic netlink
+ * ==========================================================================
+ *
+ * Family name "bftrace", version BFT_GENL_VERSION.  Resolve the family id and
+ * the id of the multicast group BFT_MCGRP_EVENTS through CTRL_CMD_GETFAMILY by
+ * name.  The module carries MODULE_ALIAS_GENL_FAMILY("bftrace"), so that
+ * lookup also loads it.
+ *
+ * Every command that changes state needs CAP_NET_ADMIN (GENL_ADMIN_PERM): the
+ * netlink core answers -EPERM before the module sees the request, so that one
+ * rejection carries no extack text.  BFT_CMD_ATTACH also needs
+ * CAP_SYS_PTRACE.  Every other rejection carries an extack message, and where
+ * one attribute is at fault, its offset.
+ *
+ * Commands, their request attributes and their reply attributes:
+ *
+ * BFT_CMD_GET_CAPS          (any user)
+ *     reply: BFT_A_PROTO_VERSION, BFT_A_FEATURES (BFT_FEAT_* bits),
+ *            BFT_A_NR_CPUS, BFT_A_LIMITS (nest of BFT_LIM_*).
+ *     The seeds/004 handshake: a tool checks the version and the feature
+ *     bits before it uses anything else.
+ *
+ * BFT_CMD_ATTACH            (admin)
+ *     request: BFT_A_TGID, BFT_A_PROBES (nest of BFT_A_PROBE nests, each
+ *              holding BFT_P_PATH, BFT_P_OFFSET, BFT_P_METHOD_ID,
+ *              BFT_P_FLAGS, BFT_P_NAME).
+ *     reply:   BFT_A_TGID, BFT_A_RESULTS (nest of BFT_A_RESULT nests, each
+ *              holding BFT_R_INDEX and BFT_R_ERRNO, 0 meaning attached).
+ *     The whole batch is checked before anything is registered; a bad probe
+ *     rejects the batch, names the probe's index in the extack text, and
+ *     attaches nothing:
+ *       -ESRCH   the tgid names no live process
+ *       -ENOENT  the path does not exist
+ *       -EISDIR  the path is a directory
+ *       -EINVAL  the path is not a regular file, flags are invalid, the
+ *                offset is not aligned to the architecture's breakpoint
+ *                size (x86 has none: every offset is aligned there), or
+ *                the offset lies in no executable segment of the file
+ *       -ENOEXEC the file is not ELF
+ *       -ERANGE  the offset lies past the end of the file
+ *       -EEXIST  (tgid, file, offset) is attached already, or twice in the
+ *                batch, or the method id is in use for another function
+ *       -E2BIG   the probes would exceed BFT_OPT_MAX_PROBES
+ *     A probe that passes the checks and that the kernel then refuses to
+ *     register gets its errno in its BFT_A_RESULT; the others stay attached.
+ *     If none attached, the request fails with the first errno.
+ *
+ * BFT_CMD_DETACH            (admin)
+ *     request: BFT_A_TGID, or none for every target.  -ENOENT: no such target.
+ *
+ * BFT_CMD_START, BFT_CMD_STOP, BFT_CMD_PAUSE, BFT_CMD_UNPAUSE,
+ * BFT_CMD_SUSPEND, BFT_CMD_UNSUSPEND   (admin)
+ *     no attributes; reply BFT_A_MODE, the mode now in force.
+ *     The modes are those of the Bytefrog agent (seeds/000):
+ *       INITIALIZING --start--> TRACING <--pause/unpause--> PAUSED
+ *       TRACING <--suspend/unsuspend--> SUSPENDED
+ *       any --stop--> SHUTTING_DOWN --start--> TRACING
+ *     - start: recording begins.  Hits before it are ignored, not counted.
+ *     - pause: every thread of every target is stopped (SIGSTOP); recording
+ *       stays on, so nothing in flight is lost.  unpause sends SIGCONT.
+ *     - suspend: recording stops; a BFT_ESC_BREAK record goes into every
+ *       CPU stream.  Hits while suspended are dropped on purpose: they are
+ *       counted in BFT_S_SUSPENDED, not as lost.
+ *     - stop: recording ends, a BFT_ESC_BREAK (BFT_BREAK_STOP) record goes
+ *       into every CPU stream, every probe is detached, every pending
+ *       record is sealed and the readers are woken.  A paused target is
+ *       continued.
+ *     A transition that makes no sense from the current mode is -EINVAL
+ *     (e.g. unpause while tracing), with the current mode in the text.
+ *
+ * BFT_CMD_GET_STATUS        (any user)
+ *     reply: BFT_A_MODE, BFT_A_NR_PROBES, BFT_A_NR_TARGETS, BFT_A_CPU_STATS
+ *            (nest of BFT_A_CPU nests holding BFT_S_*).
+ *     For each CPU: produced == written + lost, with pending records (an
+ *     unsealed exit run) counted in produced only until sealed.  After
+ *     BFT_CMD_STOP nothing is pending.
+ *
+ * BFT_CMD_GET_OPT           (any user)
+ *     request: BFT_A_OPT_ID, or none for every option.
+ *     reply:   one BFT_A_OPT nest per option: BFT_O_ID, BFT_O_VALUE,
+ *              BFT_O_MIN, BFT_O_MAX, BFT_O_FLAGS (BFT_OPTF_*).
+ * BFT_CMD_SET_OPT           (admin)
+ *     request: BFT_A_OPT_ID, BFT_A_OPT_VALUE.  reply: as GET_OPT, one nest.
+ *     Status codes, distinct as seeds/004 asks:
+ *       -ENOENT      unknown option id
+ *       -EOPNOTSUPP  an option this protocol defines but this build does
+ *                    not support
+ *       -ERANGE      value out of [min, max] or not a power of two where
+ *                    one is needed
+ *       -EBUSY       the option cannot change while probes are attached
+ *                    or the mode is TRACING, PAUSED or SUSPENDED
+ *
+ * BFT_CMD_GET_METHODS       (any user; a dump)
+ *     one message per probe: BFT_A_TGID, BFT_P_METHOD_ID, BFT_P_PATH,
+ *     BFT_P_OFFSET, BFT_P_FLAGS, BFT_P_NAME, BFT_P_HITS.
+ *
+ * BFT_CMD_EVENT             (multicast on BFT_MCGRP_EVENTS, never a request)
+ *     BFT_A_EVENT (BFT_EV_*), then:
+ *       BFT_EV_HEARTBEAT     BFT_A_MODE, BFT_A_FILL_PERMILLE (fullest
+ *                            ring), BFT_A_CPU_STATS; every heartbeat
+ *                            interval.
+ *       BFT_EV_MODE          BFT_A_MODE, on every mode change.
+ *       BFT_EV_TARGET_EXIT   BFT_A_TGID, BFT_A_NR_PROBES (detached); the
+ *                            target is gone and cleaned up.
+ *       BFT_EV_PROBE_FAILED  BFT_A_TGID, BFT_P_METHOD_ID, BFT_A_ERRNO.
+ *
+ * ==========================================================================
+ * 2. The record streams (/dev/bftrace)
+ * ==========================================================================
+ *
+ * One ring per possible CPU, BFT_OPT_BUF_SIZE bytes each.  A reader opens
+ * /dev/bftrace, binds the file to one CPU with BFT_IOC_BIND_CPU, and read()s.
+ * read() returns whole records only: a record is never split between two
+ * reads, so a decoder may treat every read as a continuation of the same
+ * stream and never sees a torn record.  read() blocks until data is
+ * available unless O_NONBLOCK (then -EAGAIN).  poll() reports POLLIN when
+ * the ring holds at least BFT_OPT_WATERMARK bytes, or when the flush timer
+ * (BFT_OPT_FLUSH_MS) has sealed data that no read has taken yet; so an idle
+ * CPU's last records reach the reader within one flush interval.
+ * A ring has one reader at a time: a second bind to the same CPU is -EBUSY.
+ *
+ * 2.1 Events: exactly the seeds/001 packed-varint encoding.
+ *
+ *   first byte: bit 7 flag (1 = ENTER, 0 = EXIT), bit 6 continuation,
+ *               bits 5..0 the low 6 bits of the value.
+ *   more bytes (iff bit 6): unsigned LEB128 of (value >> 6).
+ *   ENTER: value = method id (BFT_P_METHOD_ID).
+ *   EXIT:  value = number of consecutive exits - 1.
+ *
+ *   ENTER 1        81
+ *   ENTER 64       c0 01
+ *   ENTER 8192     c0 80 01        (seeds/001's own example is wrong)
+ *   1 exit         00
+ *   3 exits        02
+ *   65 exits       40 01
+ *
+ *   Consecutive exits of one thread on one CPU, within one time unit, are
+ *   one EXIT record.  The writer keeps the open run unpublished until
+ *   another record follows or the flush timer seals it.
+ *
+ * 2.2 Escape records.
+ *
+ *   A canonical seeds/001 writer never emits a multi-byte value whose last
+ *   byte is 0x00.  bftrace uses that overlong form as its escape:
+ *
+ *       0x40 | kind, 0x00, payload...
+ *
+ *   kind is 6 bits; the payload is a kind-specific list of unsigned LEB128
+ *   varints (plain LEB128, no flag bit).  kind 0 is invalid.
+ *
+ *   BFT_ESC_SYNC (1): seq, time_ns, res_ns
+ *       seq: how many events (ENTER, ENTER_NORET and each exit of an EXIT
+ *       run) this CPU produced before this point, lost ones included.  A
+ *       reader counts events and LOST counts from one SYNC to the next; any
+ *       mismatch proves a gap.  time_ns: CLOCK_MONOTONIC, absolute.
+ *       res_ns: the unit of TIME deltas from here on.  Written first in
+ *       every ring, and by the flush timer into every ring of a tracing
+ *       session once per flush interval, even an idle one: that is the
+ *       heartbeat of seeds/002, telling a merger that this CPU holds
+ *       nothing older.
+ *       example: seq 0, time 1000000 ns, res 1000 ns:
+ *         41 00  00  c0 84 3d  e8 07
+ *   BFT_ESC_THREAD (2): tgid, tid, delta_ns
+ *       The events that follow belong to this thread.  delta_ns is exact,
+ *       from the stream's current time.  Written whenever the thread
+ *       writing to this CPU changes, or has been scheduled out since its
+ *       last record here: so a thread's events, merged across CPUs by
+ *       stream time, are always in the order it made them.
+ *       example: tgid 1234, tid 1235, 500 ns:  42 00  d2 09  d3 09  f4 03
+ *   BFT_ESC_TIME (3): delta
+ *       Stream time += delta * res_ns.  Stream time is the true time
+ *       rounded down to the unit, never later than it.
+ *       example: 200 units:  43 00  c8 01
+ *   BFT_ESC_LOST (4): n
+ *       n events were dropped here because the ring was full.  The
+ *       per-thread structure across a loss is unknown: treat it as a data
+ *       break for every thread.    example: 7 lost:  44 00  07
+ *   BFT_ESC_BREAK (5): reason (BFT_BREAK_*)
+ *       Recording stopped here and resumed after; call stacks inferred
+ *       before it are void.        example: suspend:  45 00  01
+ *   BFT_ESC_ENTER_NORET (6): method id
+ *       An entry whose exit will not be recorded: the thread had
+ *       BFT_URETPROBE_DEPTH return probes pending, or the probe has no
+ *       BFT_PF_RETURN.  Such a frame ends when the next EXIT of its thread
+ *       arrives: that EXIT first closes every NORET frame on top of the
+ *       stack, then one ordinary frame.  So no exit is ever attributed to
+ *       the wrong frame.          example: method 5:  46 00  05
+ *   BFT_ESC_TIME_SHORT (0x20..0x3f): no payload
+ *       Stream time += (kind - 0x1f) * res_ns, i.e. 1 to 32 units.
+ *       example: 3 units:  62 00
+ *
+ * 2.3 Memory ordering (kmod/ring.c).  The handler on CPU n and the flush
+ * work serialise on ring n's spinlock; the reader takes it only to snapshot
+ * the head.  Bytes in [tail, head) are never written; the producer's
+ * smp_load_acquire(tail) pairs with the reader's smp_store_release(tail)
+ * after its copy, so a slot is reused only after it has been read.
+ */
+#ifndef _UAPI_LINUX_BFTRACE_H
+#define _UAPI_LINUX_BFTRACE_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define BFT_GENL_NAME		"bftrace"
+#define BFT_GENL_VERSION	1
+#define BFT_MCGRP_EVENTS	"events"
+#define BFT_DEV_NAME		"bftrace"	/* /dev/bftrace */
+#define BFT_PROTO_VERSION	1
+
+/* The kernel's nesting limit for pending return probes, per thread. */
+#define BFT_URETPROBE_DEPTH	64
+#define BFT_NAME_MAX		512	/* BFT_P_NAME, with its NUL */
+#define BFT_PATH_MAX		4096	/* BFT_P_PATH, with its NUL */
+#define BFT_MAX_TARGETS		64
+
+enum bft_cmd {
+	BFT_CMD_UNSPEC,
+	BFT_CMD_GET_CAPS,
+	BFT_CMD_ATTACH,
+	BFT_CMD_DETACH,
+	BFT_CMD_START,
+	BFT_CMD_STOP,
+	BFT_CMD_PAUSE,
+	BFT_CMD_UNPAUSE,
+	BFT_CMD_SUSPEND,
+	BFT_CMD_UNSUSPEND,
+	BFT_CMD_GET_STATUS,
+	BFT_CMD_GET_OPT,
+	BFT_CMD_SET_OPT,
+	BFT_CMD_GET_METHODS,
+	BFT_CMD_EVENT,
+	__BFT_CMD_MAX,
+};
+
+#define BFT_CMD_MAX (__BFT_CMD_MAX - 1)
+
+/* Top-level attributes. */
+enum bft_attr {
+	BFT_A_UNSPEC,
+	BFT_A_PROTO_VERSION,	/* u32 */
+	BFT_A_FEATURES,		/* u64, BFT_FEAT_* */
+	BFT_A_NR_CPUS,		/* u32: possible CPUs = number of rings */
+	BFT_A_LIMITS,		/* nest: BFT_LIM_* */
+	BFT_A_TGID,		/* u32 */
+	BFT_A_PROBES,		/* nest of BFT_A_PROBE */
+	BFT_A_PROBE,		/* nest: BFT_P_* */
+	BFT_A_RESULTS,		/* nest of BFT_A_RESULT */
+	BFT_A_RESULT,		/* nest: BFT_R_* */
+	BFT_A_MODE,		/* u8, enum bft_mode */
+	BFT_A_NR_PROBES,	/* u32 */
+	BFT_A_NR_TARGETS,	/* u32 */
+	BFT_A_CPU_STATS,	/* nest of BFT_A_CPU */
+	BFT_A_CPU,		/* nest: BFT_S_* */
+	BFT_A_OPT_ID,		/* u32, enum bft_opt */
+	BFT_A_OPT_VALUE,	/* u64 */
+	BFT_A_OPT,		/* nest: BFT_O_* */
+	BFT_A_EVENT,		/* u8, enum bft_event */
+	BFT_A_FILL_PERMILLE,	/* u32 */
+	BFT_A_ERRNO,		/* s32, a positive errno */
+	BFT_A_PAD,
+	__BFT_A_MAX,
+};
+
+#define BFT_A_MAX (__BFT_A_MAX - 1)
+
+/* Inside BFT_A_PROBE, and in BFT_CMD_GET_METHODS messages. */
+enum bft_probe_attr {
+	BFT_P_UNSPEC,
+	BFT_P_PATH,		/* NUL-terminated string, < BFT_PATH_MAX */
+	BFT_P_OFFSET,		/* u64: file offset of the probed instruction */
+	BFT_P_METHOD_ID,	/* u32: the id ENTER records carry */
+	BFT_P_FLAGS,		/* u32, BFT_PF_* */
+	BFT_P_NAME,		/* NUL-terminated string: display signature */
+	BFT_P_HITS,		/* u64: entry hits recorded (dump only) */
+	BFT_P_PAD,
+	__BFT_P_MAX,
+};
+
+#define BFT_P_MAX (__BFT_P_MAX - 1)
+
+#define BFT_PF_ENTRY	(1U << 0)	/* record ENTER */
+#define BFT_PF_RETURN	(1U << 1)	/* record EXIT; needs BFT_PF_ENTRY */
+#define BFT_PF_ALL	(BFT_PF_ENTRY | BFT_PF_RETURN)
+
+enum bft_result_attr {
+	BFT_R_UNSPEC,
+	BFT_R_INDEX,		/* u32: position of the probe in the request */
+	BFT_R_ERRNO,		/* s32: 0 attached, else a positive errno */
+	__BFT_R_MAX,
+};
+
+#define BFT_R_MAX (__BFT_R_MAX - 1)
+
+enum bft_limit_attr {
+	BFT_LIM_UNSPEC,
+	BFT_LIM_MAX_TARGETS,	/* u32 */
+	BFT_LIM_MAX_PROBES,	/* u32: the ceiling of BFT_OPT_MAX_PROBES */
+	BFT_LIM_NAME_MAX,	/* u32 */
+	BFT_LIM_PATH_MAX,	/* u32 */
+	BFT_LIM_URETPROBE_DEPTH,/* u32 */
+	__BFT_LIM_MAX,
+};
+
+#define BFT_LIM_MAX (__BFT_LIM_MAX - 1)
+
+/* Per-CPU statistics, inside BFT_A_CPU. */
+enum bft_stat_attr {
+	BFT_S_UNSPEC,
+	BFT_S_CPU,		/* u32 */
+	BFT_S_PRODUCED,		/* u64: events the handlers tried to record */
+	BFT_S_WRITTEN,		/* u64: events that reached the ring */
+	BFT_S_LOST,		/* u64: events dropped, ring full */
+	BFT_S_SUSPENDED,	/* u64: hits ignored while suspended */
+	BFT_S_BYTES_WRITTEN,	/* u64 */
+	BFT_S_BYTES_READ,	/* u64 */
+	BFT_S_USED,		/* u32: bytes in the ring now */
+	BFT_S_SIZE,		/* u32: ring size */
+	BFT_S_PAD,
+	__BFT_S_MAX,
+};
+
+#define BFT_S_MAX (__BFT_S_MAX - 1)
+
+/* Inside BFT_A_OPT. */
+enum bft_opt_attr {
+	BFT_O_UNSPEC,
+	BFT_O_ID,		/* u32 */
+	BFT_O_VALUE,		/* u64 */
+	BFT_O_MIN,		/* u64 */
+	BFT_O_MAX,		/* u64 */
+	BFT_O_FLAGS,		/* u32, BFT_OPTF_* */
+	BFT_O_PAD,
+	__BFT_O_MAX,
+};
+
+#define BFT_O_MAX_ATTR (__BFT_O_MAX - 1)
+
+#define BFT_OPTF_POW2		(1U << 0)	/* value must be a power of 2 */
+#define BFT_OPTF_IDLE_ONLY	(1U << 1)	/* -EBUSY while tracing */
+
+enum bft_opt {
+	BFT_OPT_UNSPEC,
+	BFT_OPT_BUF_SIZE,	/* bytes per CPU ring */
+	BFT_OPT_FLUSH_MS,	/* flush timer period */
+	BFT_OPT_HEARTBEAT_MS,	/* BFT_EV_HEARTBEAT period */
+	BFT_OPT_MAX_DEPTH,	/* deeper frames are not recorded at all */
+	BFT_OPT_TIME_RES_NS,	/* unit of TIME deltas */
+	BFT_OPT_WATERMARK,	/* poll() threshold, bytes */
+	BFT_OPT_MAX_PROBES,	/* probes over all targets */
+	BFT_OPT_OVERWRITE,	/* flight-recorder mode: defined, unsupported */
+	__BFT_OPT_MAX,
+};
+
+#define BFT_OPT_MAX (__BFT_OPT_MAX - 1)
+
+enum bft_mode {
+	BFT_MODE_INITIALIZING,
+	BFT_MODE_TRACING,
+	BFT_MODE_PAUSED,
+	BFT_MODE_SUSPENDED,
+	BFT_MODE_SHUTTING_DOWN,
+};
+
+enum bft_event {
+	BFT_EV_UNSPEC,
+	BFT_EV_HEARTBEAT,
+	BFT_EV_MODE,
+	BFT_EV_TARGET_EXIT,
+	BFT_EV_PROBE_FAILED,
+};
+
+/* BFT_A_FEATURES */
+#define BFT_FEAT_ENTRY		(1ULL << 0)	/* entry probes */
+#define BFT_FEAT_RETURN		(1ULL << 1)	/* return probes */
+#define BFT_FEAT_NORET		(1ULL << 2)	/* BFT_ESC_ENTER_NORET */
+#define BFT_FEAT_PAUSE		(1ULL << 3)
+#define BFT_FEAT_SUSPEND	(1ULL << 4)
+#define BFT_FEAT_EVENTS		(1ULL << 5)	/* multicast group */
+#define BFT_FEAT_READ		(1ULL << 6)	/* read() on /dev/bftrace */
+
+/* 2.2: escape records */
+#define BFT_ESC_LEAD		0x40	/* | kind; then 0x00 */
+#define BFT_ESC_KIND_MASK	0x3f
+#define BFT_ESC_SYNC		1
+#define BFT_ESC_THREAD		2
+#define BFT_ESC_TIME		3
+#define BFT_ESC_LOST		4
+#define BFT_ESC_BREAK		5
+#define BFT_ESC_ENTER_NORET	6
+#define BFT_ESC_TIME_SHORT	0x20	/* 0x20..0x3f: 1..32 units */
+#define BFT_TIME_SHORT_MAX	32
+
+#define BFT_BREAK_SUSPEND	1
+#define BFT_BREAK_STOP		2
+
+/* A record is at most this long: a ring never holds a longer one. */
+#define BFT_RECORD_MAX		32
+
+/* ioctls on /dev/bftrace */
+#define BFT_IOC_MAGIC		0xBF
+#define BFT_IOC_BIND_CPU	_IOW(BFT_IOC_MAGIC, 1, __u32)
+
+#endif /* _UAPI_LINUX_BFTRACE_H */

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Modes, options, and the two periodic works: the flush timer and the
+ * heartbeat.
+ */
+#include <linux/log2.h>
+#include <linux/sizes.h>
+#include <linux/workqueue.h>
+
+#include "bft_internal.h"
+
+/* targets, probes, mode transitions and options; see bft_internal.h */
+DEFINE_MUTEX(bft_lock);
+int bft_mode = BFT_MODE_INITIALIZING;
+
+struct bft_opts bft_opts = {
+	.buf_size = SZ_1M,
+	.flush_ms = 100,
+	.heartbeat_ms = 1000,
+	.max_depth = 0,
+	.time_res_ns = 1000,
+	.watermark = 0,
+	.max_probes = 4096,
+};
+
+struct bft_opt_desc {
+	u64 min, max;
+	u32 flags;
+	u32 *val;		/* NULL: defined by the protocol, unsupported */
+};
+
+static const struct bft_opt_desc bft_opt_descs[BFT_OPT_MAX + 1] = {
+	[BFT_OPT_BUF_SIZE] = { SZ_4K, SZ_256M, BFT_OPTF_POW2 | BFT_OPTF_IDLE_ONLY,
+			       &bft_opts.buf_size },
+	[BFT_OPT_FLUSH_MS] = { 1, 10000, 0, &bft_opts.flush_ms },
+	[BFT_OPT_HEARTBEAT_MS] = { 10, 60000, 0, &bft_opts.heartbeat_ms },
+	/* entry and exit must agree on what is too deep */
+	[BFT_OPT_MAX_DEPTH] = { 0, BFT_URETPROBE_DEPTH, BFT_OPTF_IDLE_ONLY,
+				&bft_opts.max_depth },
+	/* streams carry their unit in SYNC; keep one unit per session */
+	[BFT_OPT_TIME_RES_NS] = { 1, 1000000, BFT_OPTF_IDLE_ONLY,
+				  &bft_opts.time_res_ns },
+	[BFT_OPT_WATERMARK] = { 0, SZ_256M, 0, &bft_opts.watermark },
+	[BFT_OPT_MAX_PROBES] = { 1, 65536, 0, &bft_opts.max_probes },
+	[BFT_OPT_OVERWRITE] = { 0, 1, BFT_OPTF_IDLE_ONLY, NULL },
+};
+
+static bool bft_exiting;
+static void bft_flush_fn(struct work_struct *work);
+static void bft_heartbeat_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(bft_flush_work, bft_flush_fn);
+static DECLARE_DELAYED_WORK(bft_heartbeat_work, bft_heartbeat_fn);
+
+static void bft_rearm(struct delayed_work *dw, u32 ms)
+{
+	if (!READ_ONCE(bft_exiting))
+		mod_delayed_work(system_wq, dw, msecs_to_jiffies(ms));
+}
+
+static void bft_flush_fn(struct work_struct *work)
+{
+	bft_rings_flush(bft_recording(READ_ONCE(bft_mode)));
+	/* a control command holds the lock: reap on the next round */
+	if (mutex_trylock(&bft_lock)) {
+		bft_targets_reap();
+		mutex_unlock(&bft_lock);
+	}
+	bft_rearm(&bft_flush_work, READ_ONCE(bft_opts.flush_ms));
+}
+
+static void bft_heartbeat_fn(struct work_struct *work)
+{
+	bft_notify_heartbeat();
+	bft_rearm(&bft_heartbeat_work, READ_ONCE(bft_opts.heartbeat_ms));
+}
+
+static const char *const bft_mode_names[] = {
+	[BFT_MODE_INITIALIZING] = "initializing",
+	[BFT_MODE_TRACING] = "tracing",
+	[BFT_MODE_PAUSED] = "paused",
+	[BFT_MODE_SUSPENDED] = "suspended",
+	[BFT_MODE_SHUTTING_DOWN] = "shutting down",
+};
+
+static void bft_set_mode(int mode)
+{
+	WRITE_ONCE(bft_mode, mode);
+	bft_notify_mode(mode);
+}
+
+static int bft_stop(void)
+{
+	int mode = bft_mode;
+
+	WRITE_ONCE(bft_mode, BFT_MODE_SHUTTING_DOWN);
+	if (bft_session_active(mode))
+		bft_rings_break(BFT_BREAK_STOP);
+	bft_detach_all();
+	bft_rings_flush(false);
+	bft_notify_mode(BFT_MODE_SHUTTING_DOWN);
+	return 0;
+}
+
+/* Under bft_lock.  @cmd is one of the six mode commands. */
+int bft_mode_change(u8 cmd, struct netlink_ext_ack *ext)
+{
+	int mode = bft_mode, err;
+
+	switch (cmd) {
+	case BFT_CMD_START:
+		if (bft_session_active(mode))
+			goto bad;
+		bft_rings_start();
+		bft_set_mode(BFT_MODE_TRACING);
+		return 0;
+	case BFT_CMD_STOP:
+		return bft_stop();
+	case BFT_CMD_PAUSE:
+		if (mode != BFT_MODE_TRACING)
+			goto bad;
+		err = bft_targets_signal(SIGSTOP);
+		if (err) {
+			NL_SET_ERR_MSG_MOD(ext, "a target could not be stopped");
+			bft_targets_signal(SIGCONT);
+			return err;
+		}
+		bft_set_mode(BFT_MODE_PAUSED);
+		return 0;
+	case BFT_CMD_UNPAUSE:
+		if (mode != BFT_MODE_PAUSED)
+			goto bad;
+		bft_targets_signal(SIGCONT);
+		bft_set_mode(BFT_MODE_TRACING);
+		return 0;
+	case BFT_CMD_SUSPEND:
+		if (mode != BFT_MODE_TRACING)
+			goto bad;
+		WRITE_ONCE(bft_mode, BFT_MODE_SUSPENDED);
+		bft_rings_break(BFT_BREAK_SUSPEND);
+		bft_notify_mode(BFT_MODE_SUSPENDED);
+		return 0;
+	case BFT_CMD_UNSUSPEND:
+		if (mode != BFT_MODE_SUSPENDED)
+			goto bad;
+		bft_set_mode(BFT_MODE_TRACING);
+		return 0;
+	}
+	return -EOPNOTSUPP;
+bad:
+	BFT_SET_ERR_MSG_FMT(ext, "not allowed while %s", bft_mode_names[mode]);
+	return -EINVAL;
+}
+
+int bft_opt_get(u32 id, u64 *val, u64 *min, u64 *max, u32 *flags)
+{
+	const struct bft_opt_desc *d;
+
+	if (!id || id > BFT_OPT_MAX)
+		return -ENOENT;
+	d = &bft_opt_descs[id];
+	if (!d->val)
+		return -EOPNOTSUPP;
+	*val = *d->val;
+	*min = d->min;
+	*max = d->max;
+	*flags = d->flags;
+	return 0;
+}
+
+/* Under bft_lock. */
+int bft_opt_set(u32 id, u64 val, struct netlink_ext_ack *ext)
+{
+	const struct bft_opt_desc *d;
+	int err;
+
+	if (!id || id > BFT_OPT_MAX) {
+		BFT_SET_ERR_MSG_FMT(ext, "unknown option %u", id);
+		return -ENOENT;
+	}
+	d = &bft_opt_descs[id];
+	if (!d->val) {
+		BFT_SET_ERR_MSG_FMT(ext, "option %u is not supported by this module",
+				    id);
+		return -EOPNOTSUPP;
+	}
+	if (val < d->min || val > d->max ||
+	    ((d->flags & BFT_OPTF_POW2) && !is_power_of_2(val))) {
+		BFT_SET_ERR_MSG_FMT(ext, "option %u: %llu is outside [%llu, %llu]%s",
+				    id, val, d->min, d->max,
+				    d->flags & BFT_OPTF_POW2 ?
+				    " or not a power of 2" : "");
+		return -ERANGE;
+	}
+	if ((d->flags & BFT_OPTF_IDLE_ONLY) && bft_session_active(bft_mode)) {
+		BFT_SET_ERR_MSG_FMT(ext, "option %u cannot change while %s",
+				    id, bft_mode_names[bft_mode]);
+		return -EBUSY;
+	}
+	if (id == BFT_OPT_MAX_PROBES && val < bft_nr_probes) {
+		BFT_SET_ERR_MSG_FMT(ext, "%u probes are attached already",
+				    bft_nr_probes);
+		return -ERANGE;
+	}
+	if (id == BFT_OPT_BUF_SIZE && val != bft_opts.buf_size) {
+		err = bft_rings_resize(val);
+		if (err == -EBUSY)
+			NL_SET_ERR_MSG_MOD(ext, "a ring still holds unread records");
+		if (err)
+			return err;
+	}
+	WRITE_ONCE(*d->val, val);
+	if (id == BFT_OPT_FLUSH_MS)
+		bft_rearm(&bft_flush_work, val);
+	if (id == BFT_OPT_HEARTBEAT_MS)
+		bft_rearm(&bft_heartbeat_work, val);
+	return 0;
+}
+
+int bft_control_init(void)
+{
+	bft_rearm(&bft_flush_work, bft_opts.flush_ms);
+	bft_rearm(&bft_heartbeat_work, bft_opts.heartbeat_ms);
+	return 0;
+}
+
+/* Before the netlink family goes: nothing re-arms after this. */
+void bft_control_quiesce(void)
+{
+	WRITE_ONCE(bft_exiting, true);
+	cancel_delayed_work_sync(&bft_flush_work);
+	cancel_delayed_work_sync(&bft_heartbeat_work);
+}
+
+/* After the netlink family is gone: no command can attach again. */
+void bft_control_exit(void)
+{
+	mutex_lock(&bft_lock);
+	bft_stop();
+	mutex_unlock(&bft_lock);
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/bftrace: a file is bound to one CPU's ring, then read() and poll()
+ * drain it.  Binding is exclusive, so a ring's tail has one owner.
+ */
+#include <linux/cpumask.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
+
+#include "bft_internal.h"
+
+struct bft_file {
+	struct bft_ring *ring;		/* NULL until BFT_IOC_BIND_CPU */
+};
+
+static int bft_dev_open(struct inode *inode, struct file *file)
+{
+	struct bft_file *bf = kzalloc(sizeof(*bf), GFP_KERNEL);
+
+	if (!bf)
+		return -ENOMEM;
+	file->private_data = bf;
+	return nonseekable_open(inode, file);
+}
+
+static int bft_dev_release(struct inode *inode, struct file *file)
+{
+	struct bft_file *bf = file->private_data;
+
+	if (bf->ring)
+		atomic_set(&bf->ring->bound, 0);
+	kfree(bf);
+	return 0;
+}
+
+static long bft_dev_bind(struct bft_file *bf, u32 __user *arg)
+{
+	struct bft_ring *r;
+	u32 cpu;
+
+	if (get_user(cpu, arg))
+		return -EFAULT;
+	if (bf->ring)
+		return -EALREADY;
+	if (cpu >= nr_cpu_ids || !cpu_possible(cpu))
+		return -ENODEV;
+	r = bft_ring_get(cpu);
+	if (atomic_cmpxchg(&r->bound, 0, 1))
+		return -EBUSY;
+	bf->ring = r;
+	return 0;
+}
+
+static long bft_dev_ioctl(struct file *file, unsigned int cmd,
+			  unsigned long arg)
+{
+	switch (cmd) {
+	case BFT_IOC_BIND_CPU:
+		return bft_dev_bind(file->private_data, (u32 __user *)arg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static ssize_t bft_dev_read(struct file *file, char __user *buf,
+			    size_t count, loff_t *ppos)
+{
+	struct bft_file *bf = file->private_data;
+
+	if (!bf->ring)
+		return -EBADFD;
+	return bft_ring_read(bf->ring, buf, count, file->f_flags & O_NONBLOCK);
+}
+
+static __poll_t bft_dev_poll(struct file *file, struct poll_table_struct *pt)
+{
+	struct bft_file *bf = file->private_data;
+
+	if (!bf->ring)
+		return EPOLLERR;
+	return bft_ring_poll(bf->ring, file, pt);
+}
+
+static const struct file_operations bft_dev_fops = {
+	.owner = THIS_MODULE,
+	.open = bft_dev_open,
+	.release = bft_dev_release,
+	.read = bft_dev_read,
+	.poll = bft_dev_poll,
+	.unlocked_ioctl = bft_dev_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
+
+static struct miscdevice bft_miscdev = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = BFT_DEV_NAME,
+	.fops = &bft_dev_fops,
+	.mode = 0600,
+};
+
+int bft_dev_init(void)
+{
+	return misc_register(&bft_miscdev);
+}
+
+void bft_dev_exit(void)
+{
+	misc_deregister(&bft_miscdev);
+}

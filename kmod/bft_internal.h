@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * bftrace.ko internals shared between its files.  The user-space contract
+ * lives in include/uapi/linux/bftrace.h.
+ */
+#ifndef BFT_INTERNAL_H
+#define BFT_INTERNAL_H
+
+#include <linux/types.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/path.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/uprobes.h>
+#include <net/genetlink.h>
+#include <linux/bftrace.h>
+
+#include "bft_compat.h"
+
+/* Options: read locklessly by the hot path, written under bft_lock. */
+struct bft_opts {
+	u32 buf_size;
+	u32 flush_ms;
+	u32 heartbeat_ms;
+	u32 max_depth;		/* 0: unlimited */
+	u32 time_res_ns;
+	u32 watermark;		/* 0: a quarter of the ring */
+	u32 max_probes;
+};
+
+extern struct bft_opts bft_opts;
+/* Guards targets, probes, modes and options; never taken by handlers. */
+extern struct mutex bft_lock;
+extern int bft_mode;		/* enum bft_mode; READ_ONCE in handlers */
+
+static inline bool bft_recording(int mode)
+{
+	return mode == BFT_MODE_TRACING || mode == BFT_MODE_PAUSED;
+}
+
+static inline bool bft_session_active(int mode)
+{
+	return bft_recording(mode) || mode == BFT_MODE_SUSPENDED;
+}
+
+/* ---- rings (bft_ring.c) ---- */
+
+/*
+ * One per possible CPU.  The producer is whatever uprobe handler runs on
+ * that CPU; the flush work and the control path also write records (SYNC,
+ * BREAK) from other CPUs, so writers serialise on @lock.  The reader never
+ * takes @lock: it owns @tail and reads @head with acquire semantics.
+ *
+ * Who writes what:
+ *   data[head..], head, writer state, counters: writers, under @lock
+ *   tail, bytes_read:                            the bound reader
+ *   suspended:                                   handlers on this CPU
+ */
+struct bft_ring {
+	spinlock_t lock;	/* writers; see above */
+	u8 *data;
+	u32 size;
+	u64 head;		/* published: smp_store_release() */
+	u64 tail;		/* consumed: smp_store_release() by the reader */
+
+	/* writer state, under @lock */
+	u64 time;		/* stream time, ns, never ahead of the clock */
+	u32 res;		/* TIME unit, ns */
+	pid_t tgid, tid;	/* thread of the last THREAD record */
+	unsigned long nsw;	/* its context switch count then */
+	bool have_thread;
+	bool need_sync;
+	u64 pending_lost;	/* dropped, LOST record not yet written */
+	u32 run;		/* exits in the open, unpublished EXIT run */
+	bool flushed;		/* the flush timer sealed data not yet read */
+
+	/* counters */
+	u64 produced, written, lost, bytes_written;
+	u64 sync_written;	/* @written at the last flush, for activity */
+	u64 suspended;
+	u64 bytes_read;
+
+	struct mutex read_mutex;	/* one read() at a time; resize */
+	atomic_t bound;			/* a reader holds this ring */
+	wait_queue_head_t wait;
+};
+
+enum bft_rec {
+	BFT_REC_ENTER,
+	BFT_REC_NORET,
+	BFT_REC_EXIT,
+};
+
+int bft_rings_init(u32 size);
+void bft_rings_exit(void);
+int bft_rings_resize(u32 size);
+struct bft_ring *bft_ring_get(unsigned int cpu);
+void bft_ring_record(enum bft_rec kind, u32 id);
+void bft_rings_start(void);
+void bft_rings_break(u8 reason);
+bool bft_rings_flush(bool heartbeat);
+void bft_rings_sync(void);
+u32 bft_rings_fill_permille(void);
+ssize_t bft_ring_read(struct bft_ring *r, char __user *buf, size_t count,
+		      bool nonblock);
+__poll_t bft_ring_poll(struct bft_ring *r, struct file *file,
+		       struct poll_table_struct *pt);
+
+struct bft_ring_stats {
+	u64 produced, written, lost, suspended, bytes_written, bytes_read;
+	u32 used, size;
+};
+
+void bft_ring_stats(unsigned int cpu, struct bft_ring_stats *st);
+
+/* ---- /dev/bftrace (bft_dev.c) ---- */
+int bft_dev_init(void);
+void bft_dev_exit(void);
+
+/* ---- targets and probes (bft_probe.c, bft_attach.c) ---- */
+
+struct bft_target {
+	struct list_head node;
+	pid_t tgid;
+	struct pid *pid;
+	struct mm_struct *mm;	/* mmgrab()ed: the filter compares pointers */
+	struct list_head probes;
+	u32 nr_probes;
+	bool stopped;		/* we sent SIGSTOP */
+};
+
+struct bft_probe {
+	struct uprobe_consumer uc;
+	struct list_head node;
+	struct bft_target *target;
+	struct path path;	/* pins dentry and mount, so the inode too */
+	loff_t offset;
+	u32 method_id;
+	u32 flags;
+	char *name;
+	atomic64_t hits;
+#if BFT_UPROBE_GEN >= 2
+	struct uprobe *uprobe;
+#endif
+};
+
+extern struct list_head bft_targets;
+extern u32 bft_nr_probes;
+extern u32 bft_nr_targets;
+
+struct bft_target *bft_target_find(pid_t tgid);
+struct bft_target *bft_target_new(pid_t tgid, struct netlink_ext_ack *extack);
+void bft_target_free_if_empty(struct bft_target *t);
+int bft_probe_register(struct bft_probe *p);
+void bft_probe_free(struct bft_probe *p);
+void bft_target_detach(struct bft_target *t);
+void bft_detach_all(void);
+int bft_targets_signal(int sig);
+void bft_targets_reap(void);
+
+int bft_attach(struct genl_info *info);
+
+/* ---- modes, options, timers (bft_control.c) ---- */
+int bft_control_init(void);
+void bft_control_quiesce(void);
+void bft_control_exit(void);
+int bft_mode_change(u8 cmd, struct netlink_ext_ack *extack);
+int bft_opt_get(u32 id, u64 *val, u64 *min, u64 *max, u32 *flags);
+int bft_opt_set(u32 id, u64 val, struct netlink_ext_ack *extack);
+
+/* ---- generic netlink (bft_genl.c) ---- */
+int bft_genl_init(void);
+void bft_genl_exit(void);
+void bft_notify_mode(int mode);
+void bft_notify_target_exit(pid_t tgid, u32 nr_probes);
+void bft_notify_heartbeat(void);
+void bft_notify_probe_failed(pid_t tgid, u32 method_id, int err);
+int bft_put_cpu_stats(struct sk_buff *skb);
+struct sk_buff *bft_reply_new(struct genl_info *info, size_t size, void **hdr);
+int bft_reply_send(struct sk_buff *skb, void *hdr, struct genl_info *info);
+
+#endif /* BFT_INTERNAL_H */

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Targets and their probes: the uprobe handlers, registration, and
+ * teardown.  Everything here except the handlers runs under bft_lock.
+ */
+#include <linux/pid.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+
+#include "bft_internal.h"
+
+LIST_HEAD(bft_targets);
+u32 bft_nr_probes;
+u32 bft_nr_targets;
+
+/* Pending return probes of the current thread, ours and anybody else's. */
+static unsigned int bft_uretprobe_depth(void)
+{
+	struct uprobe_task *utask = current->utask;
+
+	return utask ? utask->depth : 0;
+}
+
+static bool bft_too_deep(unsigned int depth)
+{
+	u32 max = READ_ONCE(bft_opts.max_depth);
+
+	return max && depth >= max;
+}
+
+static int bft_entry_handler(BFT_HANDLER_ARGS)
+{
+	struct bft_probe *p = container_of(uc, struct bft_probe, uc);
+	unsigned int depth;
+
+	/* another tracer's breakpoint, or a child that inherited ours */
+	if (current->mm != p->target->mm)
+		return UPROBE_HANDLER_REMOVE;
+	if (!bft_session_active(READ_ONCE(bft_mode)))
+		return 0;
+	/*
+	 * The kernel checks this same depth right after the handlers, and
+	 * gives up the return probe at BFT_URETPROBE_DEPTH: say so now, in
+	 * the record, so no later exit is taken for this frame's.
+	 */
+	depth = bft_uretprobe_depth();
+	if (bft_too_deep(depth))
+		return 0;
+	atomic64_inc(&p->hits);
+	if (!(p->flags & BFT_PF_RETURN) || depth >= BFT_URETPROBE_DEPTH)
+		bft_ring_record(BFT_REC_NORET, p->method_id);
+	else
+		bft_ring_record(BFT_REC_ENTER, p->method_id);
+	return 0;
+}
+
+static int bft_return_handler(BFT_RET_HANDLER_ARGS)
+{
+	struct bft_probe *p = container_of(uc, struct bft_probe, uc);
+
+	if (current->mm != p->target->mm)
+		return 0;
+	if (!bft_session_active(READ_ONCE(bft_mode)))
+		return 0;
+	/* this frame's return instance is still counted in the depth */
+	if (bft_too_deep(bft_uretprobe_depth() - 1))
+		return 0;
+	bft_ring_record(BFT_REC_EXIT, 0);
+	return 0;
+}
+
+static bool bft_filter(BFT_FILTER_ARGS)
+{
+	struct bft_probe *p = container_of(uc, struct bft_probe, uc);
+
+	return mm == p->target->mm;
+}
+
+int bft_probe_register(struct bft_probe *p)
+{
+	struct inode *inode = d_real_inode(p->path.dentry);
+
+	p->uc.handler = bft_entry_handler;
+	if (p->flags & BFT_PF_RETURN)
+		p->uc.ret_handler = bft_return_handler;
+	p->uc.filter = bft_filter;
+#if BFT_UPROBE_GEN >= 2
+	p->uprobe = uprobe_register(inode, p->offset, 0, &p->uc);
+	if (IS_ERR(p->uprobe)) {
+		int err = PTR_ERR(p->uprobe);
+
+		p->uprobe = NULL;
+		return err;
+	}
+	return 0;
+#else
+	return uprobe_register(inode, p->offset, &p->uc);
+#endif
+}
+
+static void bft_probe_unregister_nosync(struct bft_probe *p)
+{
+#if BFT_UPROBE_GEN >= 2
+	uprobe_unregister_nosync(p->uprobe, &p->uc);
+#else
+	uprobe_unregister(d_real_inode(p->path.dentry), p->offset, &p->uc);
+#endif
+}
+
+static void bft_probes_unregister_sync(void)
+{
+#if BFT_UPROBE_GEN >= 2
+	uprobe_unregister_sync();
+#endif
+}
+
+void bft_probe_free(struct bft_probe *p)
+{
+	path_put(&p->path);
+	kfree(p->name);
+	kfree(p);
+}
+
+struct bft_target *bft_target_find(pid_t tgid)
+{
+	struct bft_target *t;
+
+	list_for_each_entry(t, &bft_targets, node)
+		if (t->tgid == tgid)
+			return t;
+	return NULL;
+}
+
+struct bft_target *bft_target_new(pid_t tgid, struct netlink_ext_ack *extack)
+{
+	struct task_struct *task;
+	struct bft_target *t;
+	struct mm_struct *mm;
+	struct pid *pid;
+
+	if (bft_nr_targets >= BFT_MAX_TARGETS) {
+		NL_SET_ERR_MSG_MOD(extack, "too many targets");
+		return ERR_PTR(-E2BIG);
+	}
+	pid = find_get_pid(tgid);
+	task = pid ? get_pid_task(pid, PIDTYPE_TGID) : NULL;
+	if (!task) {
+		put_pid(pid);
+		BFT_SET_ERR_MSG_FMT(extack, "no process with tgid %d", tgid);
+		return ERR_PTR(-ESRCH);
+	}
+	mm = get_task_mm(task);
+	put_task_struct(task);
+	if (!mm) {
+		put_pid(pid);
+		BFT_SET_ERR_MSG_FMT(extack, "tgid %d has no user address space",
+				    tgid);
+		return ERR_PTR(-ESRCH);
+	}
+	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	if (!t) {
+		mmput(mm);
+		put_pid(pid);
+		return ERR_PTR(-ENOMEM);
+	}
+	t->tgid = tgid;
+	t->pid = pid;
+	t->mm = mm;
+	mmgrab(mm);	/* keeps the pointer unique for the filter */
+	mmput(mm);	/* but does not keep the address space alive */
+	INIT_LIST_HEAD(&t->probes);
+	list_add_tail(&t->node, &bft_targets);
+	bft_nr_targets++;
+	return t;
+}
+
+static void bft_target_free(struct bft_target *t)
+{
+	if (t->stopped)
+		kill_pid(t->pid, SIGCONT, 1);
+	list_del(&t->node);
+	bft_nr_targets--;
+	mmdrop(t->mm);
+	put_pid(t->pid);
+	kfree(t);
+}
+
+void bft_target_free_if_empty(struct bft_target *t)
+{
+	if (list_empty(&t->probes))
+		bft_target_free(t);
+}
+
+/* Unregister every probe of @ts first, wait once, then free. */
+static void bft_targets_detach(struct list_head *ts)
+{
+	struct bft_probe *p, *pn;
+	struct bft_target *t, *tn;
+
+	list_for_each_entry(t, ts, node)
+		list_for_each_entry(p, &t->probes, node)
+			bft_probe_unregister_nosync(p);
+	bft_probes_unregister_sync();
+	list_for_each_entry_safe(t, tn, ts, node) {
+		list_for_each_entry_safe(p, pn, &t->probes, node) {
+			list_del(&p->node);
+			bft_probe_free(p);
+		}
+		bft_nr_probes -= t->nr_probes;
+		t->nr_probes = 0;
+		bft_target_free(t);
+	}
+}
+
+void bft_target_detach(struct bft_target *t)
+{
+	LIST_HEAD(one);
+
+	list_move(&t->node, &one);
+	bft_targets_detach(&one);
+}
+
+void bft_detach_all(void)
+{
+	LIST_HEAD(all);
+
+	list_splice_init(&bft_targets, &all);
+	bft_targets_detach(&all);
+}
+
+int bft_targets_signal(int sig)
+{
+	struct bft_target *t;
+	int ret = 0, err;
+
+	list_for_each_entry(t, &bft_targets, node) {
+		err = kill_pid(t->pid, sig, 1);
+		if (err && !ret)
+			ret = err;
+		if (!err)
+			t->stopped = sig == SIGSTOP;
+	}
+	return ret;
+}
+
+static bool bft_target_gone(struct bft_target *t)
+{
+	bool alive;
+
+	/* an exec also ends the traced address space */
+	if (!atomic_read(&t->mm->mm_users))
+		return true;
+	rcu_read_lock();
+	alive = pid_task(t->pid, PIDTYPE_TGID);
+	rcu_read_unlock();
+	return !alive;
+}
+
+/* From the flush work: forget targets that exited, and say so. */
+void bft_targets_reap(void)
+{
+	struct bft_target *t, *tn;
+	pid_t tgid;
+	u32 n;
+
+	list_for_each_entry_safe(t, tn, &bft_targets, node) {
+		if (!bft_target_gone(t))
+			continue;
+		tgid = t->tgid;
+		n = t->nr_probes;
+		bft_target_detach(t);
+		bft_notify_target_exit(tgid, n);
+	}
+}

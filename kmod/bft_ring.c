@@ -1,0 +1,597 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-CPU record rings: the writer side that uprobe handlers call, the
+ * control records (SYNC, BREAK), and the read() side of /dev/bftrace.
+ *
+ * A ring is a byte array of power-of-two size addressed by free-running
+ * 64-bit positions:
+ *
+ *        tail                     head
+ *   ......|#########################|.............
+ *         ^ reader copies from here ^ writers append here, under lock
+ *
+ * [tail, head) holds whole records only: a writer builds everything one
+ * uprobe hit produces in a local buffer and publishes it with one store
+ * of head, or drops it whole and counts the loss.
+ *
+ * Exits of one thread that follow each other within one time unit form a
+ * run; the run stays in the writer state (@run) and becomes one EXIT record
+ * when anything else is written, or when the flush work seals it.
+ */
+#include <linux/math64.h>
+#include <linux/percpu.h>
+#include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "bft_internal.h"
+#include "bft_varint.h"
+
+static DEFINE_PER_CPU(struct bft_ring, bft_rings);
+
+/* Room for every record one hit can produce: LOST, SYNC, BREAK, THREAD, event. */
+#define BFT_HIT_MAX (5 * BFT_RECORD_MAX)
+
+struct bft_recbuf {
+	u8 b[BFT_HIT_MAX];
+	u32 len;
+	u64 time;		/* stream time after these records */
+};
+
+struct bft_ring *bft_ring_get(unsigned int cpu)
+{
+	return per_cpu_ptr(&bft_rings, cpu);
+}
+
+static u32 bft_ring_used(struct bft_ring *r)
+{
+	/* pairs with smp_store_release(&r->head) in bft_ring_put() */
+	return smp_load_acquire(&r->head) - READ_ONCE(r->tail);
+}
+
+static u32 bft_ring_watermark(struct bft_ring *r)
+{
+	u32 wm = READ_ONCE(bft_opts.watermark);
+
+	if (!wm)
+		wm = r->size / 4;
+	return min(wm, r->size / 2);
+}
+
+/* Writers only, under r->lock. */
+static bool bft_ring_put(struct bft_ring *r, const u8 *buf, u32 len)
+{
+	/* pairs with smp_store_release(&r->tail) in bft_ring_read() */
+	u64 tail = smp_load_acquire(&r->tail);
+	u32 pos = r->head & (r->size - 1);
+	u32 first = min(len, r->size - pos);
+
+	if (len > r->size - (u32)(r->head - tail))
+		return false;
+	memcpy(r->data + pos, buf, first);
+	memcpy(r->data, buf + first, len - first);
+	/* pairs with smp_load_acquire(&r->head) in the reader */
+	smp_store_release(&r->head, r->head + len);
+	r->bytes_written += len;
+	return true;
+}
+
+static void bft_ring_drop(struct bft_ring *r, u64 n)
+{
+	r->lost += n;
+	r->pending_lost += n;
+}
+
+static void bft_ring_seal(struct bft_ring *r)
+{
+	u8 b[BFT_RECORD_MAX];
+
+	if (!r->run)
+		return;
+	if (bft_ring_put(r, b, bft_put_packed(b, BFT_F_EXIT, r->run - 1)))
+		r->written += r->run;
+	else
+		bft_ring_drop(r, r->run);
+	r->run = 0;
+}
+
+/* Records owed before anything else: LOST, then SYNC, then BREAK. */
+static void bft_put_owed(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
+			 u8 brk)
+{
+	u8 *p = rb->b + rb->len;
+
+	if (r->pending_lost) {
+		p += bft_put_esc(p, BFT_ESC_LOST);
+		p += bft_put_varint(p, r->pending_lost);
+	}
+	if (r->need_sync || brk) {
+		/* seq counts what precedes, the owed LOST included */
+		p += bft_put_esc(p, BFT_ESC_SYNC);
+		p += bft_put_varint(p, r->written + r->lost);
+		p += bft_put_varint(p, now);
+		p += bft_put_varint(p, r->res);
+		rb->time = now;
+	}
+	if (brk) {
+		p += bft_put_esc(p, BFT_ESC_BREAK);
+		p += bft_put_varint(p, brk);
+	}
+	rb->len = p - rb->b;
+}
+
+static void bft_put_when(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
+			 bool new_thread)
+{
+	u8 *p = rb->b + rb->len;
+	u64 units;
+
+	if (new_thread) {
+		p += bft_put_esc(p, BFT_ESC_THREAD);
+		p += bft_put_varint(p, current->tgid);
+		p += bft_put_varint(p, current->pid);
+		p += bft_put_varint(p, now - rb->time);
+		rb->time = now;
+	} else {
+		units = div_u64(now - rb->time, r->res);
+		if (units > BFT_TIME_SHORT_MAX) {
+			p += bft_put_esc(p, BFT_ESC_TIME);
+			p += bft_put_varint(p, units);
+		} else if (units) {
+			p += bft_put_esc(p, BFT_ESC_TIME_SHORT - 1 + units);
+		}
+		rb->time += units * r->res;
+	}
+	rb->len = p - rb->b;
+}
+
+/* The owed records went out: forget that they are owed. */
+static void bft_ring_commit_owed(struct bft_ring *r, struct bft_recbuf *rb)
+{
+	r->pending_lost = 0;
+	r->need_sync = false;
+	r->time = rb->time;
+}
+
+static u64 bft_ring_now(struct bft_ring *r)
+{
+	u64 now = ktime_get_ns();
+
+	/* a SYNC written from another CPU may carry a later clock reading */
+	return max(now, r->time);
+}
+
+/*
+ * Called from uprobe handlers: process context, preemptible, any CPU.
+ * Preemption is off only inside the lock.
+ */
+void bft_ring_record(enum bft_rec kind, u32 id)
+{
+	struct task_struct *tsk = current;
+	struct bft_recbuf rb;
+	struct bft_ring *r;
+	unsigned long nsw;
+	bool new_thread, wake = false;
+	int mode;
+	u64 now;
+
+	preempt_disable();
+	r = this_cpu_ptr(&bft_rings);
+	spin_lock(&r->lock);
+	/* re-read under the lock: pairs with bft_rings_break() */
+	mode = READ_ONCE(bft_mode);
+	if (unlikely(!bft_recording(mode))) {
+		if (mode == BFT_MODE_SUSPENDED)
+			r->suspended++;
+		goto out;
+	}
+	now = bft_ring_now(r);
+	nsw = tsk->nvcsw + tsk->nivcsw;
+	new_thread = !r->have_thread || r->tid != tsk->pid || r->nsw != nsw;
+	r->produced++;
+
+	if (kind == BFT_REC_EXIT && r->run && !new_thread &&
+	    now - r->time < r->res) {
+		r->run++;
+		goto out;
+	}
+	bft_ring_seal(r);
+
+	rb.len = 0;
+	rb.time = r->time;
+	bft_put_owed(r, &rb, now, 0);
+	bft_put_when(r, &rb, now, new_thread);
+	if (kind == BFT_REC_ENTER) {
+		rb.len += bft_put_packed(rb.b + rb.len, BFT_F_ENTER, id);
+	} else if (kind == BFT_REC_NORET) {
+		rb.len += bft_put_esc(rb.b + rb.len, BFT_ESC_ENTER_NORET);
+		rb.len += bft_put_varint(rb.b + rb.len, id);
+	}
+	if (!bft_ring_put(r, rb.b, rb.len)) {
+		bft_ring_drop(r, 1);
+		goto out;
+	}
+	bft_ring_commit_owed(r, &rb);
+	if (new_thread) {
+		r->have_thread = true;
+		r->tgid = tsk->tgid;
+		r->tid = tsk->pid;
+		r->nsw = nsw;
+	}
+	if (kind == BFT_REC_EXIT)
+		r->run = 1;	/* its byte goes out when the run is sealed */
+	else
+		r->written++;
+	wake = r->head - READ_ONCE(r->tail) >= bft_ring_watermark(r);
+out:
+	spin_unlock(&r->lock);
+	preempt_enable();
+	if (wake && wq_has_sleeper(&r->wait))
+		wake_up_interruptible(&r->wait);
+}
+
+/* A SYNC, and a BREAK if @brk, now; owed until there is room.  Under lock. */
+static void bft_ring_mark(struct bft_ring *r, u64 now, u8 brk)
+{
+	struct bft_recbuf rb;
+
+	bft_ring_seal(r);
+	rb.len = 0;
+	rb.time = r->time;
+	r->need_sync = true;
+	bft_put_owed(r, &rb, max(now, r->time), brk);
+	if (bft_ring_put(r, rb.b, rb.len))
+		bft_ring_commit_owed(r, &rb);
+	/* else: the SYNC stays owed; a lost BREAK is implied by the LOST */
+}
+
+static void bft_ring_wake(struct bft_ring *r)
+{
+	if (wq_has_sleeper(&r->wait))
+		wake_up_interruptible(&r->wait);
+}
+
+/* Every ring gets the same mark; used by start, suspend and stop. */
+static void bft_rings_mark(u8 brk, bool restart)
+{
+	u64 now = ktime_get_ns();
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct bft_ring *r = bft_ring_get(cpu);
+
+		spin_lock(&r->lock);
+		if (restart) {
+			r->res = READ_ONCE(bft_opts.time_res_ns);
+			r->have_thread = false;
+		}
+		bft_ring_mark(r, now, brk);
+		r->flushed = r->head != READ_ONCE(r->tail);
+		spin_unlock(&r->lock);
+		bft_ring_wake(r);
+	}
+}
+
+void bft_rings_start(void)
+{
+	bft_rings_mark(0, true);
+}
+
+/* The caller has set the new mode: handlers see it under the ring locks. */
+void bft_rings_break(u8 reason)
+{
+	smp_mb();	/* the mode store before the BREAK records */
+	bft_rings_mark(reason, false);
+}
+
+void bft_rings_sync(void)
+{
+	bft_rings_mark(0, false);
+}
+
+/*
+ * The flush timer: seal open exit runs so an idle CPU's last records reach
+ * the reader, and, when any CPU recorded something since the last flush,
+ * write a SYNC into every ring: an idle ring's SYNC tells a merger that it
+ * holds nothing older (seeds/002).
+ */
+bool bft_rings_flush(bool heartbeat)
+{
+	bool active = false, pending = false;
+	u64 now = ktime_get_ns();
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct bft_ring *r = bft_ring_get(cpu);
+
+		spin_lock(&r->lock);
+		bft_ring_seal(r);
+		if (r->produced != r->sync_written)
+			active = true;
+		spin_unlock(&r->lock);
+	}
+	for_each_possible_cpu(cpu) {
+		struct bft_ring *r = bft_ring_get(cpu);
+
+		spin_lock(&r->lock);
+		if (active && heartbeat) {
+			bft_ring_mark(r, now, 0);
+			r->sync_written = r->produced;
+		}
+		if (r->head != READ_ONCE(r->tail)) {
+			r->flushed = true;
+			pending = true;
+		}
+		spin_unlock(&r->lock);
+		if (r->flushed)
+			bft_ring_wake(r);
+	}
+	return pending;
+}
+
+u32 bft_rings_fill_permille(void)
+{
+	unsigned int cpu;
+	u32 fill = 0;
+
+	for_each_possible_cpu(cpu) {
+		struct bft_ring *r = bft_ring_get(cpu);
+
+		fill = max_t(u32, fill, div_u64((u64)bft_ring_used(r) * 1000,
+						r->size));
+	}
+	return fill;
+}
+
+void bft_ring_stats(unsigned int cpu, struct bft_ring_stats *st)
+{
+	struct bft_ring *r = bft_ring_get(cpu);
+
+	spin_lock(&r->lock);
+	st->produced = r->produced;
+	st->written = r->written;
+	st->lost = r->lost;
+	st->suspended = r->suspended;
+	st->bytes_written = r->bytes_written;
+	st->size = r->size;
+	spin_unlock(&r->lock);
+	st->bytes_read = READ_ONCE(r->bytes_read);
+	st->used = bft_ring_used(r);
+}
+
+/* ---- reader side ---- */
+
+static u8 bft_ring_byte(struct bft_ring *r, u64 pos)
+{
+	return r->data[pos & (r->size - 1)];
+}
+
+static u32 bft_ring_varint_len(struct bft_ring *r, u64 pos)
+{
+	u32 n = 1;
+
+	while (bft_ring_byte(r, pos + n - 1) & 0x80)
+		n++;
+	return n;
+}
+
+/* Length of the well-formed record at @pos (we wrote it). */
+static u32 bft_ring_record_len(struct bft_ring *r, u64 pos)
+{
+	u8 lead = bft_ring_byte(r, pos);
+	u32 kind = lead & BFT_ESC_KIND_MASK;
+	u32 n, args;
+
+	if (!(lead & BFT_PACK_CONT))
+		return 1;
+	n = 1 + bft_ring_varint_len(r, pos + 1);
+	if (n != 2 || bft_ring_byte(r, pos + 1) != 0 || (lead & BFT_F_ENTER))
+		return n;
+	if (kind >= BFT_ESC_TIME_SHORT)
+		args = 0;
+	else if (kind == BFT_ESC_SYNC || kind == BFT_ESC_THREAD)
+		args = 3;
+	else
+		args = 1;
+	while (args--)
+		n += bft_ring_varint_len(r, pos + n);
+	return n;
+}
+
+/* The longest run of whole records from @tail that fits in @count bytes. */
+static u32 bft_ring_whole(struct bft_ring *r, u64 tail, u32 count)
+{
+	u32 n = 0, len;
+
+	for (;;) {
+		len = bft_ring_record_len(r, tail + n);
+		if (n + len > count)
+			return n;
+		n += len;
+	}
+}
+
+ssize_t bft_ring_read(struct bft_ring *r, char __user *buf, size_t count,
+		      bool nonblock)
+{
+	u64 head, tail;
+	u32 n, pos, first;
+	ssize_t ret;
+
+	if (count < BFT_RECORD_MAX)
+		return -EINVAL;
+	for (;;) {
+		if (mutex_lock_interruptible(&r->read_mutex))
+			return -ERESTARTSYS;
+		tail = r->tail;
+		/* pairs with smp_store_release(&r->head) in bft_ring_put() */
+		head = smp_load_acquire(&r->head);
+		if (head != tail)
+			break;
+		mutex_unlock(&r->read_mutex);
+		if (nonblock)
+			return -EAGAIN;
+		ret = wait_event_interruptible(r->wait, bft_ring_used(r));
+		if (ret)
+			return ret;
+	}
+	n = head - tail;
+	if (n > count)
+		n = bft_ring_whole(r, tail, count);
+	pos = tail & (r->size - 1);
+	first = min(n, r->size - pos);
+	if (copy_to_user(buf, r->data + pos, first) ||
+	    copy_to_user(buf + first, r->data, n - first)) {
+		ret = -EFAULT;
+		goto out;
+	}
+	/* pairs with smp_load_acquire(&r->tail) in bft_ring_put() */
+	smp_store_release(&r->tail, tail + n);
+	WRITE_ONCE(r->bytes_read, r->bytes_read + n);
+	spin_lock(&r->lock);
+	if (r->head == r->tail)
+		r->flushed = false;
+	spin_unlock(&r->lock);
+	ret = n;
+out:
+	mutex_unlock(&r->read_mutex);
+	return ret;
+}
+
+__poll_t bft_ring_poll(struct bft_ring *r, struct file *file,
+		       struct poll_table_struct *pt)
+{
+	u32 used;
+
+	poll_wait(file, &r->wait, pt);
+	used = bft_ring_used(r);
+	if (used >= bft_ring_watermark(r) || (used && READ_ONCE(r->flushed)))
+		return EPOLLIN | EPOLLRDNORM;
+	return 0;
+}
+
+/* ---- life cycle ---- */
+
+static void bft_ring_reset(struct bft_ring *r, u8 *data, u32 size)
+{
+	r->data = data;
+	r->size = size;
+	r->head = 0;
+	r->tail = 0;
+	r->time = 0;
+	r->res = READ_ONCE(bft_opts.time_res_ns);
+	r->have_thread = false;
+	r->need_sync = true;
+	r->pending_lost = 0;
+	r->run = 0;
+	r->flushed = false;
+}
+
+static void bft_rings_free(u8 **bufs)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		vfree(bufs[cpu]);
+	kfree(bufs);
+}
+
+static u8 **bft_rings_alloc(u32 size)
+{
+	unsigned int cpu;
+	u8 **bufs;
+
+	bufs = kcalloc(nr_cpu_ids, sizeof(*bufs), GFP_KERNEL);
+	if (!bufs)
+		return NULL;
+	for_each_possible_cpu(cpu) {
+		bufs[cpu] = vmalloc_node(size, cpu_to_node(cpu));
+		if (!bufs[cpu]) {
+			bft_rings_free(bufs);
+			return NULL;
+		}
+	}
+	return bufs;
+}
+
+int bft_rings_init(u32 size)
+{
+	unsigned int cpu;
+	u8 **bufs;
+
+	bufs = bft_rings_alloc(size);
+	if (!bufs)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu) {
+		struct bft_ring *r = bft_ring_get(cpu);
+
+		memset(r, 0, sizeof(*r));
+		spin_lock_init(&r->lock);
+		mutex_init(&r->read_mutex);
+		init_waitqueue_head(&r->wait);
+		atomic_set(&r->bound, 0);
+		bft_ring_reset(r, bufs[cpu], size);
+	}
+	kfree(bufs);
+	return 0;
+}
+
+void bft_rings_exit(void)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct bft_ring *r = bft_ring_get(cpu);
+
+		vfree(r->data);
+		r->data = NULL;
+	}
+}
+
+/*
+ * Only while idle, under bft_lock.  Unread records would vanish without a
+ * count, so a ring that still holds any makes this -EBUSY.
+ */
+int bft_rings_resize(u32 size)
+{
+	unsigned int cpu, locked = 0;
+	int ret = 0;
+	u8 **bufs;
+
+	bufs = bft_rings_alloc(size);
+	if (!bufs)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu) {
+		struct bft_ring *r = bft_ring_get(cpu);
+
+		mutex_lock(&r->read_mutex);
+		locked++;
+		spin_lock(&r->lock);
+		bft_ring_seal(r);
+		if (r->head != r->tail)
+			ret = -EBUSY;
+		spin_unlock(&r->lock);
+		if (ret)
+			break;
+	}
+	for_each_possible_cpu(cpu) {
+		struct bft_ring *r = bft_ring_get(cpu);
+		u8 *old;
+
+		if (!locked)
+			break;
+		locked--;
+		if (!ret) {
+			spin_lock(&r->lock);
+			old = r->data;
+			bft_ring_reset(r, bufs[cpu], size);
+			bufs[cpu] = old;
+			spin_unlock(&r->lock);
+		}
+		mutex_unlock(&r->read_mutex);
+	}
+	bft_rings_free(bufs);
+	return ret;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Encoders for the record format of include/uapi/linux/bftrace.h, 2.1-2.2.
+ * Callers size their buffers with BFT_RECORD_MAX per record.
+ */
+#ifndef BFT_VARINT_H
+#define BFT_VARINT_H
+
+#include <linux/types.h>
+#include <linux/bftrace.h>
+
+#define BFT_F_ENTER	0x80
+#define BFT_F_EXIT	0x00
+#define BFT_PACK_CONT	0x40
+#define BFT_PACK_LOW	0x3f
+
+static inline unsigned int bft_put_varint(u8 *p, u64 v)
+{
+	unsigned int n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (v & 0x7f) | 0x80;
+		v >>= 7;
+	}
+	p[n++] = v;
+	return n;
+}
+
+/* seeds/001: the flag in bit 7, the low 6 bits of @v, then LEB128. */
+static inline unsigned int bft_put_packed(u8 *p, u8 flag, u64 v)
+{
+	if (v <= BFT_PACK_LOW) {
+		p[0] = flag | v;
+		return 1;
+	}
+	p[0] = flag | BFT_PACK_CONT | (v & BFT_PACK_LOW);
+	return 1 + bft_put_varint(p + 1, v >> 6);
+}
+
+static inline unsigned int bft_put_esc(u8 *p, u8 kind)
+{
+	p[0] = BFT_ESC_LEAD | kind;
+	p[1] = 0;
+	return 2;
+}
+
+#endif /* BFT_VARINT_H */
