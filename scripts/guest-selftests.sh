@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Runs INSIDE the test guest (scripts/guest-run ... -- scripts/guest-selftests.sh KVER):
+# load build/kmod-KVER/bftrace.ko, run every build/selftests/*_test, unload.
+#
+# Prints the tests' own TAP output.  Where a test binary fails without a TAP
+# line saying so (crash, timeout, no results at all), or the module cannot be
+# loaded or unloaded, a "not ok" line of its own is added so that a counter
+# of TAP lines sees the failure.  Exit status is non-zero on any failure.
+#
+# Environment: BFT_TEST_TIMEOUT (seconds per test binary, default 600).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$root"
+
+(($# == 1)) || { echo "usage: scripts/guest-selftests.sh KVER   (inside the guest)" >&2; exit 2; }
+kver=$1
+per_test_timeout=${BFT_TEST_TIMEOUT:-600}
+
+failed=0
+# A result line of this script's own; numbered 1 like a one-test TAP stream,
+# the same shape as the kselftest lines around it.
+result() { # ok|not ok, description
+	echo "$1 1 $2"
+	[[ $1 == ok ]] || failed=1
+}
+
+if [[ $(uname -r) != "$kver" ]]; then
+	result "not ok" "guest kernel is $kver # running $(uname -r) instead"
+	exit 1
+fi
+
+ko=$root/build/kmod-$kver/bftrace.ko
+if [[ ! -f $ko ]]; then
+	result "not ok" "bftrace.ko for $kver exists # $ko missing (scripts/build-kmod.sh $kver)"
+	exit 1
+fi
+export BFT_KO=$ko
+
+loaded() { [[ -d /sys/module/bftrace ]]; }
+if loaded; then
+	rmmod bftrace || true
+fi
+if ! insmod "$ko"; then
+	result "not ok" "insmod bftrace.ko ($kver)"
+	dmesg | tail -n 30 | sed 's/^/# dmesg: /'
+	exit 1
+fi
+
+shopt -s nullglob
+tests=()
+for t in build/selftests/*_test; do
+	[[ -f $t && -x $t ]] && tests+=("$t")
+done
+((${#tests[@]})) || result "not ok" "selftests found # nothing executable matches build/selftests/*_test"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for t in "${tests[@]}"; do
+	name=$(basename "$t")
+	if ! loaded; then
+		echo "# note: bftrace.ko was not loaded after the previous test; loading it again"
+		insmod "$ko" || { result "not ok" "reload bftrace.ko before $name"; continue; }
+	fi
+	echo "# ==== $name ($kver)"
+	rc=0
+	timeout -k 10 "$per_test_timeout" "$t" 2>&1 | tee "$tmp/out" || rc=${PIPESTATUS[0]}
+	if ((rc == 124 || rc == 137)); then
+		result "not ok" "$name # TIMEOUT: killed after ${per_test_timeout}s"
+	elif ((rc != 0)) && ! grep -q '^not ok ' "$tmp/out"; then
+		result "not ok" "$name # exited with status $rc and no failing test reported"
+	elif ! grep -Eq '^(not )?ok [0-9]+' "$tmp/out"; then
+		result "not ok" "$name # printed no TAP results"
+	elif ((rc != 0)); then
+		failed=1
+	fi
+done
+
+if loaded; then
+	if ! out=$(rmmod bftrace 2>&1); then
+		echo "# $out"
+		result "not ok" "rmmod bftrace ($kver)"
+	fi
+fi
+
+echo "# ==== kernel log ($kver)"
+dmesg | sed 's/^/# /'
+exit "$failed"

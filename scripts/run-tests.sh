@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# The project's test command (`make test`, and CI through .ci/run): install
+# what is missing, build the module for every kernel, the tools and the
+# selftests, run the native unit tests, then the selftests in a guest on each
+# kernel.  Every TAP result line of every suite is counted; a step that fails
+# without a failing TAP line of its own (build error, crash, guest that does
+# not boot, kernel log with warnings) counts as one failure.  The last line is
+# "N passed, M failed"; the exit status is non-zero if M > 0.
+#
+# Logs of every step: build/logs/.  Environment:
+#   BFT_KERNELS        subset of kernels to test (default: all of scripts/kernels.sh)
+#   BFT_GUEST_TIMEOUT  seconds for the selftests in one guest (default 1800)
+#   BFT_VERBOSE=1      stream the full output of test steps (default in CI);
+#                      otherwise only TAP result lines and guest-run messages.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$root"
+# shellcheck source=scripts/kernels.sh
+. scripts/kernels.sh
+
+read -r -a kernels <<<"${BFT_KERNELS:-$BFT_ALL_KERNELS}"
+guest_timeout=${BFT_GUEST_TIMEOUT:-1800}
+verbose=${BFT_VERBOSE:-}
+[[ -n $verbose || -z ${CI:-} ]] || verbose=1
+jobs=$(nproc 2>/dev/null || echo 2)
+
+logs=build/logs
+mkdir -p "$logs"
+rm -f "$logs"/*.log "$logs"/*.txt
+
+passed=0
+failed=0
+failures=()
+skips=()
+stepno=0
+t_start=$SECONDS
+
+clock() { printf '%02d:%02d' $(((SECONDS - t_start) / 60)) $(((SECONDS - t_start) % 60)); }
+fail() { # description
+	failed=$((failed + 1))
+	failures+=("$1")
+}
+logname() { # step name -> log path (stepno is advanced by the caller)
+	printf '%s/%02d-%s.log' "$logs" "$stepno" "$(tr -c 'A-Za-z0-9.+_-' '-' <<<"$1" | tr -s '-' | sed 's/-$//')"
+}
+show_log_tail() { # log
+	local n=40
+	[[ -z ${CI:-} ]] || n=400
+	echo "    last $n lines of $1:"
+	tail -n "$n" "$1" | sed 's/^/    | /'
+}
+
+child=
+# shellcheck disable=SC2317 # called from the trap
+on_signal() {
+	if [[ -n $child ]]; then kill "$child" 2>/dev/null || true; fi
+	echo "run-tests: interrupted" >&2
+	exit 130
+}
+trap on_signal INT TERM
+
+# A build step: output to its log only, a progress line every minute.
+# Returns the command's status.
+build_step() { # name cmd...
+	local name=$1 log rc=0 t0=$SECONDS tick=60
+	shift
+	stepno=$((stepno + 1))
+	log=$(logname "$name")
+	echo "==> [$(clock)] $name"
+	"$@" >"$log" 2>&1 &
+	child=$!
+	while kill -0 "$child" 2>/dev/null; do
+		sleep 1
+		if ((SECONDS - t0 >= tick)); then
+			echo "    ... still running ($((SECONDS - t0))s)"
+			tick=$((tick + 60))
+		fi
+	done
+	wait "$child" || rc=$?
+	child=
+	if ((rc)); then
+		echo "    FAILED (exit $rc, $((SECONDS - t0))s); log: $log"
+		show_log_tail "$log"
+		fail "$name (exit $rc; log $log)"
+	else
+		echo "    ok ($((SECONDS - t0))s)"
+	fi
+	return "$rc"
+}
+
+# A test step: its output is TAP, counted here.  Sets step_rc, step_nok,
+# step_log.
+step_rc=0
+step_nok=0
+step_log=
+test_step() { # name cmd...
+	local name=$1 log ok nok line t0=$SECONDS
+	shift
+	stepno=$((stepno + 1))
+	log=$(logname "$name")
+	step_log=$log
+	echo "==> [$(clock)] $name"
+	step_rc=0
+	if [[ -n $verbose ]]; then
+		"$@" 2>&1 | tee "$log" || step_rc=${PIPESTATUS[0]}
+	else
+		"$@" 2>&1 | tee "$log" |
+			grep --line-buffered -E '^(not )?ok [0-9]+|^guest-run:|^# (Totals|PASSED|FAILED)' |
+			sed -u 's/^/    /' || step_rc=${PIPESTATUS[0]}
+	fi
+	ok=$(grep -cE '^ok [0-9]+' "$log" || true)
+	nok=$(grep -cE '^not ok [0-9]+' "$log" || true)
+	passed=$((passed + ok))
+	failed=$((failed + nok))
+	while IFS= read -r line; do
+		failures+=("$name: $line")
+	done < <(grep -E '^not ok [0-9]+' "$log" || true)
+	while IFS= read -r line; do
+		skips+=("$name: $line")
+	done < <(grep -iE '^ok [0-9]+.*#[[:space:]]*skip' "$log" || true)
+	step_nok=$nok
+	echo "    $ok ok, $nok not ok, exit $step_rc ($((SECONDS - t0))s); log: $log"
+}
+
+summary() {
+	if ((passed + failed == 0)); then
+		fail "no test produced any result"
+	fi
+	if ((${#skips[@]})); then
+		echo "skipped (counted as passed):"
+		printf '  %s\n' "${skips[@]}"
+	fi
+	if ((${#failures[@]})); then
+		echo "failures:"
+		printf '  %s\n' "${failures[@]}"
+	fi
+	echo "total time $(clock); logs in $logs/"
+	{
+		for line in "${failures[@]}"; do echo "FAIL $line"; done
+		for line in "${skips[@]}"; do echo "SKIP $line"; done
+		echo "$passed passed, $failed failed"
+	} >"$logs/summary.txt"
+	echo "$passed passed, $failed failed"
+	if ((failed)); then exit 1; fi
+	exit 0
+}
+
+# --- dependencies ---------------------------------------------------------
+build_step "setup-deps" bash scripts/setup-deps.sh || summary
+build_step "get-harness" bash scripts/get-harness.sh || true
+
+# --- builds ---------------------------------------------------------------
+declare -A kmod_ok=()
+for k in "${kernels[@]}"; do
+	kmod_ok[$k]=0
+	build_step "build-kmod $k" bash scripts/build-kmod.sh "$k" && kmod_ok[$k]=1
+done
+
+user_ok=0
+build_step "make -C user" make -C user -j"$jobs" && user_ok=1
+
+if ((user_ok)); then
+	test_step "make -C user check" make -C user check
+	if ((step_rc != 0 && step_nok == 0)); then
+		fail "make -C user check: exit $step_rc with no failing test reported"
+	fi
+else
+	echo "==> skipping the native unit tests: the user-space build failed"
+fi
+
+selftests_ok=0
+build_step "make -C selftests/bftrace" make -C selftests/bftrace -j"$jobs" && selftests_ok=1
+
+# --- guests ---------------------------------------------------------------
+for k in "${kernels[@]}"; do
+	if ((!kmod_ok[$k])); then
+		echo "==> skipping the guest on $k: the module did not build"
+		continue
+	fi
+	if ((!selftests_ok)); then
+		echo "==> skipping the guest on $k: the selftests did not build"
+		continue
+	fi
+	test_step "guest $k" bash scripts/guest-run --kernel "$k" --timeout "$guest_timeout" --out "$logs" \
+		-- bash scripts/guest-selftests.sh "$k"
+	log=$step_log
+	# guest-run's last line tells the command's status from the kernel log's.
+	last=$(grep -F "guest-run: $k: exit status" "$log" | tail -n 1 || true)
+	if [[ -z $last ]]; then
+		fail "guest $k: guest-run failed (exit $step_rc; log $log, console $logs/console-$k.txt)"
+		continue
+	fi
+	if [[ $last == *"dmesg NOT clean"* ]]; then
+		fail "guest $k: kernel log has warnings or traces ($logs/dmesg-$k.txt)"
+	fi
+	status=$(sed -E 's/.*exit status ([0-9]+).*/\1/' <<<"$last")
+	if ((status != 0 && step_nok == 0)); then
+		fail "guest $k: exit $status with no failing test reported (log $log)"
+	fi
+done
+
+summary
