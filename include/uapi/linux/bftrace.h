@@ -174,23 +174,34 @@
  *       example: seq 0, time 1000000 ns, res 1000 ns:
  *         41 00  00  c0 84 3d  e8 07
  *   BFT_ESC_THREAD (2): tgid, tid, delta_ns
- *       The events that follow belong to this thread.  delta_ns is exact,
- *       from the stream's current time.  Written whenever the thread
- *       writing to this CPU changes, or has been scheduled out since its
- *       last record here: so a thread's events, merged across CPUs by
- *       stream time, are always in the order it made them.
+ *       The events that follow belong to this thread.  The stream time
+ *       becomes its current value + delta_ns, exactly, and later TIME
+ *       units count from there.  Written whenever the thread writing to
+ *       this CPU changes, or has been scheduled out since its last record
+ *       here, and before the first event after every SYNC (so a decoder
+ *       that resynchronises at a SYNC never needs older context).  A
+ *       migration takes a context switch, so the THREAD time on the new
+ *       CPU is strictly later than the thread's last record on the old
+ *       one: a thread's events, merged across CPUs by stream time, are
+ *       always in the order it made them.  An event before any THREAD
+ *       is malformed.
  *       example: tgid 1234, tid 1235, 500 ns:  42 00  d2 09  d3 09  f4 03
  *   BFT_ESC_TIME (3): delta
  *       Stream time += delta * res_ns.  Stream time is the true time
  *       rounded down to the unit, never later than it.
  *       example: 200 units:  43 00  c8 01
  *   BFT_ESC_LOST (4): n
- *       n events were dropped here because the ring was full.  The
+ *       n events were dropped here because the ring was full; it is
+ *       written at the stream time of the record before it, just ahead of
+ *       the next record that fits.  The
  *       per-thread structure across a loss is unknown: treat it as a data
  *       break for every thread.    example: 7 lost:  44 00  07
  *   BFT_ESC_BREAK (5): reason (BFT_BREAK_*)
  *       Recording stopped here and resumed after; call stacks inferred
- *       before it are void.        example: suspend:  45 00  01
+ *       before it are void.  Always right after a SYNC, so it sits at an
+ *       exact time.  A call entered while suspended may still have its
+ *       exit recorded after the break: it is an orphan exit, to be
+ *       counted and dropped.       example: suspend:  45 00  01
  *   BFT_ESC_ENTER_NORET (6): method id
  *       An entry whose exit will not be recorded: the thread had
  *       BFT_URETPROBE_DEPTH return probes pending, or the probe has no

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bft_merge.h"
+
+struct bft_merge_cpu {
+	struct bft_record *q;	/* ring of queued records, cap a power of 2 */
+	uint32_t head, len, cap;
+	uint8_t closed;
+	uint8_t fed;		/* the decoder has seen bytes */
+	uint64_t wm;		/* nothing earlier than this can still come */
+	struct bft_stream dec;
+};
+
+static int push_cb(void *ctx, const struct bft_record *r)
+{
+	return bft_merge_push(ctx, r);
+}
+
+/* The decoders share one context, the merger; the user's is err_ctx. */
+static int error_cb(void *ctx, const struct bft_stream_error *e)
+{
+	struct bft_merge *m = ctx;
+
+	return m->o.on_error(m->o.err_ctx, e);
+}
+
+int bft_merge_init(struct bft_merge *m, const struct bft_merge_opts *o)
+{
+	uint32_t i;
+
+	memset(m, 0, sizeof(*m));
+	if (!o->ncpus || !o->on_record)
+		return -EINVAL;
+	m->o = *o;
+	if (!m->o.kinds)
+		m->o.kinds = ~0u;
+	m->cpu = calloc(o->ncpus, sizeof(*m->cpu));
+	m->heap = calloc(o->ncpus, sizeof(*m->heap));
+	if (!m->cpu || !m->heap) {
+		bft_merge_free(m);
+		return -ENOMEM;
+	}
+	for (i = 0; i < o->ncpus; i++) {
+		struct bft_stream_opts so = {
+			.cpu = i,
+			.on_record = push_cb,
+			.on_error = o->on_error ? error_cb : NULL,
+			.ctx = m,
+			.policy = o->policy,
+			.kinds = m->o.kinds,
+		};
+
+		bft_stream_init(&m->cpu[i].dec, &so);
+	}
+	return 0;
+}
+
+void bft_merge_free(struct bft_merge *m)
+{
+	uint32_t i;
+
+	if (m->cpu)
+		for (i = 0; i < m->o.ncpus; i++)
+			free(m->cpu[i].q);
+	free(m->cpu);
+	free(m->heap);
+	m->cpu = NULL;
+	m->heap = NULL;
+}
+
+static inline const struct bft_record *head_of(const struct bft_merge *m,
+					       uint32_t c)
+{
+	const struct bft_merge_cpu *q = &m->cpu[c];
+
+	return &q->q[q->head];
+}
+
+/* (time, cpu) order between the heads of two CPUs' queues. */
+static inline int before(const struct bft_merge *m, uint32_t a, uint32_t b)
+{
+	uint64_t ta = head_of(m, a)->time_ns, tb = head_of(m, b)->time_ns;
+
+	return ta < tb || (ta == tb && a < b);
+}
+
+static void sift_up(struct bft_merge *m, uint32_t i)
+{
+	uint32_t c = m->heap[i];
+
+	while (i) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (!before(m, c, m->heap[parent]))
+			break;
+		m->heap[i] = m->heap[parent];
+		i = parent;
+	}
+	m->heap[i] = c;
+}
+
+static void sift_down(struct bft_merge *m, uint32_t i)
+{
+	uint32_t c = m->heap[i], n = m->heap_len;
+
+	for (;;) {
+		uint32_t k = 2 * i + 1;
+
+		if (k >= n)
+			break;
+		if (k + 1 < n && before(m, m->heap[k + 1], m->heap[k]))
+			k++;
+		if (!before(m, m->heap[k], c))
+			break;
+		m->heap[i] = m->heap[k];
+		i = k;
+	}
+	m->heap[i] = c;
+}
+
+static int grow(struct bft_merge_cpu *q)
+{
+	uint32_t cap = q->cap ? q->cap * 2 : 1024, i;
+	struct bft_record *n;
+
+	if (cap < q->cap)
+		return -ENOMEM;
+	n = malloc((size_t)cap * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	/* unwrap the ring so the new one starts at 0 */
+	for (i = 0; i < q->len; i++)
+		n[i] = q->q[(q->head + i) & (q->cap - 1)];
+	free(q->q);
+	q->q = n;
+	q->head = 0;
+	q->cap = cap;
+	return 0;
+}
+
+int bft_merge_push(struct bft_merge *m, const struct bft_record *r)
+{
+	struct bft_merge_cpu *q;
+	uint32_t c = r->cpu;
+
+	if (c >= m->o.ncpus)
+		return -EINVAL;
+	q = &m->cpu[c];
+	if (q->closed || r->time_ns < q->wm)
+		return -EINVAL;
+	q->wm = r->time_ns;
+	if (!(m->o.kinds & BFT_REC_BIT(r->kind)))
+		return 0;
+	if (q->len == q->cap && grow(q))
+		return -ENOMEM;
+	q->q[(q->head + q->len) & (q->cap - 1)] = *r;
+	if (q->len++ == 0) {
+		m->heap[m->heap_len] = c;
+		sift_up(m, m->heap_len++);
+	}
+	m->st.pushed++;
+	if (++m->queued > m->st.max_queued)
+		m->st.max_queued = m->queued;
+	return 0;
+}
+
+int bft_merge_feed(struct bft_merge *m, uint32_t cpu, const void *buf,
+		   size_t n)
+{
+	struct bft_merge_cpu *q;
+	uint64_t t;
+	int r;
+
+	if (cpu >= m->o.ncpus || m->cpu[cpu].closed)
+		return -EINVAL;
+	q = &m->cpu[cpu];
+	q->fed = 1;
+	r = bft_stream_feed(&q->dec, buf, n);
+	/* records the decoder did not hand over still moved the time */
+	t = bft_stream_time(&q->dec);
+	if (t > q->wm)
+		q->wm = t;
+	return r;
+}
+
+int bft_merge_advance(struct bft_merge *m, uint32_t cpu, uint64_t t)
+{
+	if (cpu >= m->o.ncpus)
+		return -EINVAL;
+	if (t > m->cpu[cpu].wm)
+		m->cpu[cpu].wm = t;
+	return 0;
+}
+
+int bft_merge_close(struct bft_merge *m, uint32_t cpu)
+{
+	struct bft_merge_cpu *q;
+	int r = 0;
+
+	if (cpu >= m->o.ncpus)
+		return -EINVAL;
+	q = &m->cpu[cpu];
+	if (q->closed)
+		return 0;
+	if (q->fed)
+		r = bft_stream_finish(&q->dec);
+	q->closed = 1;
+	return r;
+}
+
+/* The earliest (time, cpu) an empty, open CPU may still deliver. */
+struct limit {
+	uint64_t t;
+	uint32_t cpu;
+	int none;
+};
+
+static inline void limit_add(struct limit *l, uint64_t t, uint32_t cpu)
+{
+	if (l->none || t < l->t || (t == l->t && cpu < l->cpu)) {
+		l->t = t;
+		l->cpu = cpu;
+		l->none = 0;
+	}
+}
+
+int bft_merge_run(struct bft_merge *m)
+{
+	struct limit lim = { .none = 1 };
+	uint32_t c;
+
+	for (c = 0; c < m->o.ncpus; c++)
+		if (!m->cpu[c].len && !m->cpu[c].closed)
+			limit_add(&lim, m->cpu[c].wm, c);
+	while (m->heap_len) {
+		struct bft_merge_cpu *q;
+		struct bft_record rec;
+		int r;
+
+		c = m->heap[0];
+		q = &m->cpu[c];
+		rec = q->q[q->head];
+		if (!lim.none && (rec.time_ns > lim.t ||
+				  (rec.time_ns == lim.t && c > lim.cpu)))
+			break;
+		q->head = (q->head + 1) & (q->cap - 1);
+		m->queued--;
+		if (--q->len) {
+			sift_down(m, 0);
+		} else {
+			m->heap[0] = m->heap[--m->heap_len];
+			if (m->heap_len)
+				sift_down(m, 0);
+			q->head = 0;
+			if (!q->closed)
+				limit_add(&lim, q->wm, c);
+		}
+		m->st.emitted++;
+		r = m->o.on_record(m->o.ctx, &rec);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int bft_merge_drain(struct bft_merge *m)
+{
+	int err = 0, r;
+	uint32_t c;
+
+	for (c = 0; c < m->o.ncpus; c++) {
+		r = bft_merge_close(m, c);
+		if (r && !err)
+			err = r;
+	}
+	/* a stopped decoder has still queued what came before its error */
+	r = bft_merge_run(m);
+	return r ? r : err;
+}
+
+struct bft_stream *bft_merge_stream(struct bft_merge *m, uint32_t cpu)
+{
+	return cpu < m->o.ncpus ? &m->cpu[cpu].dec : NULL;
+}
+
+uint64_t bft_merge_queued(const struct bft_merge *m)
+{
+	return m->queued;
+}
+
+uint64_t bft_merge_cpu_queued(const struct bft_merge *m, uint32_t cpu)
+{
+	return cpu < m->o.ncpus ? m->cpu[cpu].len : 0;
+}
+
+const struct bft_merge_stats *bft_merge_stats(const struct bft_merge *m)
+{
+	return &m->st;
+}

@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The record stream decoder: the byte examples of bftrace.h section 2 in
+ * both directions, records split at any byte, and every validation error.
+ */
+#include <errno.h>
+
+#include "kselftest_harness.h"
+
+#include "bft_test.h"
+#include "bft_writer.h"
+
+/*
+ * Every example of bftrace.h 2.1/2.2, in one stream, as the writer must
+ * produce it from the calls in write_examples():
+ *   SYNC seq 0, time 1000000, res 1000     41 00 00 c0 84 3d e8 07
+ *   THREAD 1234/1235, 500 ns               42 00 d2 09 d3 09 f4 03
+ *   ENTER 1                                81
+ *   TIME 200 units                         43 00 c8 01
+ *   ENTER 64                               c0 01
+ *   TIME_SHORT 3 units                     62 00
+ *   ENTER 8192                             c0 80 01
+ *   3 exits                                02
+ *   LOST 7                                 44 00 07
+ *   ENTER_NORET 5                          46 00 05
+ *   65 exits                               40 01
+ *   BREAK suspend                          45 00 01
+ *   SYNC seq 79 (6 + 7 + 1 + 65), 2000000  41 00 4f 80 89 7a e8 07
+ */
+static const char examples_hex[] =
+	"41 00 00 c0 84 3d e8 07"
+	"42 00 d2 09 d3 09 f4 03"
+	"81"
+	"43 00 c8 01"
+	"c0 01"
+	"62 00"
+	"c0 80 01"
+	"02"
+	"44 00 07"
+	"46 00 05"
+	"40 01"
+	"45 00 01"
+	"41 00 4f 80 89 7a e8 07";
+
+struct want {
+	unsigned int kind;
+	uint64_t value;
+	uint64_t time_ns;
+	uint64_t offset;
+};
+
+static const struct want examples_want[] = {
+	{ BFT_REC_SYNC, 0, 1000000, 0 },
+	{ BFT_REC_THREAD, 500, 1000500, 8 },
+	{ BFT_REC_ENTER, 1, 1000500, 16 },
+	{ BFT_REC_TIME, 200, 1200500, 17 },
+	{ BFT_REC_ENTER, 64, 1200500, 21 },
+	{ BFT_REC_TIME_SHORT, 3, 1203500, 23 },
+	{ BFT_REC_ENTER, 8192, 1203500, 25 },
+	{ BFT_REC_EXIT, 3, 1203500, 28 },
+	{ BFT_REC_LOST, 7, 1203500, 29 },
+	{ BFT_REC_ENTER_NORET, 5, 1203500, 32 },
+	{ BFT_REC_EXIT, 65, 1203500, 35 },
+	{ BFT_REC_BREAK, BFT_BREAK_SUSPEND, 1203500, 37 },
+	{ BFT_REC_SYNC, 79, 2000000, 40 },
+};
+
+#define NWANT (sizeof(examples_want) / sizeof(examples_want[0]))
+
+static int write_examples(struct bft_writer *w)
+{
+	int r = 0;
+	int i;
+
+	r |= bft_writer_init(w, 1000, 0);
+	r |= bft_writer_sync(w, 1000000);
+	r |= bft_writer_enter(w, 1000500, 1234, 1235, 1);
+	r |= bft_writer_enter(w, 1200700, 1234, 1235, 64);
+	r |= bft_writer_enter(w, 1203900, 1234, 1235, 8192);
+	r |= bft_writer_exit(w, 1203950, 1234, 1235);
+	r |= bft_writer_exit(w, 1204000, 1234, 1235);
+	r |= bft_writer_exit(w, 1204400, 1234, 1235);
+	r |= bft_writer_lost(w, 1204450, 7);
+	r |= bft_writer_enter_noret(w, 1204499, 1234, 1235, 5);
+	for (i = 0; i < 65; i++)
+		r |= bft_writer_exit(w, 1204499, 1234, 1235);
+	r |= bft_writer_break(w, 1204499, BFT_BREAK_SUSPEND);
+	r |= bft_writer_sync(w, 2000000);
+	return r;
+}
+
+static void check_examples(struct __test_metadata *_metadata,
+			   const struct rec_log *l)
+{
+	size_t i;
+
+	ASSERT_EQ(NWANT, l->n);
+	for (i = 0; i < NWANT; i++) {
+		const struct bft_record *r = &l->r[i];
+
+		EXPECT_EQ(examples_want[i].kind, r->kind)
+			TH_LOG("record %zu", i);
+		EXPECT_EQ(examples_want[i].value, r->value)
+			TH_LOG("record %zu", i);
+		EXPECT_EQ(examples_want[i].time_ns, r->time_ns)
+			TH_LOG("record %zu", i);
+		EXPECT_EQ(examples_want[i].offset, r->offset)
+			TH_LOG("record %zu", i);
+		EXPECT_EQ(2u, r->cpu);
+		if (i > 0) {
+			EXPECT_EQ(1234u, r->tgid);
+			EXPECT_EQ(1235u, r->tid);
+		}
+	}
+	EXPECT_EQ(1000u, l->r[0].value2);	/* res_ns */
+	EXPECT_EQ(0x22, l->r[5].esc);	/* the kind, not the byte */
+	EXPECT_EQ(BFT_ESC_ENTER_NORET, l->r[9].esc);
+	EXPECT_EQ(14u, l->r[10].seq);	/* events + lost before the run */
+}
+
+TEST(header_examples_decode)
+{
+	uint8_t b[128];
+	int n = hex_parse(examples_hex, b, sizeof(b));
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+	const struct bft_stream_stats *st;
+
+	ASSERT_GT(n, 0);
+	stream_open(&s, &l, 2, BFT_STREAM_STOP);
+	ASSERT_EQ(0, stream_decode(&s, b, (size_t)n, 0));
+	EXPECT_EQ(0u, l.nerr);
+	check_examples(_metadata, &l);
+	st = bft_stream_stats(&s);
+	EXPECT_EQ((uint64_t)n, st->bytes);
+	EXPECT_EQ(NWANT, st->records);
+	EXPECT_EQ(72u, st->events);	/* 3 + 1 enters, 3 + 65 exits */
+	EXPECT_EQ(3u, st->enters);
+	EXPECT_EQ(1u, st->noret_enters);
+	EXPECT_EQ(68u, st->exits);
+	EXPECT_EQ(7u, st->lost);
+	EXPECT_EQ(1u, st->breaks);
+	EXPECT_EQ(2u, st->by_kind[BFT_REC_SYNC]);
+	EXPECT_EQ(2u, st->by_kind[BFT_REC_EXIT]);
+	EXPECT_EQ(1u, st->by_kind[BFT_REC_TIME_SHORT]);
+	EXPECT_EQ(0u, st->gaps);
+	EXPECT_EQ(0u, st->errors);
+	EXPECT_EQ(79u, bft_stream_seq(&s));
+	rec_log_free(&l);
+}
+
+TEST(writer_produces_header_examples)
+{
+	uint8_t want[128];
+	char got_hex[300], want_hex[300];
+	int n = hex_parse(examples_hex, want, sizeof(want));
+	struct bft_writer w;
+	const uint8_t *p;
+	size_t len;
+
+	ASSERT_EQ(0, write_examples(&w));
+	p = bft_writer_data(&w, &len);
+	EXPECT_STREQ(hex_format(want, (size_t)n, want_hex),
+		     hex_format(p, len, got_hex));
+	EXPECT_EQ(79u, bft_writer_seq(&w));
+	bft_writer_free(&w);
+}
+
+TEST(records_split_at_every_byte_decode_the_same)
+{
+	uint8_t b[128];
+	int n = hex_parse(examples_hex, b, sizeof(b));
+	size_t cut, chunk;
+
+	ASSERT_GT(n, 0);
+	for (cut = 0; cut <= (size_t)n; cut++) {
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+
+		stream_open(&s, &l, 2, BFT_STREAM_STOP);
+		ASSERT_EQ(0, bft_stream_feed(&s, b, cut));
+		ASSERT_EQ(0, bft_stream_feed(&s, b + cut, (size_t)n - cut));
+		ASSERT_EQ(0, bft_stream_finish(&s));
+		check_examples(_metadata, &l);
+		rec_log_free(&l);
+	}
+	for (chunk = 1; chunk <= 9; chunk++) {
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+
+		stream_open(&s, &l, 2, BFT_STREAM_STOP);
+		ASSERT_EQ(0, stream_decode(&s, b, (size_t)n, chunk));
+		check_examples(_metadata, &l);
+		rec_log_free(&l);
+	}
+}
+
+/* Decode hex with the given error action; returns feed/finish's result. */
+static int decode_hex(const char *hex, struct rec_log *l, int action,
+		      struct bft_stream *s)
+{
+	uint8_t b[256];
+	int n = hex_parse(hex, b, sizeof(b));
+
+	if (n < 0)
+		return -1000;
+	stream_open(s, l, 0, action);
+	return stream_decode(s, b, (size_t)n, 0);
+}
+
+#define SYNC0 "41 00 00 c0 84 3d e8 07 "	/* seq 0 at 1 ms, res 1 us */
+#define THR "42 00 d2 09 d3 09 00 "		/* 1234/1235, 0 ns */
+
+struct err_case {
+	const char *name;
+	const char *hex;
+	enum bft_stream_err code;
+	uint64_t offset;
+	const char *text;	/* must appear in the message */
+};
+
+static const struct err_case err_cases[] = {
+	{ "kind 0", SYNC0 "40 00", BFT_SERR_KIND_ZERO, 8, "escape byte 0x40" },
+	{ "kind 7", SYNC0 "47 00 01", BFT_SERR_KIND_UNKNOWN, 8, "0x47" },
+	{ "kind 0x1f", SYNC0 "5f 00", BFT_SERR_KIND_UNKNOWN, 8, "0x5f" },
+	{ "enter before sync", "81", BFT_SERR_BEFORE_SYNC, 0, "ENTER" },
+	{ "thread before sync", THR, BFT_SERR_BEFORE_SYNC, 0, "THREAD" },
+	{ "event without thread", SYNC0 "81", BFT_SERR_NO_THREAD, 8, "ENTER" },
+	{ "exit without thread", SYNC0 "00", BFT_SERR_NO_THREAD, 8, "EXIT" },
+	{ "enter beyond u32", SYNC0 THR "c0 80 80 80 20",
+	  BFT_SERR_ID_RANGE, 15, "4294967296" },
+	{ "noret beyond u32", SYNC0 THR "46 00 80 80 80 80 10",
+	  BFT_SERR_ID_RANGE, 15, "4294967296" },
+	{ "tid beyond u32", SYNC0 "42 00 01 80 80 80 80 10 00",
+	  BFT_SERR_FIELD_RANGE, 8, "THREAD id 4294967296" },
+	{ "res 0", "41 00 00 00 00", BFT_SERR_FIELD_RANGE, 0, "res_ns" },
+	{ "11-byte enter", SYNC0 THR "c0 80 80 80 80 80 80 80 80 80 01",
+	  BFT_SERR_VARINT_TOO_LONG, 15, "10 bytes" },
+	{ "enter past 64 bits", SYNC0 THR "ff ff ff ff ff ff ff ff ff 04",
+	  BFT_SERR_VARINT_OVERFLOW, 15, "64 bits" },
+	{ "11-byte payload", SYNC0 "43 00 80 80 80 80 80 80 80 80 80 80 01",
+	  BFT_SERR_VARINT_TOO_LONG, 8, "10 bytes" },
+	{ "payload past 64 bits", SYNC0 "44 00 ff ff ff ff ff ff ff ff ff 02",
+	  BFT_SERR_VARINT_OVERFLOW, 8, "64 bits" },
+	{ "overlong enter", SYNC0 THR "c1 00", BFT_SERR_VARINT_OVERLONG, 15,
+	  "overlong" },
+	{ "overlong exit", SYNC0 THR "41 80 00", BFT_SERR_VARINT_OVERLONG, 15,
+	  "overlong" },
+	{ "overlong payload", SYNC0 "43 00 80 00", BFT_SERR_VARINT_OVERLONG, 8,
+	  "overlong" },
+	{ "exit run past 2^64", SYNC0 THR "7f ff ff ff ff ff ff ff ff 03",
+	  BFT_SERR_FIELD_RANGE, 15, "EXIT run" },
+	{ "time overflow", "41 00 00 ff ff ff ff ff ff ff ff ff 01 01 "
+	  "43 00 02", BFT_SERR_FIELD_RANGE, 14, "overflows" },
+	{ "truncated sync", SYNC0 "41 00 01 80", BFT_SERR_TRUNCATED, 8,
+	  "4 byte(s)" },
+	{ "truncated enter", SYNC0 THR "c0 80", BFT_SERR_TRUNCATED, 15,
+	  "first 0xc0" },
+};
+
+TEST(each_malformed_input_is_reported_with_offset_and_stops)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(err_cases) / sizeof(err_cases[0]); i++) {
+		const struct err_case *c = &err_cases[i];
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+		char off[32];
+
+		EXPECT_EQ(-EPROTO, decode_hex(c->hex, &l, BFT_STREAM_STOP, &s))
+			TH_LOG("%s", c->name);
+		ASSERT_EQ(1u, l.nerr) TH_LOG("%s", c->name);
+		EXPECT_EQ(c->code, l.err[0].code) TH_LOG("%s: %s", c->name,
+							   l.err[0].msg);
+		EXPECT_EQ(c->offset, l.err[0].offset) TH_LOG("%s", c->name);
+		EXPECT_NE(NULL, strstr(l.err[0].msg, c->text))
+			TH_LOG("%s: \"%s\" lacks \"%s\"", c->name,
+			       l.err[0].msg, c->text);
+		snprintf(off, sizeof(off), "offset %" PRIu64, c->offset);
+		EXPECT_NE(NULL, strstr(l.err[0].msg, off)) TH_LOG("%s", c->name);
+		EXPECT_EQ(c->code, bft_stream_last_error(&s)->code);
+		EXPECT_EQ(1u, bft_stream_stats(&s)->by_error[c->code]);
+		/* stopped: nothing more is decoded */
+		EXPECT_EQ(-EPROTO, bft_stream_feed(&s, "\x81", 1));
+		rec_log_free(&l);
+	}
+}
+
+TEST(sequence_gap_reports_expected_and_got)
+{
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+	const struct bft_stream_stats *st;
+
+	/* 2 events, then a SYNC claiming 9 were produced */
+	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 00 41 00 09 90 8b 40 01",
+				&l, BFT_STREAM_RESYNC, &s));
+	ASSERT_EQ(1u, l.nerr);
+	EXPECT_EQ(BFT_SERR_SEQ_GAP, l.err[0].code);
+	EXPECT_EQ(2u, l.err[0].expected);
+	EXPECT_EQ(9u, l.err[0].got);
+	EXPECT_EQ(17u, l.err[0].offset);
+	EXPECT_NE(NULL, strstr(l.err[0].msg, "expected seq 2, got 9"));
+	ASSERT_EQ(6u, l.n);
+	EXPECT_EQ(BFT_REC_GAP, l.r[4].kind);
+	EXPECT_EQ(2u, l.r[4].value);
+	EXPECT_EQ(9u, l.r[4].value2);
+	EXPECT_EQ(1000000u, l.r[4].time_ns);	/* where the loss may start */
+	EXPECT_EQ(BFT_REC_SYNC, l.r[5].kind);
+	EXPECT_EQ(1050000u, l.r[5].time_ns);
+	st = bft_stream_stats(&s);
+	EXPECT_EQ(1u, st->gaps);
+	EXPECT_EQ(7u, st->gap_events);
+	EXPECT_EQ(9u, bft_stream_seq(&s));
+	rec_log_free(&l);
+}
+
+TEST(sync_counts_lost_events_in_seq)
+{
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+
+	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 44 00 05 00 41 00 07 90 8b 40 01",
+				&l, BFT_STREAM_STOP, &s));
+	EXPECT_EQ(0u, l.nerr);
+	EXPECT_EQ(0u, bft_stream_stats(&s)->gaps);
+	rec_log_free(&l);
+}
+
+TEST(time_going_backwards_is_reported_and_clamped)
+{
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+
+	ASSERT_EQ(0, decode_hex(SYNC0 "41 00 00 e8 07 01", &l,
+				BFT_STREAM_RESYNC, &s));
+	ASSERT_EQ(1u, l.nerr);
+	EXPECT_EQ(BFT_SERR_TIME_BACKWARDS, l.err[0].code);
+	EXPECT_EQ(1000000u, l.err[0].expected);
+	EXPECT_EQ(1000u, l.err[0].got);
+	ASSERT_EQ(2u, l.n);
+	EXPECT_EQ(1000000u, l.r[1].time_ns);
+	EXPECT_EQ(1u, l.r[1].value2);	/* the new res_ns holds */
+	rec_log_free(&l);
+}
+
+TEST(resync_skips_garbage_to_next_sync_and_marks_a_gap)
+{
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+	const struct bft_stream_stats *st;
+
+	/* enter, garbage (unknown kind), events lost in it, then a SYNC */
+	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 47 00 81 81 ff 41 "
+				"41 00 06 90 8b 40 01 " THR "82", &l,
+				BFT_STREAM_RESYNC, &s));
+	ASSERT_EQ(1u, l.nerr);
+	EXPECT_EQ(BFT_SERR_KIND_UNKNOWN, l.err[0].code);
+	EXPECT_EQ(16u, l.err[0].offset);
+	ASSERT_EQ(7u, l.n);
+	EXPECT_EQ(BFT_REC_ENTER, l.r[2].kind);
+	EXPECT_EQ(BFT_REC_GAP, l.r[3].kind);
+	EXPECT_EQ(1u, l.r[3].value);	/* counted up to the error */
+	EXPECT_EQ(6u, l.r[3].value2);
+	EXPECT_EQ(BFT_REC_SYNC, l.r[4].kind);
+	EXPECT_EQ(22u, l.r[4].offset);
+	EXPECT_EQ(BFT_REC_THREAD, l.r[5].kind);
+	EXPECT_EQ(BFT_REC_ENTER, l.r[6].kind);
+	EXPECT_EQ(2u, l.r[6].value);
+	st = bft_stream_stats(&s);
+	EXPECT_EQ(1u, st->resyncs);
+	EXPECT_EQ(6u, st->skipped_bytes);
+	EXPECT_EQ(1u, st->gaps);
+	EXPECT_EQ(7u, bft_stream_seq(&s));
+	rec_log_free(&l);
+}
+
+TEST(resync_from_stream_start_finds_first_sync)
+{
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+
+	ASSERT_EQ(0, decode_hex("81 00 05 " SYNC0 THR "81", &l,
+				BFT_STREAM_RESYNC, &s));
+	ASSERT_EQ(1u, l.nerr);
+	EXPECT_EQ(BFT_SERR_BEFORE_SYNC, l.err[0].code);
+	ASSERT_EQ(4u, l.n);
+	EXPECT_EQ(BFT_REC_GAP, l.r[0].kind);
+	EXPECT_EQ(1000000u, l.r[0].time_ns);
+	EXPECT_EQ(BFT_REC_SYNC, l.r[1].kind);
+	EXPECT_EQ(3u, l.r[1].offset);
+	EXPECT_EQ(3u, bft_stream_stats(&s)->skipped_bytes);
+	rec_log_free(&l);
+}
+
+TEST(resync_candidate_split_across_feeds_is_found)
+{
+	uint8_t b[64];
+	int n = hex_parse("47 00 aa bb " SYNC0 THR "83", b, sizeof(b));
+	int cut;
+
+	ASSERT_GT(n, 0);
+	for (cut = 0; cut <= n; cut++) {
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+
+		stream_open(&s, &l, 0, BFT_STREAM_RESYNC);
+		ASSERT_EQ(0, bft_stream_feed(&s, b, (size_t)cut));
+		ASSERT_EQ(0, bft_stream_feed(&s, b + cut, (size_t)(n - cut)));
+		ASSERT_EQ(0, bft_stream_finish(&s));
+		ASSERT_EQ(4u, l.n) TH_LOG("cut %d", cut);
+		EXPECT_EQ(BFT_REC_SYNC, l.r[1].kind);
+		EXPECT_EQ(4u, l.r[1].offset);
+		EXPECT_EQ(3u, l.r[3].value);
+		EXPECT_EQ(4u, bft_stream_stats(&s)->skipped_bytes);
+		rec_log_free(&l);
+	}
+}
+
+static int abort_third(void *ctx, const struct bft_record *r)
+{
+	int *n = ctx;
+
+	(void)r;
+	return ++*n == 3 ? 42 : 0;
+}
+
+TEST(record_callback_can_abort_the_feed)
+{
+	uint8_t b[64];
+	int n = hex_parse(SYNC0 THR "81 82 83", b, sizeof(b));
+	int count = 0;
+	struct bft_stream_opts o = { .on_record = abort_third, .ctx = &count };
+	struct bft_stream s;
+
+	bft_stream_init(&s, &o);
+	EXPECT_EQ(42, bft_stream_feed(&s, b, (size_t)n));
+	EXPECT_EQ(3, count);
+	EXPECT_EQ(BFT_SERR_ABORTED, bft_stream_last_error(&s)->code);
+	EXPECT_EQ(42, bft_stream_feed(&s, b, 1));
+	EXPECT_EQ(3, count);
+}
+
+TEST(policy_applies_without_error_callback)
+{
+	uint8_t b[64];
+	int n = hex_parse(SYNC0 "47 00 " SYNC0, b, sizeof(b));
+	struct bft_stream_opts o = { .policy = BFT_STREAM_RESYNC };
+	struct bft_stream s;
+
+	bft_stream_init(&s, &o);
+	EXPECT_EQ(0, bft_stream_feed(&s, b, (size_t)n));
+	EXPECT_EQ(1u, bft_stream_stats(&s)->errors);
+	EXPECT_EQ(2u, bft_stream_stats(&s)->by_kind[BFT_REC_SYNC]);
+	o.policy = BFT_STREAM_STOP;
+	bft_stream_init(&s, &o);
+	EXPECT_EQ(-EPROTO, bft_stream_feed(&s, b, (size_t)n));
+	EXPECT_EQ(1u, bft_stream_stats(&s)->by_kind[BFT_REC_SYNC]);
+}
+
+TEST(kind_mask_hands_over_chosen_records_and_counts_all)
+{
+	uint8_t b[128];
+	int n = hex_parse(examples_hex, b, sizeof(b));
+	struct rec_log l = { 0 };
+	struct bft_stream_opts o = {
+		.on_record = rec_log_add,
+		.ctx = &l,
+		.kinds = BFT_REC_BIT(BFT_REC_EXIT) | BFT_REC_BIT(BFT_REC_LOST),
+	};
+	struct bft_stream s;
+
+	bft_stream_init(&s, &o);
+	ASSERT_EQ(0, stream_decode(&s, b, (size_t)n, 1));
+	ASSERT_EQ(3u, l.n);
+	EXPECT_EQ(BFT_REC_EXIT, l.r[0].kind);
+	EXPECT_EQ(1203500u, l.r[0].time_ns);	/* time still followed */
+	EXPECT_EQ(BFT_REC_LOST, l.r[1].kind);
+	EXPECT_EQ(65u, l.r[2].value);
+	EXPECT_EQ(NWANT, bft_stream_stats(&s)->records);
+	EXPECT_EQ(1u, bft_stream_stats(&s)->by_kind[BFT_REC_TIME_SHORT]);
+	rec_log_free(&l);
+}
+
+/*
+ * Random garbage, and a valid stream with random bytes flipped, fed in
+ * random chunks: the decoder must neither crash nor misreport offsets, and
+ * with resync it must account for every byte.
+ */
+TEST(garbage_and_mutations_never_crash)
+{
+	uint64_t seed = 0x5eed0001;
+	int rounds = test_scale(3000), round;
+	uint8_t good[128];
+	int ngood = hex_parse(examples_hex, good, sizeof(good));
+
+	ASSERT_GT(ngood, 0);
+	for (round = 0; round < rounds; round++) {
+		uint8_t b[512];
+		size_t n, i, pos = 0;
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+		int action = round & 1 ? BFT_STREAM_RESYNC : BFT_STREAM_STOP;
+		int r = 0;
+
+		if (round % 3 == 0) {
+			n = 1 + rng_below(&seed, sizeof(b));
+			for (i = 0; i < n; i++)
+				b[i] = (uint8_t)rng_next(&seed);
+		} else {
+			/* several copies of the examples, lightly mutated */
+			n = 0;
+			while (n + (size_t)ngood <= sizeof(b)) {
+				memcpy(b + n, good, (size_t)ngood);
+				n += (size_t)ngood;
+			}
+			for (i = 0; i < 1 + rng_below(&seed, 4); i++)
+				b[rng_below(&seed, n)] = (uint8_t)rng_next(&seed);
+		}
+		stream_open(&s, &l, 0, action);
+		while (pos < n && !r) {
+			size_t c = 1 + rng_below(&seed, 40);
+
+			if (c > n - pos)
+				c = n - pos;
+			r = bft_stream_feed(&s, b + pos, c);
+			pos += c;
+		}
+		if (!r)
+			r = bft_stream_finish(&s);
+		EXPECT_TRUE(r == 0 || r == -EPROTO);
+		for (i = 0; i < l.n; i++) {
+			ASSERT_LT(l.r[i].offset, n);
+			if (i)
+				ASSERT_GE(l.r[i].time_ns, l.r[i - 1].time_ns);
+		}
+		if (r == 0 && action == BFT_STREAM_RESYNC) {
+			/* every byte was decoded or skipped */
+			const struct bft_stream_stats *st = bft_stream_stats(&s);
+
+			EXPECT_EQ(n, st->bytes);
+			EXPECT_LE(st->skipped_bytes, n);
+		}
+		if (r == -EPROTO)
+			EXPECT_NE(0, bft_stream_last_error(&s)->msg[0]);
+		rec_log_free(&l);
+	}
+}
+
+TEST_HARNESS_MAIN
