@@ -191,9 +191,11 @@ int bft_opt_set(u32 id, u64 val, struct netlink_ext_ack *ext)
 				    " or not a power of 2" : "");
 		return -ERANGE;
 	}
-	if ((d->flags & BFT_OPTF_IDLE_ONLY) && bft_session_active(bft_mode)) {
+	if ((d->flags & BFT_OPTF_IDLE_ONLY) &&
+	    (bft_session_active(bft_mode) || bft_nr_probes)) {
 		BFT_SET_ERR_MSG_FMT(ext, "option %u cannot change while %s",
-				    id, bft_mode_names[bft_mode]);
+				    id, bft_nr_probes ? "probes are attached" :
+				    bft_mode_names[bft_mode]);
 		return -EBUSY;
 	}
 	if (id == BFT_OPT_MAX_PROBES && val < bft_nr_probes) {

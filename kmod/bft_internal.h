@@ -72,6 +72,7 @@ struct bft_ring {
 	bool have_thread;
 	bool need_sync;
 	u64 pending_lost;	/* dropped, LOST record not yet written */
+	u8 pending_break;	/* BREAK reason not yet written */
 	u32 run;		/* exits in the open, unpublished EXIT run */
 	bool flushed;		/* the flush timer sealed data not yet read */
 

@@ -98,8 +98,7 @@ static void bft_ring_seal(struct bft_ring *r)
 }
 
 /* Records owed before anything else: LOST, then SYNC, then BREAK. */
-static void bft_put_owed(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
-			 u8 brk)
+static void bft_put_owed(struct bft_ring *r, struct bft_recbuf *rb, u64 now)
 {
 	u8 *p = rb->b + rb->len;
 
@@ -107,7 +106,7 @@ static void bft_put_owed(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
 		p += bft_put_esc(p, BFT_ESC_LOST);
 		p += bft_put_varint(p, r->pending_lost);
 	}
-	if (r->need_sync || brk) {
+	if (r->need_sync || r->pending_break) {
 		/* seq counts what precedes, the owed LOST included */
 		p += bft_put_esc(p, BFT_ESC_SYNC);
 		p += bft_put_varint(p, r->written + r->lost);
@@ -115,9 +114,9 @@ static void bft_put_owed(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
 		p += bft_put_varint(p, r->res);
 		rb->time = now;
 	}
-	if (brk) {
+	if (r->pending_break) {
 		p += bft_put_esc(p, BFT_ESC_BREAK);
-		p += bft_put_varint(p, brk);
+		p += bft_put_varint(p, r->pending_break);
 	}
 	rb->len = p - rb->b;
 }
@@ -152,6 +151,7 @@ static void bft_ring_commit_owed(struct bft_ring *r, struct bft_recbuf *rb)
 {
 	r->pending_lost = 0;
 	r->need_sync = false;
+	r->pending_break = 0;
 	r->time = rb->time;
 }
 
@@ -189,7 +189,9 @@ void bft_ring_record(enum bft_rec kind, u32 id)
 	}
 	now = bft_ring_now(r);
 	nsw = tsk->nvcsw + tsk->nivcsw;
-	new_thread = !r->have_thread || r->tid != tsk->pid || r->nsw != nsw;
+	/* an owed SYNC is written below, and a THREAD must follow it */
+	new_thread = !r->have_thread || r->need_sync || r->pending_break ||
+		     r->tid != tsk->pid || r->nsw != nsw;
 	r->produced++;
 
 	if (kind == BFT_REC_EXIT && r->run && !new_thread &&
@@ -201,7 +203,7 @@ void bft_ring_record(enum bft_rec kind, u32 id)
 
 	rb.len = 0;
 	rb.time = r->time;
-	bft_put_owed(r, &rb, now, 0);
+	bft_put_owed(r, &rb, now);
 	bft_put_when(r, &rb, now, new_thread);
 	if (kind == BFT_REC_ENTER) {
 		rb.len += bft_put_packed(rb.b + rb.len, BFT_F_ENTER, id);
@@ -241,10 +243,14 @@ static void bft_ring_mark(struct bft_ring *r, u64 now, u8 brk)
 	rb.len = 0;
 	rb.time = r->time;
 	r->need_sync = true;
-	bft_put_owed(r, &rb, max(now, r->time), brk);
-	if (bft_ring_put(r, rb.b, rb.len))
+	if (brk)
+		r->pending_break = brk;
+	bft_put_owed(r, &rb, max(now, r->time));
+	if (bft_ring_put(r, rb.b, rb.len)) {
 		bft_ring_commit_owed(r, &rb);
-	/* else: the SYNC stays owed; a lost BREAK is implied by the LOST */
+		/* a reader may start at any SYNC: name the thread again */
+		r->have_thread = false;
+	}
 }
 
 static void bft_ring_wake(struct bft_ring *r)
@@ -485,6 +491,7 @@ static void bft_ring_reset(struct bft_ring *r, u8 *data, u32 size)
 	r->have_thread = false;
 	r->need_sync = true;
 	r->pending_lost = 0;
+	r->pending_break = 0;
 	r->run = 0;
 	r->flushed = false;
 }
