@@ -254,6 +254,11 @@ static int bft_batch_register(struct bft_target *t, struct list_head *batch,
 		p->target = t;
 		atomic64_set(&p->hits, 0);
 		err = bft_probe_register(p);
+		/* the kernel-internal ENOTSUPP (e.g. an instruction uprobes
+		 * cannot handle) means nothing to user space
+		 */
+		if (err == -ENOTSUPP)
+			err = -EOPNOTSUPP;
 		if (bft_put_result(reply, idx++, err))
 			err = err ?: -EMSGSIZE;
 		list_del_init(&p->node);

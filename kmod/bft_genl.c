@@ -286,6 +286,7 @@ static int bft_put_method(struct sk_buff *skb, struct netlink_callback *cb,
 	void *hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
 				cb->nlh->nlmsg_seq, &bft_family, NLM_F_MULTI,
 				BFT_CMD_GET_METHODS);
+	struct nlattr *nest;
 	char *buf, *path;
 
 	if (!hdr)
@@ -296,8 +297,10 @@ static int bft_put_method(struct sk_buff *skb, struct netlink_callback *cb,
 		return -ENOMEM;
 	}
 	path = d_path(&p->path, buf, BFT_PATH_MAX);
-	if (IS_ERR(path) ||
-	    nla_put_u32(skb, BFT_A_TGID, p->target->tgid) ||
+	nest = NULL;
+	if (!IS_ERR(path) && !nla_put_u32(skb, BFT_A_TGID, p->target->tgid))
+		nest = nla_nest_start(skb, BFT_A_PROBE);
+	if (!nest ||
 	    nla_put_u32(skb, BFT_P_METHOD_ID, p->method_id) ||
 	    nla_put_string(skb, BFT_P_PATH, path) ||
 	    nla_put_u64_64bit(skb, BFT_P_OFFSET, p->offset, BFT_P_PAD) ||
@@ -309,6 +312,7 @@ static int bft_put_method(struct sk_buff *skb, struct netlink_callback *cb,
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
+	nla_nest_end(skb, nest);
 	kfree(buf);
 	genlmsg_end(skb, hdr);
 	return 0;
@@ -441,16 +445,24 @@ void bft_notify_target_exit(pid_t tgid, u32 nr_probes)
 
 void bft_notify_probe_failed(pid_t tgid, u32 method_id, int err)
 {
+	struct nlattr *nest;
 	void *hdr;
 	struct sk_buff *skb = bft_event_new(BFT_EV_PROBE_FAILED,
+					    nla_total_size(0) +
 					    3 * nla_total_size(sizeof(u32)),
 					    &hdr);
 
-	if (skb)
-		bft_event_send(skb, hdr,
-			       nla_put_u32(skb, BFT_A_TGID, tgid) ||
-			       nla_put_u32(skb, BFT_P_METHOD_ID, method_id) ||
-			       nla_put_s32(skb, BFT_A_ERRNO, -err));
+	if (!skb)
+		return;
+	nest = NULL;
+	if (!nla_put_u32(skb, BFT_A_TGID, tgid) &&
+	    !nla_put_s32(skb, BFT_A_ERRNO, -err))
+		nest = nla_nest_start(skb, BFT_A_PROBE);
+	if (nest && !nla_put_u32(skb, BFT_P_METHOD_ID, method_id))
+		nla_nest_end(skb, nest);
+	else
+		nest = NULL;
+	bft_event_send(skb, hdr, nest ? 0 : -EMSGSIZE);
 }
 
 void bft_notify_heartbeat(void)

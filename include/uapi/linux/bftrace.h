@@ -55,8 +55,13 @@
  *                batch, or the method id is in use for another function
  *       -E2BIG   the probes would exceed BFT_OPT_MAX_PROBES
  *     A probe that passes the checks and that the kernel then refuses to
- *     register gets its errno in its BFT_A_RESULT; the others stay attached.
- *     If none attached, the request fails with the first errno.
+ *     register gets its errno in its BFT_A_RESULT (-EOPNOTSUPP: uprobes
+ *     cannot probe the instruction there); the others stay attached.
+ *     Every probe of the request gets exactly one BFT_A_RESULT.  If none
+ *     attached, the request fails with the first errno.
+ *     A nest's length is 16 bits, so one request holds at most 64 KiB of
+ *     probes (about a thousand): a tool splits larger batches, and the
+ *     all-or-nothing check holds per request.
  *
  * BFT_CMD_DETACH            (admin)
  *     request: BFT_A_TGID, or none for every target.  -ENOENT: no such target.
@@ -104,8 +109,10 @@
  *                    or the mode is TRACING, PAUSED or SUSPENDED
  *
  * BFT_CMD_GET_METHODS       (any user; a dump)
- *     one message per probe: BFT_A_TGID, BFT_P_METHOD_ID, BFT_P_PATH,
- *     BFT_P_OFFSET, BFT_P_FLAGS, BFT_P_NAME, BFT_P_HITS.
+ *     one message per probe: BFT_A_TGID and a BFT_A_PROBE nest holding
+ *     BFT_P_METHOD_ID, BFT_P_PATH, BFT_P_OFFSET, BFT_P_FLAGS, BFT_P_NAME,
+ *     BFT_P_HITS.  (BFT_P_* and BFT_A_* numbers overlap: BFT_P_* never
+ *     appear outside a BFT_A_PROBE nest.)
  *
  * BFT_CMD_EVENT             (multicast on BFT_MCGRP_EVENTS, never a request)
  *     BFT_A_EVENT (BFT_EV_*), then:
@@ -114,8 +121,11 @@
  *                            interval.
  *       BFT_EV_MODE          BFT_A_MODE, on every mode change.
  *       BFT_EV_TARGET_EXIT   BFT_A_TGID, BFT_A_NR_PROBES (detached); the
- *                            target is gone and cleaned up.
- *       BFT_EV_PROBE_FAILED  BFT_A_TGID, BFT_P_METHOD_ID, BFT_A_ERRNO.
+ *                            target exited or exec'd while attached, and
+ *                            is cleaned up.  A target detached first (by
+ *                            detach or stop) is not announced.
+ *       BFT_EV_PROBE_FAILED  BFT_A_TGID, BFT_A_ERRNO, and a BFT_A_PROBE
+ *                            nest holding BFT_P_METHOD_ID.
  *
  * ==========================================================================
  * 2. The record streams (/dev/bftrace)
@@ -126,7 +136,9 @@
  * read() returns whole records only: a record is never split between two
  * reads, so a decoder may treat every read as a continuation of the same
  * stream and never sees a torn record.  read() blocks until data is
- * available unless O_NONBLOCK (then -EAGAIN).  poll() reports POLLIN when
+ * available unless O_NONBLOCK (then -EAGAIN); it never returns 0, not even
+ * after stop: a stream has no end while the module is loaded.  A read
+ * buffer smaller than BFT_RECORD_MAX is -EINVAL.  poll() reports POLLIN when
  * the ring holds at least BFT_OPT_WATERMARK bytes, or when the flush timer
  * (BFT_OPT_FLUSH_MS) has sealed data that no read has taken yet; so an idle
  * CPU's last records reach the reader within one flush interval.
