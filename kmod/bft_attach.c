@@ -16,7 +16,7 @@ static const struct nla_policy bft_probe_policy[BFT_P_MAX + 1] = {
 	[BFT_P_PATH] = { .type = NLA_NUL_STRING, .len = BFT_PATH_MAX - 1 },
 	[BFT_P_OFFSET] = { .type = NLA_U64 },
 	[BFT_P_METHOD_ID] = { .type = NLA_U32 },
-	[BFT_P_FLAGS] = NLA_POLICY_MASK(NLA_U32, BFT_PF_ALL),
+	[BFT_P_FLAGS] = { .type = NLA_U32 },
 	[BFT_P_NAME] = { .type = NLA_NUL_STRING, .len = BFT_NAME_MAX - 1 },
 };
 
@@ -157,9 +157,18 @@ static int bft_probe_parse(struct nlattr *nest, u32 idx, struct bft_elf *elf,
 	}
 	path = nla_data(tb[BFT_P_PATH]);
 
+	if (p->flags & ~BFT_PF_ALL) {
+		BFT_SET_ERR_MSG_FMT(ext, "probe %u: unknown flags %#x", idx,
+				    p->flags & ~BFT_PF_ALL);
+		NL_SET_BAD_ATTR(ext, tb[BFT_P_FLAGS]);
+		err = -EINVAL;
+		goto free_name;
+	}
 	if (!(p->flags & BFT_PF_ENTRY)) {
-		NL_SET_ERR_MSG_ATTR(ext, tb[BFT_P_FLAGS],
-				    "a return probe needs its entry probe, or its exits cannot be attributed");
+		/* without the entry, an exit could not be attributed */
+		BFT_SET_ERR_MSG_FMT(ext, "probe %u: a return probe needs BFT_PF_ENTRY",
+				    idx);
+		NL_SET_BAD_ATTR(ext, tb[BFT_P_FLAGS]);
 		err = -EINVAL;
 		goto free_name;
 	}

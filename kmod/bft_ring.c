@@ -253,6 +253,12 @@ static void bft_ring_mark(struct bft_ring *r, u64 now, u8 brk)
 	}
 }
 
+/* A LOST or BREAK record that did not fit yet.  Under lock. */
+static bool bft_ring_owes(struct bft_ring *r)
+{
+	return r->pending_lost || r->pending_break;
+}
+
 static void bft_ring_wake(struct bft_ring *r)
 {
 	if (wq_has_sleeper(&r->wait))
@@ -325,6 +331,8 @@ bool bft_rings_flush(bool heartbeat)
 		if (active && heartbeat) {
 			bft_ring_mark(r, now, 0);
 			r->sync_written = r->produced;
+		} else if (bft_ring_owes(r)) {
+			bft_ring_mark(r, now, 0);
 		}
 		if (r->head != READ_ONCE(r->tail)) {
 			r->flushed = true;
@@ -457,6 +465,9 @@ ssize_t bft_ring_read(struct bft_ring *r, char __user *buf, size_t count,
 	smp_store_release(&r->tail, tail + n);
 	WRITE_ONCE(r->bytes_read, r->bytes_read + n);
 	spin_lock(&r->lock);
+	/* the room just made may take what a full ring still owes */
+	if (bft_ring_owes(r))
+		bft_ring_mark(r, ktime_get_ns(), 0);
 	if (r->head == r->tail)
 		r->flushed = false;
 	spin_unlock(&r->lock);
