@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * bft_selftest: what the bftrace selftests share.
+ *
+ *   - targets: start a target from build/selftests/targets/, talk to it over
+ *     its stdin/stdout, read the spinner's progress page, kill and reap it;
+ *   - the module: load and unload bftrace.ko, see whether it and its
+ *     netlink family are present;
+ *   - a control session: one netlink handle, the options as found, and a
+ *     reset that leaves the module idle (stopped, nothing attached, options
+ *     restored, rings emptied) for the next test;
+ *   - probes: resolve function names to probe offsets with bft_elf;
+ *   - traces: drain every ring and decode the streams into per-thread event
+ *     sequences with stream times.
+ *
+ * Helpers return 0 or -errno and print the reason on stderr (the harness
+ * shows it next to the failing check); the tests decide what is fatal.
+ */
+#ifndef BFT_SELFTEST_H
+#define BFT_SELFTEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <linux/bftrace.h>
+
+#include "bft_calltree.h"
+#include "bft_nl.h"
+#include "bft_stream.h"
+#include "spinner_shm.h"
+
+/* ---- targets ----------------------------------------------------------- */
+
+/* Path of <directory of this test>/targets/<name>; malloc'ed. */
+char *bst_target_path(const char *name);
+
+struct bst_proc {
+	pid_t pid;		/* 0: not running (or reaped) */
+	int in_fd;		/* the target's stdin, write end */
+	int out_fd;		/* the target's stdout, read end */
+	char line[256];		/* partial line read so far */
+	size_t line_len;
+	struct spin_shm *shm;	/* the spinner's progress page, or NULL */
+	int status;		/* wait status once reaped */
+};
+
+/*
+ * Start targets/<name> with argv (argv[0] is filled in; argv may be NULL)
+ * and wait up to timeout_ms for its "ready" line.  with_shm: hand it a
+ * shared progress page on SPIN_SHM_FD (the spinner's).
+ */
+int bst_proc_start(struct bst_proc *p, const char *name,
+		   const char *const *argv, bool with_shm, int timeout_ms);
+/* Write one byte to the target's stdin. */
+int bst_proc_send(struct bst_proc *p, char c);
+/* Wait for the next line equal to want; -ETIMEDOUT, -EPIPE on EOF. */
+int bst_proc_wait_line(struct bst_proc *p, const char *want, int timeout_ms);
+/* Wait up to timeout_ms for the process to exit and reap it. */
+int bst_proc_wait_exit(struct bst_proc *p, int timeout_ms);
+/* SIGKILL (through SIGCONT in case it is stopped) and reap; no-op if gone. */
+void bst_proc_kill(struct bst_proc *p);
+/* Still running, and not a zombie. */
+bool bst_proc_alive(const struct bst_proc *p);
+
+/* Spinner progress: total returned calls over every spinning thread. */
+uint64_t bst_spin_calls(const struct bst_proc *p);
+/* Wait up to timeout_ms until the total grows by at least more. */
+int bst_spin_wait_calls(const struct bst_proc *p, uint64_t more,
+			int timeout_ms);
+
+/*
+ * The state letter (field 3 of /proc/<pid>/task/<tid>/stat) of every
+ * thread of pid, up to cap; the number of threads in *n.
+ */
+int bst_thread_states(pid_t pid, char *states, size_t cap, size_t *n);
+/* Wait up to timeout_ms until every thread of pid is in state want. */
+int bst_wait_all_threads(pid_t pid, char want, int timeout_ms);
+
+/* ---- the module ------------------------------------------------------- */
+
+/* The module file: $BFT_KO.  NULL if unset. */
+const char *bst_ko_path(void);
+bool bst_module_loaded(void);		/* listed in /proc/modules */
+/* Whether the generic netlink controller lists the family (a dump, which
+ * unlike a lookup by name never tries to autoload the module). */
+int bst_family_listed(const char *name, bool *listed);
+int bst_insmod(const char *ko);		/* finit_module() */
+int bst_rmmod(void);			/* delete_module(O_NONBLOCK) */
+/* Make sure the module is loaded (insmod $BFT_KO if it is not). */
+int bst_ensure_loaded(void);
+
+/* ---- a control session ------------------------------------------------ */
+
+struct bst_session {
+	struct bft_nl *nl;
+	struct bft_nl_caps caps;
+	struct bft_nl_opt opts[BFT_OPT_MAX + 1];	/* as found, by id */
+	bool have_opt[BFT_OPT_MAX + 1];
+};
+
+/*
+ * Load the module if needed, open a control handle, read the caps and
+ * the options, and reset the module (a previous test may have failed
+ * half-way).
+ */
+int bst_session_open(struct bst_session *s);
+/* Reset, restore the options as found, close. */
+void bst_session_close(struct bst_session *s);
+/*
+ * Stop (if a session is active), detach every target, restore options as
+ * found at open, and throw away whatever the rings still hold.
+ */
+int bst_reset(struct bst_session *s);
+
+/* A mode command, printing the extack text on failure. */
+int bst_mode(struct bst_session *s, int cmd);
+/* Set an option, printing the extack text on failure. */
+int bst_set_opt(struct bst_session *s, uint32_t id, uint64_t value);
+
+/*
+ * Whether the failure text holds one of the NULL-terminated words
+ * (case-insensitive).  Prints the text either way, for the log.
+ */
+bool bst_text_mentions(const char *text, const char *const *words);
+#define BST_MENTIONS(text, ...) \
+	bst_text_mentions(text, (const char *const[]){ __VA_ARGS__, NULL })
+
+/* The possible CPUs of this machine, as the kernel lists them. */
+unsigned int bst_possible_cpus(void);
+
+/* ---- probes ------------------------------------------------------------ */
+
+struct bst_fn {
+	const char *file;	/* path of the ELF file */
+	const char *func;	/* function name */
+	uint32_t method_id;
+};
+
+/*
+ * Resolve fns[i] into probes[i] (flags BFT_PF_ALL, name = func), offsets
+ * from bft_elf (after endbr64 where there is one).  probes[i].path points
+ * at fns[i].file.
+ */
+int bst_resolve(const struct bst_fn *fns, size_t n, struct bft_nl_probe *probes);
+/* Resolve and attach, printing the extack text on failure. */
+int bst_attach_fns(struct bst_session *s, pid_t tgid,
+		   const struct bst_fn *fns, size_t n);
+
+/*
+ * Start the spinner with argv, attach one full probe on spin_fn with
+ * method_id, and BFT_CMD_START if start.
+ */
+int bst_spinner_traced(struct bst_session *s, struct bst_proc *p,
+		       const char *const *argv, uint32_t method_id, bool start);
+
+/* The file offset of a byte in no executable PT_LOAD segment of path
+ * (but inside the file), for the "not executable" rejection. */
+int bst_nonexec_offset(const char *path, uint64_t *offset);
+
+/* ---- traces ------------------------------------------------------------ */
+
+/*
+ * One thread's records as the merge (bft_merge) delivered them: ENTER,
+ * ENTER_NORET and EXIT with its run expanded into single exits, so the
+ * sequence does not depend on how the kernel happened to group exits.
+ */
+enum bst_kind {
+	BST_ENTER = 1,
+	BST_NORET,
+	BST_EXIT,
+};
+
+struct bst_ev {
+	uint8_t kind;		/* enum bst_kind */
+	uint32_t id;		/* method id (0 for an exit) */
+	uint32_t cpu;
+	uint64_t time_ns;	/* stream time (rounded down to the unit) */
+};
+
+/* The same thread as bft_calltree reconstructs it. */
+struct bst_call {
+	uint8_t kind;		/* enum bft_call_kind */
+	uint8_t noret;
+	uint32_t id;		/* ENTER: entered; EXIT: the frame closed */
+	uint32_t depth;
+	uint64_t time_ns;
+};
+
+struct bst_thread {
+	uint32_t tgid, tid;
+	struct bst_ev *ev;
+	size_t n, cap;
+	struct bst_call *calls;
+	size_t ncalls, calls_cap;
+};
+
+/* A BREAK, LOST or GAP record (a data break for every thread). */
+struct bst_mark {
+	uint16_t kind;		/* BFT_REC_BREAK, BFT_REC_LOST, BFT_REC_GAP */
+	uint32_t cpu;
+	uint64_t value;		/* reason, count, expected seq */
+	uint64_t time_ns;
+};
+
+struct bst_cpu {
+	uint64_t bytes;
+	uint64_t events;	/* ENTER + NORET + each exit */
+	uint64_t lost;		/* sum of LOST counts */
+	uint64_t breaks;
+	uint64_t syncs;
+	uint64_t first_time_ns;	/* of the first SYNC */
+};
+
+struct bst_trace {
+	struct bst_thread *th;
+	size_t nth;
+	struct bst_mark *marks;
+	size_t nmarks, marks_cap;
+	struct bst_cpu *cpu;
+	uint32_t nr_cpus;
+	uint64_t orphans;	/* bft_calltree: exits with no frame */
+	uint64_t unbalanced;
+	char err[256];		/* why collecting or decoding failed */
+};
+
+/*
+ * Read every ring until it stays quiet for quiet_ms (at most max_ms),
+ * decode the streams (a SYNC sequence gap or a malformed record is an
+ * error), merge them by time and split them per thread.  Call after
+ * BFT_CMD_STOP: then nothing is pending.
+ */
+int bst_collect(struct bst_session *s, int quiet_ms, int max_ms,
+		struct bst_trace *t);
+void bst_trace_free(struct bst_trace *t);
+/* The thread tid of process tgid, or NULL. */
+const struct bst_thread *bst_trace_thread(const struct bst_trace *t,
+					  uint32_t tgid, uint32_t tid);
+/* Threads of tgid, in first-seen order, into out (up to cap); count. */
+size_t bst_trace_threads_of(const struct bst_trace *t, uint32_t tgid,
+			    const struct bst_thread **out, size_t cap);
+
+/* "e5 n6 x x" for a sequence (for messages); malloc'ed. */
+char *bst_ev_text(const struct bst_ev *ev, size_t n);
+/* "e5 n6 x6 x5" for reconstructed calls; malloc'ed. */
+char *bst_call_text(const struct bst_call *c, size_t n);
+
+/* Monotonic clock in ns. */
+uint64_t bst_now_ns(void);
+void bst_sleep_ms(unsigned int ms);
+
+#endif /* BFT_SELFTEST_H */
