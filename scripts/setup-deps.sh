@@ -16,8 +16,9 @@ packages=(
 	"linux-image-$KVER_61" "linux-headers-$KVER_61"
 	"linux-image-$KVER_612-unsigned" "linux-headers-$KVER_612"
 	linux-source-6.1
-	libmnl-dev libelf-dev libdw-dev libbpf-dev libiberty-dev
-	bpftrace valgrind
+	libmnl-dev libelf-dev libdw-dev libbpf-dev libiberty-dev libjansson-dev
+	# peers and real programs the tests and benchmarks trace
+	bpftrace valgrind sqlite3 linux-perf iproute2
 )
 
 missing=()

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * bfcollector: the Bytefrog agent of bftrace.
+ *
+ * A record walks forward only:
+ *
+ *   source.c    per-CPU record streams, from /dev/bftrace (bft_rings) or
+ *               from recorded/synthetic stream files; and the "kernel"
+ *               that mode commands go to (bft_nl, or a simulation of it
+ *               for files)
+ *   methods.c   the method table (BFT_CMD_GET_METHODS or a file), the
+ *               signatures, and the inclusion/exclusion regexes
+ *   pipeline.c  bft_merge (time order) -> bft_calltree (per-thread shadow
+ *               stacks) -> thread ids, maps, sequence numbers -> the
+ *               protocol encoder, and the .flow files of --output
+ *   hqlink.c    the control connection and the data connections to HQ:
+ *               handshake, configuration, control messages, heartbeats,
+ *               reconnection
+ *   main.c      options and the loop
+ *
+ * One thread: a poll loop.  Control messages go out on their own socket
+ * and are written first, so they never wait behind data.
+ */
+#ifndef BFCOLLECTOR_H
+#define BFCOLLECTOR_H
+
+#include <poll.h>
+#include <regex.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bft_calltree.h"
+#include "bft_flow.h"
+#include "bft_merge.h"
+#include "bft_varint.h"
+#include "bfp_config.h"
+#include "bfp_msg.h"
+
+#define COLL_MAX_SENDERS	64
+
+/* Exit codes (bfcollector.1). */
+enum {
+	EXIT_OK = 0,
+	EXIT_USAGE = 1,
+	EXIT_HQ = 2,		/* HQ unreachable, refused us, or sent an error */
+	EXIT_PROTOCOL = 3,	/* HQ sent something malformed */
+	EXIT_FATAL = 4,		/* kernel or input failure */
+};
+
+struct coll_opts {
+	const char *hq_host;	/* NULL: no HQ (--output only) */
+	const char *hq_port;
+	unsigned int protocol;	/* 1 or 2 */
+	const char *outdir;	/* --output */
+	const char *replay_dir;	/* --replay: stream files instead of rings */
+	const char *methods_file;
+	const char *threads_file;
+	const char *device;
+	unsigned int replay_chunk;
+	unsigned int replay_delay_ms;
+	unsigned int connect_timeout_s;	/* give up reaching HQ (0: never) */
+	unsigned int handshake_ms;
+	bool until_exit;	/* finish when the traced processes are gone */
+	bool no_stop;		/* HQ's stop ends tracing, not bfcollector */
+	int verbose;
+};
+
+/* ---- methods.c ---- */
+
+struct method {
+	uint32_t id;
+	bool used;		/* hash slot */
+	bool excluded;		/* by the configuration's regexes */
+	bool known;		/* from the table, not made up */
+	char *sig;
+	char *path;
+};
+
+struct methods {
+	struct method *v;	/* open addressing on id */
+	uint32_t cap, count;
+	regex_t *incl, *excl;
+	uint32_t nincl, nexcl;
+	struct object {
+		char *path;
+		uint8_t kind;	/* BFP_CLASS_TRANSFORMED, _IGNORED, _FAILED */
+	} *objects;		/* what every new HQ session is told */
+	uint32_t nobjects;
+};
+
+/* ---- source.c ---- */
+
+struct source;
+
+/* ---- the collector ---- */
+
+struct cthread {
+	uint32_t tgid, tid;
+	uint16_t wire_id;
+	bool name_sent;		/* in the current HQ session */
+	bool seen;
+	char *name;		/* "<comm> (<tgid>/<tid>)" */
+	struct bft_flow_writer flow;
+	FILE *flow_file;
+	uint64_t flow_depth;
+};
+
+/* A set of method ids already mapped on a connection. */
+struct idset {
+	uint32_t *v;		/* id + 1, 0 = empty */
+	uint32_t cap, count;
+};
+
+struct dconn {
+	int fd;
+	struct bft_buf out;
+	struct idset mapped;
+	/* ends (stream offsets) of the sequenced messages not yet written */
+	uint64_t *ends;
+	uint32_t ends_head, ends_len, ends_cap;
+	uint64_t written;	/* bytes written since the connection began */
+	uint64_t queued;	/* bytes encoded since the connection began */
+};
+
+enum hq_state {
+	HQ_NONE,		/* no HQ at all (--output only) */
+	HQ_DOWN,		/* waiting to (re)connect */
+	HQ_UP,			/* configured, data connections ready */
+};
+
+struct coll {
+	struct coll_opts o;
+	struct source *src;
+	struct methods methods;
+	struct bft_merge merge;
+	struct bft_calltree ct;
+	/* threads */
+	struct cthread **threads;	/* by wire id */
+	uint32_t nthreads;
+	uint32_t *thash;		/* (tgid, tid) -> index + 1 */
+	uint32_t thash_cap;
+	/* HQ session */
+	enum hq_state hq;
+	struct bfp_config config;
+	bool configured;	/* a configuration was ever received */
+	int ctl_fd;
+	struct bft_buf ctl_in, ctl_out;
+	struct dconn data[COLL_MAX_SENDERS];
+	unsigned int ndata;
+	uint64_t hello_ns;		/* CLOCK_MONOTONIC at hello */
+	uint64_t base_ns;		/* stream time of relative time 0 */
+	bool have_base;
+	uint32_t seq;			/* next sequence number */
+	bool break_sent;		/* a break at seq was sent already */
+	uint64_t next_heartbeat_ms;
+	uint64_t next_connect_ms;
+	uint64_t down_since_ms;
+	unsigned int backoff_ms;
+	bool ever_up;
+	bool hq_wants_suspend;	/* suspend came before start */
+	bool suspended_for_hq;	/* we suspended because HQ was lost */
+	bool started;		/* HQ said start */
+	bool stopping;		/* drain and leave */
+	bool draining_done;
+	int exit_code;
+	/* accounting */
+	uint64_t lost_kernel;		/* LOST records */
+	uint64_t lost_gaps;		/* stream decoder gaps */
+	uint64_t lost_undelivered;	/* encoded, never written to HQ */
+	uint64_t lost_unsent;		/* produced while HQ was down */
+	uint64_t lost_reported;		/* sum of the markers sent */
+	uint64_t suspended_dropped;	/* replay: records while suspended */
+	uint64_t events_sent, excluded;
+	uint64_t breaks_sent;
+	uint64_t last_stamp;		/* the last relative time sent */
+};
+
+uint64_t coll_now_ms(void);
+uint64_t coll_mono_ns(void);
+void coll_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* methods.c */
+int methods_load_file(struct methods *m, const char *path);
+int methods_add(struct methods *m, uint32_t id, const char *path,
+		const char *name, uint64_t offset);
+struct method *methods_get(struct methods *m, uint32_t id);
+/* Compile the configuration's regexes and decide every method again. */
+int methods_set_filter(struct methods *m, const struct bfp_config *c,
+		       char *err, size_t errlen);
+bool methods_excluded(struct methods *m, struct method *me);
+/* Record an object's fate; true if that is news (to report to HQ). */
+bool methods_object(struct methods *m, const char *path, uint8_t kind);
+void methods_free(struct methods *m);
+
+/* source.c */
+int source_open_kernel(struct coll *c, char *err, size_t errlen);
+int source_open_replay(struct coll *c, char *err, size_t errlen);
+void source_close(struct source *s);
+/* Poll descriptors the loop waits on; returns how many were filled. */
+int source_pollfds(struct source *s, struct pollfd *p, int max,
+		   int *timeout_ms);
+/* Read what is there into the merge; 1 when every input has ended. */
+int source_read(struct coll *c);
+/* Stop reading (stop, signal): what remains is drained. */
+void source_drain(struct coll *c);
+/* BFT_CMD_START, ...: 0 or -errno; the mode in force in *mode. */
+int source_mode_cmd(struct coll *c, int cmd);
+uint8_t source_mode(struct coll *c);	/* enum bft_mode */
+bool source_is_kernel(const struct source *s);
+/* Reload the method table (kernel: GET_METHODS). */
+int source_refresh_methods(struct coll *c);
+/* Kernel events and statistics, once per heartbeat. */
+void source_tick(struct coll *c);
+/* A thread's name as the system knows it, or NULL. */
+char *source_thread_name(struct coll *c, uint32_t tgid, uint32_t tid);
+bool source_targets_gone(struct coll *c);
+uint32_t source_ncpus(struct source *s);
+
+/* pipeline.c */
+int pipeline_init(struct coll *c, unsigned int ncpus);
+void pipeline_free(struct coll *c);
+/* Records are ready in the merge: emit what is safe. */
+int pipeline_run(struct coll *c);
+/* Input ended: emit everything. */
+int pipeline_drain(struct coll *c);
+/* A synthetic break: stacks void, a data break goes to HQ. */
+void pipeline_break(struct coll *c);
+/* A new HQ session: thread names and signatures are sent again. */
+void pipeline_new_session(struct coll *c);
+/* Report lost events to HQ (a marker) if any are unreported. */
+void pipeline_report_lost(struct coll *c);
+/* Per-thread names, re-read for renames. */
+void pipeline_check_renames(struct coll *c);
+int pipeline_finish_files(struct coll *c);
+
+/* hqlink.c */
+int hq_connect(struct coll *c);		/* 0 up, -errno not (retry later) */
+void hq_down(struct coll *c, const char *why);
+/* Encoding into a data connection (maps and events). */
+int hq_data_msg(struct coll *c, unsigned int conn, const struct bfp_msg *m);
+int hq_control_msg(struct coll *c, const struct bfp_msg *m);
+void hq_send_error_and_close(struct coll *c, const char *text);
+void hq_flush(struct coll *c);
+/* Pending data bytes (the send queue), over all data connections. */
+uint64_t hq_pending(const struct coll *c);
+int hq_pollfds(struct coll *c, struct pollfd *p, int max);
+/* After poll: read control input, write what can be written. */
+void hq_io(struct coll *c, const struct pollfd *p, int n);
+void hq_heartbeat(struct coll *c, bool force);
+/* Wait (bounded) until everything is written, then close cleanly. */
+void hq_shutdown(struct coll *c);
+void idset_free(struct idset *s);
+bool idset_add(struct idset *s, uint32_t id);	/* true if newly added */
+
+#endif /* BFCOLLECTOR_H */

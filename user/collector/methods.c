@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The method table: id -> signature "<object basename>!<function>", which
+ * is what MapMethodSignature carries and what the configuration's regexes
+ * are matched against (Java's lookingAt(): a match that starts at the
+ * first character).  An inclusion match overrides an exclusion (notes §3).
+ *
+ * File format (--methods), one line each, tab-separated, '#' comments:
+ *     <id> <path> <function> [<offset>]   a probe
+ *     ignored <path>                      an object that matched nothing
+ *     failed <path>                       an object whose probes failed
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+
+static uint32_t slot(uint32_t id, uint32_t cap)
+{
+	return (id * 2654435761u) & (cap - 1);
+}
+
+static int grow(struct methods *m)
+{
+	uint32_t cap = m->cap ? 2 * m->cap : 256, i, s;
+	struct method *v = calloc(cap, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < m->cap; i++) {
+		if (!m->v[i].used)
+			continue;
+		for (s = slot(m->v[i].id, cap); v[s].used; s = (s + 1) & (cap - 1))
+			;
+		v[s] = m->v[i];
+	}
+	free(m->v);
+	m->v = v;
+	m->cap = cap;
+	return 0;
+}
+
+struct method *methods_get(struct methods *m, uint32_t id)
+{
+	uint32_t s;
+
+	if (!m->cap)
+		return NULL;
+	for (s = slot(id, m->cap); m->v[s].used; s = (s + 1) & (m->cap - 1))
+		if (m->v[s].id == id)
+			return &m->v[s];
+	return NULL;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+static bool matches_at_start(const regex_t *re, uint32_t n, const char *s)
+{
+	regmatch_t pm;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (!regexec(&re[i], s, 1, &pm, 0) && pm.rm_so == 0)
+			return true;
+	return false;
+}
+
+static void decide(struct methods *m, struct method *me)
+{
+	me->excluded = matches_at_start(m->excl, m->nexcl, me->sig) &&
+		       !matches_at_start(m->incl, m->nincl, me->sig);
+}
+
+int methods_add(struct methods *m, uint32_t id, const char *path,
+		const char *name, uint64_t offset)
+{
+	struct method *me = methods_get(m, id);
+	char buf[4096 + 512 + 32];
+	uint32_t s;
+
+	if (name && *name)
+		snprintf(buf, sizeof(buf), "%s!%s", base_name(path), name);
+	else
+		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base_name(path),
+			 offset);
+	if (me && me->sig && !strcmp(me->sig, buf))
+		return 0;
+	if (!me) {
+		if ((m->count + 1) * 2 > m->cap && grow(m))
+			return -ENOMEM;
+		for (s = slot(id, m->cap); m->v[s].used;
+		     s = (s + 1) & (m->cap - 1))
+			;
+		me = &m->v[s];
+		me->used = true;
+		me->id = id;
+		m->count++;
+	}
+	free(me->sig);
+	free(me->path);
+	me->sig = strdup(buf);
+	me->path = strdup(path);
+	me->known = true;
+	if (!me->sig || !me->path)
+		return -ENOMEM;
+	decide(m, me);
+	return 0;
+}
+
+bool methods_excluded(struct methods *m, struct method *me)
+{
+	(void)m;
+	return me->excluded;
+}
+
+bool methods_object(struct methods *m, const char *path, uint8_t kind)
+{
+	struct object *v;
+	uint32_t i;
+
+	for (i = 0; i < m->nobjects; i++)
+		if (!strcmp(m->objects[i].path, path)) {
+			if (m->objects[i].kind == kind)
+				return false;
+			m->objects[i].kind = kind;
+			return true;
+		}
+	v = realloc(m->objects, (m->nobjects + 1) * sizeof(*v));
+	if (!v)
+		return false;
+	m->objects = v;
+	m->objects[m->nobjects].path = strdup(path);
+	m->objects[m->nobjects].kind = kind;
+	if (!m->objects[m->nobjects].path)
+		return false;
+	m->nobjects++;
+	return true;
+}
+
+static void free_regexes(regex_t *v, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		regfree(&v[i]);
+	free(v);
+}
+
+/*
+ * Java regexes, compiled as POSIX extended ones: the patterns HQs send
+ * (".*", "^pkg/path/[^/]+$", "prog!foo") mean the same in both.  One that
+ * does not compile is reported and left out.
+ */
+static int compile(const struct bfp_strlist *l, regex_t **out, uint32_t *n,
+		   const char *what)
+{
+	regex_t *v = calloc(l->n + 1, sizeof(*v));
+	uint32_t i;
+
+	if (!v)
+		return -ENOMEM;
+	*n = 0;
+	for (i = 0; i < l->n; i++) {
+		char msg[128];
+		int e = regcomp(&v[*n], l->v[i], REG_EXTENDED);
+
+		if (e) {
+			regerror(e, &v[*n], msg, sizeof(msg));
+			coll_log("%s pattern \"%s\" ignored: %s", what, l->v[i],
+				 msg);
+			continue;
+		}
+		(*n)++;
+	}
+	*out = v;
+	return 0;
+}
+
+int methods_set_filter(struct methods *m, const struct bfp_config *c,
+		       char *err, size_t errlen)
+{
+	uint32_t i;
+
+	free_regexes(m->incl, m->nincl);
+	free_regexes(m->excl, m->nexcl);
+	m->incl = m->excl = NULL;
+	m->nincl = m->nexcl = 0;
+	if (compile(&c->inclusions, &m->incl, &m->nincl, "inclusion") ||
+	    compile(&c->exclusions, &m->excl, &m->nexcl, "exclusion")) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < m->cap; i++)
+		if (m->v[i].used && m->v[i].sig)
+			decide(m, &m->v[i]);
+	return 0;
+}
+
+int methods_load_file(struct methods *m, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned int lineno = 0;
+	int err = 0;
+
+	if (!f) {
+		coll_log("cannot read the method table %s: %s", path,
+			 strerror(errno));
+		return -errno;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		char *fields[4] = { 0 }, *save = NULL, *tok;
+		unsigned int n = 0;
+
+		lineno++;
+		line[strcspn(line, "\r\n")] = 0;
+		if (!line[0] || line[0] == '#')
+			continue;
+		for (tok = strtok_r(line, "\t", &save); tok && n < 4;
+		     tok = strtok_r(NULL, "\t", &save))
+			fields[n++] = tok;
+		if (n == 2 && (!strcmp(fields[0], "ignored") ||
+			       !strcmp(fields[0], "failed"))) {
+			methods_object(m, fields[1], fields[0][0] == 'i' ?
+					  BFP_CLASS_IGNORED : BFP_CLASS_FAILED);
+			continue;
+		}
+		if (n >= 3) {
+			char *end;
+			unsigned long long id = strtoull(fields[0], &end, 10);
+			unsigned long long off = n == 4 ?
+				strtoull(fields[3], NULL, 0) : 0;
+
+			if (!*end && end != fields[0] && id <= UINT32_MAX) {
+				err = methods_add(m, (uint32_t)id, fields[1],
+						  fields[2], off);
+				if (err)
+					break;
+				methods_object(m, fields[1],
+					       BFP_CLASS_TRANSFORMED);
+				continue;
+			}
+		}
+		coll_log("%s:%u: expected \"<id>\\t<path>\\t<function>\", "
+			 "\"ignored\\t<path>\" or \"failed\\t<path>\"", path,
+			 lineno);
+		err = -EINVAL;
+		break;
+	}
+	free(line);
+	fclose(f);
+	return err;
+}
+
+void methods_free(struct methods *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < m->cap; i++) {
+		free(m->v[i].sig);
+		free(m->v[i].path);
+	}
+	free(m->v);
+	for (i = 0; i < m->nobjects; i++)
+		free(m->objects[i].path);
+	free(m->objects);
+	free_regexes(m->incl, m->nincl);
+	free_regexes(m->excl, m->nexcl);
+	memset(m, 0, sizeof(*m));
+}

@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * From merged records to protocol messages.
+ *
+ * bft_merge emits every CPU's records in time order; bft_calltree keeps a
+ * shadow stack per thread and turns them into entries, exits that name the
+ * frame they close (NORET frames included, so an exit the kernel could not
+ * observe is still written where it belongs), and "stacks void" events at
+ * breaks, losses and gaps.  Here each call event:
+ *
+ *   - is dropped if its method is excluded by the configuration;
+ *   - goes to its thread's .flow file (--output);
+ *   - gets its thread's 16-bit id, and the data connection of that thread
+ *     (id modulo the number of connections), so a thread's events stay in
+ *     order on one socket;
+ *   - is preceded, on that connection, by MapThreadName the first time
+ *     (and after a rename) and by MapMethodSignature the first time the
+ *     method is used there;
+ *   - takes the next sequence number: one gap-free sequence, from 0,
+ *     across all the connections.
+ * A void event becomes one DataBreak on the control connection, carrying
+ * the sequence number of the next event.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "collector.h"
+
+static uint32_t rel_ms(struct coll *c, uint64_t t)
+{
+	uint64_t ms;
+
+	if (!c->have_base) {
+		/* replay: the stream's first record is the hello */
+		c->base_ns = t;
+		c->have_base = true;
+	}
+	ms = t > c->base_ns ? (t - c->base_ns) / 1000000 : 0;
+	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
+/* ---- threads ---- */
+
+static uint32_t thash_slot(uint32_t tgid, uint32_t tid, uint32_t cap)
+{
+	uint64_t k = ((uint64_t)tgid << 32 | tid) * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(k >> 32) & (cap - 1);
+}
+
+static int thash_grow(struct coll *c)
+{
+	uint32_t cap = c->thash_cap ? 2 * c->thash_cap : 256, i;
+	uint32_t *h = calloc(cap, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	for (i = 0; i < c->nthreads; i++) {
+		uint32_t s = thash_slot(c->threads[i]->tgid, c->threads[i]->tid,
+					cap);
+
+		while (h[s])
+			s = (s + 1) & (cap - 1);
+		h[s] = i + 1;
+	}
+	free(c->thash);
+	c->thash = h;
+	c->thash_cap = cap;
+	return 0;
+}
+
+static char *thread_name(struct coll *c, uint32_t tgid, uint32_t tid)
+{
+	char *comm = source_thread_name(c, tgid, tid), *name = NULL;
+
+	if (asprintf(&name, "%s (%u/%u)", comm ? comm : "thread", tgid,
+		     tid) < 0)
+		name = NULL;
+	free(comm);
+	return name;
+}
+
+static void flow_open(struct coll *c, struct cthread *t)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/", c->o.outdir);
+	bft_flow_filename(path + strlen(path), sizeof(path) - strlen(path),
+			  t->tid);
+	t->flow_file = fopen(path, "w");
+	if (!t->flow_file) {
+		coll_log("cannot write %s: %s", path, strerror(errno));
+		return;
+	}
+	bft_flow_writer_init_file(&t->flow, t->flow_file);
+}
+
+static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
+{
+	struct cthread *t, **v;
+	uint32_t s;
+
+	if (c->thash_cap) {
+		for (s = thash_slot(tgid, tid, c->thash_cap); c->thash[s];
+		     s = (s + 1) & (c->thash_cap - 1)) {
+			t = c->threads[c->thash[s] - 1];
+			if (t->tgid == tgid && t->tid == tid)
+				return t;
+		}
+	}
+	if ((c->nthreads + 1) * 2 > c->thash_cap && thash_grow(c))
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	v = realloc(c->threads, (c->nthreads + 1) * sizeof(*v));
+	if (!t || !v) {
+		free(t);
+		if (v)
+			c->threads = v;
+		return NULL;
+	}
+	c->threads = v;
+	t->tgid = tgid;
+	t->tid = tid;
+	if (c->nthreads == 65536)
+		coll_log("more than 65536 threads: thread ids are reused");
+	t->wire_id = (uint16_t)c->nthreads;
+	t->name = thread_name(c, tgid, tid);
+	if (c->o.outdir)
+		flow_open(c, t);
+	c->threads[c->nthreads++] = t;
+	for (s = thash_slot(tgid, tid, c->thash_cap); c->thash[s];
+	     s = (s + 1) & (c->thash_cap - 1))
+		;
+	c->thash[s] = c->nthreads;
+	return t;
+}
+
+void pipeline_check_renames(struct coll *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nthreads; i++) {
+		struct cthread *t = c->threads[i];
+		char *name = thread_name(c, t->tgid, t->tid);
+
+		if (!name)
+			continue;
+		/* A thread that is gone keeps the name it had. */
+		if (t->name && strcmp(t->name, name) &&
+		    strncmp(name, "thread (", 8)) {
+			if (c->o.verbose)
+				coll_log("thread %u renamed: %s", t->tid, name);
+			free(t->name);
+			t->name = name;
+			t->name_sent = false;	/* sent before its next event */
+			continue;
+		}
+		free(name);
+	}
+}
+
+/* ---- to HQ ---- */
+
+static void send_break(struct coll *c)
+{
+	struct bfp_msg m = { .id = BFP_DATA_BREAK };
+
+	if (c->hq != HQ_UP || c->break_sent)
+		return;
+	m.seq = c->seq;
+	if (!hq_control_msg(c, &m)) {
+		c->break_sent = true;
+		c->breaks_sent++;
+	}
+}
+
+static int send_event(struct coll *c, struct cthread *t, struct method *me,
+		      const struct bft_call_event *ev)
+{
+	unsigned int conn = t->wire_id % c->ndata;
+	struct bfp_msg m = { 0 };
+	uint32_t now = rel_ms(c, ev->time_ns);
+	int err;
+
+	if (!t->name_sent) {
+		m.id = BFP_MAP_THREAD;
+		m.thread = t->wire_id;
+		m.time = now;
+		m.str = t->name ? t->name : "thread";
+		m.str_len = strlen(m.str);
+		err = hq_data_msg(c, conn, &m);
+		if (err)
+			return err;
+		t->name_sent = true;
+	}
+	if (idset_add(&c->data[conn].mapped, me->id)) {
+		memset(&m, 0, sizeof(m));
+		m.id = BFP_MAP_METHOD;
+		m.method = me->id;
+		m.str = me->sig;
+		m.str_len = strlen(me->sig);
+		err = hq_data_msg(c, conn, &m);
+		if (err)
+			return err;
+	}
+	memset(&m, 0, sizeof(m));
+	m.id = ev->kind == BFT_CALL_ENTER ? BFP_METHOD_ENTRY : BFP_METHOD_EXIT;
+	m.time = now;
+	m.seq = c->seq;
+	m.method = me->id;
+	m.thread = t->wire_id;
+	err = hq_data_msg(c, conn, &m);
+	if (err)
+		return err;
+	c->seq++;
+	c->break_sent = false;
+	c->events_sent++;
+	c->last_stamp = now;
+	return 0;
+}
+
+/* ---- call events ---- */
+
+static struct method *method_of(struct coll *c, uint32_t id)
+{
+	struct method *me = methods_get(&c->methods, id);
+	char name[32];
+
+	if (me)
+		return me;
+	/* A probe attached after our last look at the table. */
+	source_refresh_methods(c);
+	me = methods_get(&c->methods, id);
+	if (me)
+		return me;
+	snprintf(name, sizeof(name), "method%" PRIu32, id);
+	if (methods_add(&c->methods, id, "unknown", name, 0))
+		return NULL;
+	me = methods_get(&c->methods, id);
+	if (me)
+		me->known = false;
+	return me;
+}
+
+static void flow_void(struct cthread *t)
+{
+	/* .flow has no breaks: close what the break cut, right there */
+	if (t->flow_file && t->flow_depth) {
+		bft_flow_exit(&t->flow, t->flow_depth);
+		t->flow_depth = 0;
+	}
+}
+
+static int on_call(void *ctx, const struct bft_call_event *ev)
+{
+	struct coll *c = ctx;
+	struct cthread *t = thread_get(c, ev->tgid, ev->tid);
+	struct method *me;
+
+	if (!t)
+		return -ENOMEM;
+	if (ev->kind == BFT_CALL_VOID) {
+		flow_void(t);
+		send_break(c);
+		return 0;
+	}
+	me = method_of(c, ev->id);
+	if (!me)
+		return -ENOMEM;
+	if (methods_excluded(&c->methods, me)) {
+		c->excluded++;
+		return 0;
+	}
+	t->seen = true;
+	if (t->flow_file) {
+		if (ev->kind == BFT_CALL_ENTER) {
+			bft_flow_enter(&t->flow, me->id);
+			t->flow_depth++;
+		} else if (t->flow_depth) {
+			bft_flow_exit(&t->flow, 1);
+			t->flow_depth--;
+		}
+	}
+	switch (c->hq) {
+	case HQ_UP:
+		if (send_event(c, t, me, ev))
+			hq_down(c, "cannot queue data");
+		break;
+	case HQ_DOWN:
+		c->lost_unsent++;
+		break;
+	case HQ_NONE:
+		break;
+	}
+	return 0;
+}
+
+static int on_record(void *ctx, const struct bft_record *r)
+{
+	struct coll *c = ctx;
+
+	switch (r->kind) {
+	case BFT_REC_LOST:
+		c->lost_kernel += r->value;
+		break;
+	case BFT_REC_GAP:
+		if (r->value2 > r->value)
+			c->lost_gaps += r->value2 - r->value;
+		break;
+	case BFT_REC_ENTER:
+	case BFT_REC_EXIT:
+	case BFT_REC_ENTER_NORET:
+		(void)rel_ms(c, r->time_ns);
+		/* replay of a suspended "kernel": the records are dropped */
+		if (!source_is_kernel(c->src) &&
+		    source_mode(c) == BFT_MODE_SUSPENDED) {
+			c->suspended_dropped += r->kind == BFT_REC_EXIT ?
+						r->value : 1;
+			return 0;
+		}
+		break;
+	default:
+		break;
+	}
+	return bft_calltree_feed(&c->ct, r);
+}
+
+static int on_stream_error(void *ctx, const struct bft_stream_error *e)
+{
+	(void)ctx;
+	coll_log("%s", e->msg);
+	return BFT_STREAM_RESYNC;
+}
+
+int pipeline_init(struct coll *c, unsigned int ncpus)
+{
+	struct bft_merge_opts mo = {
+		.ncpus = ncpus,
+		.on_record = on_record,
+		.ctx = c,
+		.on_error = on_stream_error,
+		.err_ctx = c,
+		.policy = BFT_STREAM_RESYNC,
+	};
+	struct bft_calltree_opts co = { .on_call = on_call, .ctx = c };
+	int err;
+
+	if (c->o.outdir && mkdir(c->o.outdir, 0755) && errno != EEXIST) {
+		coll_log("cannot create %s: %s", c->o.outdir, strerror(errno));
+		return -errno;
+	}
+	err = bft_merge_init(&c->merge, &mo);
+	if (err)
+		return err;
+	return bft_calltree_init(&c->ct, &co);
+}
+
+int pipeline_run(struct coll *c)
+{
+	return bft_merge_run(&c->merge);
+}
+
+int pipeline_drain(struct coll *c)
+{
+	return bft_merge_drain(&c->merge);
+}
+
+void pipeline_break(struct coll *c)
+{
+	struct bft_record r = { .kind = BFT_REC_BREAK,
+				.value = BFT_BREAK_SUSPEND };
+
+	send_break(c);
+	bft_calltree_feed(&c->ct, &r);
+}
+
+void pipeline_new_session(struct coll *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nthreads; i++)
+		c->threads[i]->name_sent = false;
+	c->seq = 0;
+	c->break_sent = false;
+	for (i = 0; i < c->methods.nobjects; i++) {
+		const char *p = c->methods.objects[i].path;
+		struct bfp_msg m = { .id = c->methods.objects[i].kind,
+				     .str = p, .str_len = strlen(p) };
+
+		hq_control_msg(c, &m);
+	}
+	/* After a reconnection the stacks HQ would infer are unknown. */
+	if (c->ever_up)
+		send_break(c);
+}
+
+void pipeline_report_lost(struct coll *c)
+{
+	uint64_t lost = c->lost_kernel + c->lost_gaps + c->lost_undelivered +
+			c->lost_unsent;
+	struct bfp_msg m = { .id = BFP_MARKER, .str = "bftrace.lost",
+			     .str_len = 12 };
+	char value[32];
+
+	if (c->hq != HQ_UP || lost <= c->lost_reported || !c->ndata)
+		return;
+	snprintf(value, sizeof(value), "%" PRIu64, lost - c->lost_reported);
+	m.str2 = value;
+	m.str2_len = strlen(value);
+	m.time = c->last_stamp;
+	m.seq = c->seq;
+	if (hq_data_msg(c, 0, &m))
+		return;
+	c->seq++;
+	c->lost_reported = lost;
+}
+
+/* ids.properties keys may hold no '=', CR or LF, nor start with '#'. */
+static void ids_key(const char *sig, char *out, size_t n)
+{
+	size_t o = 0;
+
+	for (; *sig && o + 4 < n; sig++) {
+		if (*sig == '=' || *sig == '%' || *sig == '\r' ||
+		    *sig == '\n' || (o == 0 && *sig == '#'))
+			o += (size_t)snprintf(out + o, n - o, "%%%02X",
+					      (unsigned char)*sig);
+		else
+			out[o++] = *sig;
+	}
+	out[o] = 0;
+}
+
+int pipeline_finish_files(struct coll *c)
+{
+	char path[4200], key[8192];
+	uint32_t i;
+	FILE *f;
+	int err = 0;
+
+	if (!c->o.outdir)
+		return 0;
+	for (i = 0; i < c->nthreads; i++) {
+		struct cthread *t = c->threads[i];
+
+		if (!t->flow_file)
+			continue;
+		if (bft_flow_writer_close(&t->flow))
+			err = -EIO;
+		if (fclose(t->flow_file))
+			err = -EIO;
+		t->flow_file = NULL;
+	}
+	snprintf(path, sizeof(path), "%s/ids.properties", c->o.outdir);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	for (i = 0; i < c->methods.cap; i++) {
+		struct method *m = &c->methods.v[i];
+
+		if (!m->used || !m->sig)
+			continue;
+		ids_key(m->sig, key, sizeof(key));
+		if (bft_ids_write(f, key, m->id))
+			err = -EIO;
+	}
+	if (fclose(f))
+		err = -EIO;
+	snprintf(path, sizeof(path), "%s/threads", c->o.outdir);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "# tid\ttgid\tname (each has its thread-<tid>.flow)\n");
+	for (i = 0; i < c->nthreads; i++)
+		fprintf(f, "%u\t%u\t%s\n", c->threads[i]->tid,
+			c->threads[i]->tgid,
+			c->threads[i]->name ? c->threads[i]->name : "");
+	if (fclose(f))
+		err = -EIO;
+	if (err)
+		coll_log("writing %s failed", c->o.outdir);
+	return err;
+}
+
+void pipeline_free(struct coll *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nthreads; i++) {
+		if (c->threads[i]->flow_file) {
+			bft_flow_writer_close(&c->threads[i]->flow);
+			fclose(c->threads[i]->flow_file);
+		}
+		free(c->threads[i]->name);
+		free(c->threads[i]);
+	}
+	free(c->threads);
+	free(c->thash);
+	bft_calltree_free(&c->ct);
+	bft_merge_free(&c->merge);
+}

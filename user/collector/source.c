@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Where records come from, and where mode commands go.
+ *
+ * kernel  /dev/bftrace through bft_rings (one reader per CPU), commands and
+ *         the method table through bft_nl, kernel events (mode changes,
+ *         failed probes, targets leaving) from the events group.
+ * replay  a directory of recorded or synthetic streams: cpu0.bft,
+ *         cpu1.bft, ... (one CPU stream each), "methods" (the method
+ *         table, methods.c) and optionally "threads" ("tgid\ttid\tname"
+ *         lines).  Mode commands drive a small simulation of the kernel's
+ *         modes (bftrace.h section 1): nothing is read before start or
+ *         while paused; records read while suspended are dropped, and the
+ *         suspension is a data break, as the kernel's BREAK records are.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bft_nl.h"
+#include "bft_rings.h"
+#include "collector.h"
+
+struct tname {
+	uint32_t tgid, tid;
+	char *name;
+};
+
+struct source {
+	bool kernel;
+	uint32_t ncpus;
+	uint8_t mode;		/* enum bft_mode */
+	bool draining;
+	bool ended;
+	/* kernel */
+	struct bft_nl *nl, *ev;
+	struct bft_rings *rings;
+	uint32_t nr_targets;
+	bool had_targets;
+	uint64_t flush_ms;
+	uint64_t next_refresh_ms;
+	/* replay */
+	int *fd;
+	bool *eof;
+	uint64_t next_read_ms;
+	struct tname *names;
+	uint32_t nnames;
+};
+
+bool source_is_kernel(const struct source *s)
+{
+	return s->kernel;
+}
+
+uint8_t source_mode(struct coll *c)
+{
+	return c->src->mode;
+}
+
+/* ---- kernel ---- */
+
+static int method_cb(const struct bft_nl_method *m, void *arg)
+{
+	struct coll *c = arg;
+	bool news;
+
+	if (methods_add(&c->methods, m->method_id, m->path, m->name, m->offset))
+		return -ENOMEM;
+	c->src->had_targets = true;	/* a probe means a target */
+	news = methods_object(&c->methods, m->path, BFP_CLASS_TRANSFORMED);
+	if (news && c->hq == HQ_UP) {
+		struct bfp_msg msg = { .id = BFP_CLASS_TRANSFORMED,
+				       .str = m->path,
+				       .str_len = strlen(m->path) };
+
+		hq_control_msg(c, &msg);
+	}
+	return 0;
+}
+
+int source_refresh_methods(struct coll *c)
+{
+	struct source *s = c->src;
+	int err;
+
+	if (!s->kernel || c->o.methods_file)
+		return 0;
+	err = bft_nl_get_methods(s->nl, method_cb, c);
+	if (err)
+		coll_log("cannot read the method table: %s",
+			 bft_nl_errmsg(s->nl));
+	return err;
+}
+
+static void update_status(struct coll *c)
+{
+	struct source *s = c->src;
+	struct bft_nl_status st = { 0 };
+
+	if (bft_nl_get_status(s->nl, &st))
+		return;
+	s->mode = st.mode;
+	s->nr_targets = st.nr_targets;
+	if (st.nr_targets)
+		s->had_targets = true;
+	bft_nl_status_free(&st);
+}
+
+int source_open_kernel(struct coll *c, char *err, size_t errlen)
+{
+	struct source *s = calloc(1, sizeof(*s));
+	struct bft_nl_caps caps;
+	struct bft_nl_opt opt;
+	int e;
+
+	if (!s)
+		return -ENOMEM;
+	s->kernel = true;
+	c->src = s;
+	e = bft_nl_open(&s->nl, err, errlen);
+	if (e)
+		return e;
+	e = bft_nl_get_caps(s->nl, &caps);
+	if (e) {
+		snprintf(err, errlen, "bftrace capabilities: %s",
+			 bft_nl_errmsg(s->nl));
+		return e;
+	}
+	s->ncpus = caps.nr_cpus;
+	s->flush_ms = 100;
+	if (!bft_nl_get_opt(s->nl, BFT_OPT_FLUSH_MS, &opt))
+		s->flush_ms = opt.value;
+	if (bft_nl_open_events(&s->ev, NULL, 0))
+		coll_log("kernel events unavailable: failed probes and mode "
+			 "changes are seen at heartbeats only");
+	e = bft_rings_open(&s->rings, c->o.device, s->ncpus, err, errlen);
+	if (e)
+		return e;
+	if (c->o.methods_file) {
+		e = methods_load_file(&c->methods, c->o.methods_file);
+		if (e) {
+			snprintf(err, errlen, "bad method table %s",
+				 c->o.methods_file);
+			return e;
+		}
+	} else {
+		e = source_refresh_methods(c);
+		if (e) {
+			snprintf(err, errlen, "method table: %s",
+				 bft_nl_errmsg(s->nl));
+			return e;
+		}
+	}
+	update_status(c);
+	return 0;
+}
+
+static int ring_cb(unsigned int cpu, const void *data, size_t len, void *arg)
+{
+	struct coll *c = arg;
+	int e = bft_merge_feed(&c->merge, cpu, data, len);
+
+	if (e)
+		coll_log("cpu %u: %s", cpu,
+			 e == -EPROTO ?
+			 bft_stream_last_error(bft_merge_stream(&c->merge,
+								cpu))->msg :
+			 strerror(-e));
+	return 0;
+}
+
+static void kernel_events(struct coll *c)
+{
+	struct source *s = c->src;
+	struct bft_nl_event ev = { 0 };
+
+	while (s->ev) {
+		int e = bft_nl_event_recv(s->ev, &ev, 0);
+
+		if (e == -ENOBUFS) {
+			coll_log("kernel events overran: some were lost");
+			continue;
+		}
+		if (e)
+			break;
+		switch (ev.type) {
+		case BFT_EV_MODE:
+			s->mode = ev.mode;
+			/* probes attached before a start: learn them now */
+			source_refresh_methods(c);
+			break;
+		case BFT_EV_PROBE_FAILED: {
+			struct method *m = methods_get(&c->methods,
+						       ev.method_id);
+
+			coll_log("probe of method %u failed: %s", ev.method_id,
+				 strerror(ev.error));
+			if (m && m->path &&
+			    methods_object(&c->methods, m->path,
+					   BFP_CLASS_FAILED) &&
+			    c->hq == HQ_UP) {
+				struct bfp_msg msg = {
+					.id = BFP_CLASS_FAILED, .str = m->path,
+					.str_len = strlen(m->path) };
+
+				hq_control_msg(c, &msg);
+			}
+			break;
+		}
+		case BFT_EV_TARGET_EXIT:
+			s->had_targets = true;
+			coll_log("process %u is gone (%u probes detached)",
+				 ev.tgid, ev.nr_probes);
+			update_status(c);
+			break;
+		default:
+			break;
+		}
+		bft_nl_event_free(&ev);
+	}
+}
+
+/* ---- replay ---- */
+
+static int load_threads(struct source *s, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned int tgid, tid;
+		int off = 0;
+		struct tname *v;
+
+		line[strcspn(line, "\r\n")] = 0;
+		if (line[0] == '#' ||
+		    sscanf(line, "%u\t%u\t%n", &tgid, &tid, &off) < 2 || !off)
+			continue;
+		v = realloc(s->names, (s->nnames + 1) * sizeof(*v));
+		if (!v)
+			break;
+		s->names = v;
+		v[s->nnames].tgid = tgid;
+		v[s->nnames].tid = tid;
+		v[s->nnames].name = strdup(line + off);
+		s->nnames++;
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+int source_open_replay(struct coll *c, char *err, size_t errlen)
+{
+	struct source *s = calloc(1, sizeof(*s));
+	char path[4200];
+	uint32_t n;
+	int e;
+
+	if (!s)
+		return -ENOMEM;
+	c->src = s;
+	s->mode = BFT_MODE_INITIALIZING;
+	for (n = 0;; n++) {
+		snprintf(path, sizeof(path), "%s/cpu%u.bft", c->o.replay_dir, n);
+		if (access(path, R_OK))
+			break;
+	}
+	if (!n) {
+		snprintf(err, errlen, "%s holds no cpu0.bft", c->o.replay_dir);
+		return -ENOENT;
+	}
+	s->ncpus = n;
+	s->fd = calloc(n, sizeof(*s->fd));
+	s->eof = calloc(n, sizeof(*s->eof));
+	if (!s->fd || !s->eof)
+		return -ENOMEM;
+	for (n = 0; n < s->ncpus; n++) {
+		snprintf(path, sizeof(path), "%s/cpu%u.bft", c->o.replay_dir, n);
+		s->fd[n] = open(path, O_RDONLY | O_CLOEXEC);
+		if (s->fd[n] < 0) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			return -errno;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/methods", c->o.replay_dir);
+	e = methods_load_file(&c->methods, c->o.methods_file ?
+				      c->o.methods_file : path);
+	if (e) {
+		snprintf(err, errlen, "bad method table");
+		return e;
+	}
+	snprintf(path, sizeof(path), "%s/threads", c->o.replay_dir);
+	e = load_threads(s, c->o.threads_file ? c->o.threads_file : path);
+	if (e) {
+		snprintf(err, errlen, "cannot read thread names: %s",
+			 strerror(-e));
+		return e;
+	}
+	return 0;
+}
+
+static int replay_read(struct coll *c)
+{
+	struct source *s = c->src;
+	uint8_t *buf;
+	uint32_t n, open = 0;
+	uint64_t now = coll_now_ms();
+
+	if (now < s->next_read_ms)
+		return 0;
+	s->next_read_ms = now + c->o.replay_delay_ms;
+	buf = malloc(c->o.replay_chunk);
+	if (!buf)
+		return -ENOMEM;
+	for (n = 0; n < s->ncpus; n++) {
+		ssize_t r;
+
+		if (s->eof[n])
+			continue;
+		r = read(s->fd[n], buf, c->o.replay_chunk);
+		if (r > 0) {
+			int e = bft_merge_feed(&c->merge, n, buf, (size_t)r);
+
+			if (e == -EPROTO)
+				coll_log("cpu %u: %s", n,
+					 bft_stream_last_error(
+						 bft_merge_stream(&c->merge, n))
+						 ->msg);
+			else if (e) {
+				free(buf);
+				return e;
+			}
+			open++;
+			continue;
+		}
+		if (r < 0)
+			coll_log("cpu %u: read: %s", n, strerror(errno));
+		s->eof[n] = true;
+		bft_merge_close(&c->merge, n);
+	}
+	free(buf);
+	return open ? 0 : 1;
+}
+
+/* ---- both ---- */
+
+int source_pollfds(struct source *s, struct pollfd *p, int max,
+		   int *timeout_ms)
+{
+	(void)p;
+	(void)max;
+	if (s->kernel) {
+		/* bft_rings polls its own descriptors: look again soon */
+		if (*timeout_ms < 0 || *timeout_ms > 20)
+			*timeout_ms = 20;
+		return 0;
+	}
+	if (!s->ended && !s->draining &&
+	    (s->mode == BFT_MODE_TRACING || s->mode == BFT_MODE_SUSPENDED)) {
+		uint64_t now = coll_now_ms();
+		int wait = now >= s->next_read_ms ? 0 :
+			   (int)(s->next_read_ms - now);
+
+		if (*timeout_ms < 0 || *timeout_ms > wait)
+			*timeout_ms = wait;
+	}
+	return 0;
+}
+
+int source_read(struct coll *c)
+{
+	struct source *s = c->src;
+
+	if (s->ended)
+		return 1;
+	if (s->kernel) {
+		ssize_t n;
+
+		kernel_events(c);
+		if (s->draining) {
+			/* after stop: take what the flush timer seals */
+			n = bft_rings_drain(s->rings, (int)(2 * s->flush_ms + 50),
+					    5000, ring_cb, c);
+			if (n < 0 && n != -ETIME)
+				coll_log("draining the rings: %s",
+					 bft_rings_errmsg(s->rings));
+			s->ended = true;
+			return 1;
+		}
+		/*
+		 * A probe's name must be read while it is attached: a target
+		 * that exits takes its probes (and their names) with it.
+		 */
+		if (coll_now_ms() >= s->next_refresh_ms) {
+			s->next_refresh_ms = coll_now_ms() + 250;
+			if (s->mode == BFT_MODE_TRACING)
+				source_refresh_methods(c);
+		}
+		n = bft_rings_poll(s->rings, 0, ring_cb, c);
+		if (n < 0 && n != -EINTR) {
+			coll_log("reading the rings: %s",
+				 bft_rings_errmsg(s->rings));
+			return (int)n;
+		}
+		return 0;
+	}
+	if (s->draining) {
+		s->ended = true;
+		return 1;
+	}
+	if (s->mode != BFT_MODE_TRACING && s->mode != BFT_MODE_SUSPENDED)
+		return 0;
+	if (replay_read(c) == 1) {
+		s->ended = true;
+		return 1;
+	}
+	return 0;
+}
+
+void source_drain(struct coll *c)
+{
+	c->src->draining = true;
+}
+
+/* The kernel's mode rules (bftrace.h section 1), for replay. */
+static int sim_mode_cmd(struct coll *c, int cmd)
+{
+	struct source *s = c->src;
+	uint8_t m = s->mode, to;
+
+	switch (cmd) {
+	case BFT_CMD_START:
+		if (m != BFT_MODE_INITIALIZING && m != BFT_MODE_SHUTTING_DOWN)
+			return -EINVAL;
+		to = BFT_MODE_TRACING;
+		break;
+	case BFT_CMD_STOP:
+		to = BFT_MODE_SHUTTING_DOWN;
+		break;
+	case BFT_CMD_PAUSE:
+		if (m != BFT_MODE_TRACING)
+			return -EINVAL;
+		to = BFT_MODE_PAUSED;
+		break;
+	case BFT_CMD_UNPAUSE:
+		if (m != BFT_MODE_PAUSED)
+			return -EINVAL;
+		to = BFT_MODE_TRACING;
+		break;
+	case BFT_CMD_SUSPEND:
+		if (m != BFT_MODE_TRACING)
+			return -EINVAL;
+		to = BFT_MODE_SUSPENDED;
+		break;
+	case BFT_CMD_UNSUSPEND:
+		if (m != BFT_MODE_SUSPENDED)
+			return -EINVAL;
+		to = BFT_MODE_TRACING;
+		break;
+	default:
+		return -EINVAL;
+	}
+	s->mode = to;
+	/* What the kernel's BREAK records do: stacks are void from here. */
+	if (cmd == BFT_CMD_SUSPEND)
+		pipeline_break(c);
+	return 0;
+}
+
+int source_mode_cmd(struct coll *c, int cmd)
+{
+	struct source *s = c->src;
+	uint8_t mode;
+	int e;
+
+	if (!s->kernel)
+		return sim_mode_cmd(c, cmd);
+	e = bft_nl_mode_cmd(s->nl, cmd, &mode);
+	if (e) {
+		coll_log("kernel refused %s: %s", bft_cmd_name(cmd),
+			 bft_nl_errmsg(s->nl));
+		return e;
+	}
+	s->mode = mode;
+	if (cmd == BFT_CMD_START)
+		bft_rings_rearm(s->rings);
+	return 0;
+}
+
+void source_tick(struct coll *c)
+{
+	struct source *s = c->src;
+
+	if (!s->kernel)
+		return;
+	kernel_events(c);
+	update_status(c);
+	source_refresh_methods(c);
+}
+
+bool source_targets_gone(struct coll *c)
+{
+	struct source *s = c->src;
+
+	return s->kernel && s->had_targets && !s->nr_targets;
+}
+
+char *source_thread_name(struct coll *c, uint32_t tgid, uint32_t tid)
+{
+	struct source *s = c->src;
+	char path[64], comm[64];
+	uint32_t i;
+	ssize_t n;
+	int fd;
+
+	if (!s->kernel) {
+		for (i = 0; i < s->nnames; i++)
+			if (s->names[i].tgid == tgid && s->names[i].tid == tid)
+				return strdup(s->names[i].name);
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", tgid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, comm, sizeof(comm) - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	comm[n] = 0;
+	comm[strcspn(comm, "\n")] = 0;
+	return strdup(comm);
+}
+
+void source_close(struct source *s)
+{
+	uint32_t i;
+
+	if (!s)
+		return;
+	if (s->rings)
+		bft_rings_close(s->rings);
+	if (s->ev)
+		bft_nl_close(s->ev);
+	if (s->nl)
+		bft_nl_close(s->nl);
+	for (i = 0; s->fd && i < s->ncpus; i++)
+		if (s->fd[i] > 0)
+			close(s->fd[i]);
+	free(s->fd);
+	free(s->eof);
+	for (i = 0; i < s->nnames; i++)
+		free(s->names[i].name);
+	free(s->names);
+	free(s);
+}
+
+uint32_t source_ncpus(struct source *s)
+{
+	return s->ncpus;
+}

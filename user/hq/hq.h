@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * bfhq: the HQ end of the Bytefrog protocol.
+ *
+ * One thread, one poll loop.  Sockets are non-blocking; every connection
+ * has an input buffer (messages are decoded once whole) and an output
+ * buffer (written when the socket can take it).
+ *
+ *   conn.c    listening, accepting, greeting (notes §4.1), reading and
+ *             writing, the local control socket
+ *   trace.c   one agent's trace: run id, configuration, control messages,
+ *             data connections, reordering by sequence with data breaks and
+ *             gap reporting
+ *   route.c   what ordered events become: per-thread shadow stacks, the
+ *             text call tree, Chrome trace JSON, folded stacks, the summary
+ *   main.c    options and the loop
+ */
+#ifndef BFHQ_H
+#define BFHQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bft_varint.h"
+#include "bfp_config.h"
+#include "bfp_msg.h"
+
+#define HQ_DEFAULT_PORT		7000
+#define HQ_GREET_TIMEOUT_MS	5000	/* for the first two bytes */
+#define HQ_DATA_WAIT_MS		500	/* data hello for a run not yet known */
+#define HQ_LINGER_MS		5000	/* data EOF after the control EOF */
+#define HQ_MAX_PENDING		(1u << 20)	/* reorder queue bound */
+
+struct hq_opts {
+	const char *listen_host;
+	unsigned int port;
+	const char *outdir;
+	const char *control_path;
+	bool start;		/* send start right after the configuration */
+	bool start_suspended;	/* suspend, then start */
+	unsigned int gap_ms;	/* wait this long for a missing sequence */
+	unsigned int count;	/* exit after this many traces (0: never) */
+	unsigned int timeout_s;	/* exit after this long (0: never) */
+	int verbose;
+	struct bfp_config config;	/* what agents are sent (run id aside) */
+};
+
+enum conn_kind {
+	CONN_GREETING,		/* waiting for its first two bytes */
+	CONN_CONTROL,
+	CONN_DATA,
+	CONN_CTL,		/* a local control client */
+};
+
+struct trace;
+
+struct conn {
+	int fd;
+	enum conn_kind kind;
+	struct bft_buf in, out;
+	struct trace *trace;
+	uint64_t since_ms;	/* accepted (greeting), or waiting (data) */
+	int wait_run;		/* data hello for an unknown run: its id */
+	bool close_after_flush;	/* an error was sent: close once written */
+	bool dead;		/* to be freed by the loop */
+	char peer[64];
+	uint64_t bytes_in, msgs_in;
+};
+
+/* The per-trace state is private to trace.c and route.c. */
+struct route;
+
+struct trace {
+	unsigned int index;	/* trace-<index> under the output directory */
+	uint8_t run_id;
+	uint8_t version;
+	struct conn *control;
+	struct conn **data;
+	unsigned int ndata;
+	unsigned int data_open;
+	uint8_t last_mode;	/* of the last heartbeat, 0 if none */
+	uint64_t last_hb_ms;
+	bool warned_hb;
+	bool shutting_down;	/* 'X' heartbeat or stop sent */
+	bool control_closed;
+	uint64_t control_closed_ms;
+	bool failed;
+	char fail_msg[256];
+	bool finished;
+	/* ordering */
+	uint32_t next_seq;
+	struct pending *heap;
+	uint32_t nheap, heap_cap;
+	uint64_t stalled_since_ms;
+	uint32_t *breaks;	/* data break sequences, sorted */
+	uint32_t nbreaks, breaks_cap;
+	/* counters for the summary */
+	uint64_t heartbeats, classes[3], agent_errors, gaps, gap_missing;
+	uint64_t late, breaks_seen, breaks_late, routed;
+	struct route *route;
+};
+
+/* A sequenced message waiting for its turn. */
+struct pending {
+	uint32_t seq;
+	uint32_t time;
+	uint32_t method;
+	uint32_t exception;
+	uint16_t thread;
+	uint16_t line;
+	uint8_t id;
+	bool thrown;
+	char *key, *value;	/* MARKER */
+};
+
+struct hq {
+	struct hq_opts o;
+	int listen_fd;
+	int ctl_fd;
+	struct conn **conns;
+	unsigned int nconns, conns_cap;
+	struct trace **traces;
+	unsigned int ntraces, traces_cap;
+	unsigned int next_index;
+	unsigned int finished;
+	unsigned int run_cursor;	/* the next run id to try */
+	bool stop;
+};
+
+uint64_t hq_now_ms(void);
+void hq_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* conn.c */
+int hq_listen(struct hq *hq);
+int hq_ctl_listen(struct hq *hq);
+int hq_ctl_send(const char *path, const char *cmd);
+void hq_accept(struct hq *hq);
+void hq_ctl_accept(struct hq *hq);
+struct conn *hq_conn_add(struct hq *hq, int fd, enum conn_kind kind);
+void hq_conn_read(struct hq *hq, struct conn *c);
+void hq_conn_write(struct conn *c);
+int hq_send(struct conn *c, unsigned int version, const struct bfp_msg *m);
+void hq_send_error(struct conn *c, const char *text);
+void hq_conn_close(struct hq *hq, struct conn *c);
+void hq_greet_timeouts(struct hq *hq, uint64_t now);
+
+/* trace.c */
+struct trace *hq_trace_new(struct hq *hq, struct conn *control,
+			   uint8_t version);
+struct trace *hq_trace_by_run(struct hq *hq, uint8_t run_id);
+void hq_trace_add_data(struct hq *hq, struct trace *t, struct conn *c);
+/* A whole message from the trace's control or a data connection. */
+void hq_trace_control_msg(struct hq *hq, struct trace *t,
+			  const struct bfp_msg *m);
+void hq_trace_data_msg(struct hq *hq, struct trace *t, struct conn *c,
+		       const struct bfp_msg *m);
+/* Protocol violation by the agent: error message, trace ends. */
+void hq_trace_fail(struct hq *hq, struct trace *t, struct conn *c,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void hq_trace_conn_closed(struct hq *hq, struct trace *t, struct conn *c);
+/* Gaps, heartbeats, lingering: called from the loop. */
+void hq_trace_tick(struct hq *hq, struct trace *t, uint64_t now);
+/* Send a mode command (BFP_START ...) to one trace. */
+int hq_trace_command(struct hq *hq, struct trace *t, uint8_t id);
+void hq_trace_finish(struct hq *hq, struct trace *t);
+void hq_trace_free(struct trace *t);
+
+/* route.c */
+struct route *route_new(const struct trace *t, const char *dir);
+void route_free(struct route *r);
+void route_map_thread(struct route *r, uint16_t thread, uint32_t time,
+		      const char *name);
+void route_map_method(struct route *r, uint32_t id, const char *sig);
+void route_map_exception(struct route *r, uint32_t id, const char *name);
+void route_event(struct route *r, const struct pending *p);
+/* Every thread's call stack is void: cause "data break" or "gap". */
+void route_void(struct route *r, const char *cause);
+/* Write every output file; the summary also goes to f if not NULL. */
+int route_finish(struct route *r, const struct trace *t, FILE *f);
+
+#endif /* BFHQ_H */

@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfhq: a reference HQ for Bytefrog agents (bfcollector, or a JVM agent).
+ * See bfhq.1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hq.h"
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+}
+
+uint64_t hq_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void hq_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("bfhq: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: bfhq [options]                 serve Bytefrog agents\n"
+"       bfhq --control PATH --send CMD  drive a running bfhq\n"
+"\n"
+"  -l, --listen HOST[:PORT]   address to listen on (default 127.0.0.1:%u)\n"
+"  -p, --port PORT            port to listen on\n"
+"  -o, --output DIR           where each trace's files go (default bfhq-out)\n"
+"  -c, --control PATH         local control socket (start, stop, pause, ...)\n"
+"      --send CMD             send CMD [RUN] to the bfhq at --control, exit\n"
+"      --start                start agents as soon as they are configured\n"
+"      --suspended            with --start: start them suspended\n"
+"      --heartbeat MS         heartbeat interval agents are told (1000)\n"
+"      --data-senders N       data connections per agent (1)\n"
+"      --include REGEX        trace what matches (repeatable)\n"
+"      --exclude REGEX        do not trace what matches (repeatable)\n"
+"      --buffer-budget BYTES  agent send buffer budget (25600)\n"
+"      --queue-retry N        agent queue retry count (5)\n"
+"      --java-class NAME      version 1 configuration class: bytefrog\n"
+"                             (com.secdec...) or codepulse (com.codedx...)\n"
+"      --gap-timeout MS       wait for a missing sequence this long (2000)\n"
+"      --count N              exit once N traces have ended\n"
+"      --timeout SECONDS      exit after this long, whatever happens\n"
+"  -v, --verbose              more log lines (twice: every heartbeat)\n"
+"  -h, --help\n", HQ_DEFAULT_PORT);
+}
+
+static int parse_uint(const char *s, const char *what, unsigned long max,
+		      unsigned long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *v > max || s[0] == '-') {
+		fprintf(stderr, "bfhq: bad %s: %s\n", what, s);
+		return -1;
+	}
+	return 0;
+}
+
+enum {
+	OPT_SEND = 256, OPT_START, OPT_SUSPENDED, OPT_HEARTBEAT, OPT_SENDERS,
+	OPT_INCLUDE, OPT_EXCLUDE, OPT_BUDGET, OPT_RETRY, OPT_CLASS, OPT_GAP,
+	OPT_COUNT, OPT_TIMEOUT,
+};
+
+static const struct option longopts[] = {
+	{ "listen", required_argument, NULL, 'l' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "control", required_argument, NULL, 'c' },
+	{ "send", required_argument, NULL, OPT_SEND },
+	{ "start", no_argument, NULL, OPT_START },
+	{ "suspended", no_argument, NULL, OPT_SUSPENDED },
+	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
+	{ "data-senders", required_argument, NULL, OPT_SENDERS },
+	{ "include", required_argument, NULL, OPT_INCLUDE },
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+	{ "buffer-budget", required_argument, NULL, OPT_BUDGET },
+	{ "queue-retry", required_argument, NULL, OPT_RETRY },
+	{ "java-class", required_argument, NULL, OPT_CLASS },
+	{ "gap-timeout", required_argument, NULL, OPT_GAP },
+	{ "count", required_argument, NULL, OPT_COUNT },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse_args(struct hq_opts *o, int argc, char **argv,
+		      const char **send)
+{
+	static char host[256];
+	unsigned long v;
+	int c;
+
+	o->listen_host = "127.0.0.1";
+	o->port = HQ_DEFAULT_PORT;
+	o->outdir = "bfhq-out";
+	o->gap_ms = 2000;
+	bfp_config_init(&o->config);
+	while ((c = getopt_long(argc, argv, "l:p:o:c:vh", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'l': {
+			char *colon = strrchr(optarg, ':');
+
+			snprintf(host, sizeof(host), "%s", optarg);
+			if (colon && !strchr(colon, ']')) {
+				host[colon - optarg] = 0;
+				if (parse_uint(colon + 1, "port", 65535, &v))
+					return -1;
+				o->port = (unsigned int)v;
+			}
+			if (host[0] == '[') {	/* [::1] */
+				memmove(host, host + 1, strlen(host));
+				host[strcspn(host, "]")] = 0;
+			}
+			o->listen_host = host;
+			break;
+		}
+		case 'p':
+			if (parse_uint(optarg, "port", 65535, &v))
+				return -1;
+			o->port = (unsigned int)v;
+			break;
+		case 'o':
+			o->outdir = optarg;
+			break;
+		case 'c':
+			o->control_path = optarg;
+			break;
+		case OPT_SEND:
+			*send = optarg;
+			break;
+		case OPT_START:
+			o->start = true;
+			break;
+		case OPT_SUSPENDED:
+			o->start_suspended = true;
+			break;
+		case OPT_HEARTBEAT:
+			if (parse_uint(optarg, "heartbeat", INT32_MAX, &v) || !v)
+				return -1;
+			o->config.heartbeat_ms = (int32_t)v;
+			break;
+		case OPT_SENDERS:
+			if (parse_uint(optarg, "data senders", 64, &v) || !v)
+				return -1;
+			o->config.data_senders = (int32_t)v;
+			break;
+		case OPT_INCLUDE:
+		case OPT_EXCLUDE:
+			if (bfp_strlist_add(c == OPT_INCLUDE ?
+					    &o->config.inclusions :
+					    &o->config.exclusions, optarg))
+				return -1;
+			break;
+		case OPT_BUDGET:
+			if (parse_uint(optarg, "buffer budget", INT32_MAX, &v))
+				return -1;
+			o->config.buffer_budget = (int32_t)v;
+			break;
+		case OPT_RETRY:
+			if (parse_uint(optarg, "queue retry", INT32_MAX, &v))
+				return -1;
+			o->config.queue_retry = (int32_t)v;
+			break;
+		case OPT_CLASS:
+			if (!strcmp(optarg, "bytefrog"))
+				o->config.java_class = BFP_CLASS_BYTEFROG;
+			else if (!strcmp(optarg, "codepulse"))
+				o->config.java_class = BFP_CLASS_CODEPULSE;
+			else {
+				fprintf(stderr, "bfhq: --java-class: bytefrog "
+					"or codepulse\n");
+				return -1;
+			}
+			break;
+		case OPT_GAP:
+			if (parse_uint(optarg, "gap timeout", 3600000, &v))
+				return -1;
+			o->gap_ms = (unsigned int)v;
+			break;
+		case OPT_COUNT:
+			if (parse_uint(optarg, "count", 1000000, &v))
+				return -1;
+			o->count = (unsigned int)v;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_uint(optarg, "timeout", 86400 * 365, &v))
+				return -1;
+			o->timeout_s = (unsigned int)v;
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "bfhq: unexpected argument %s\n", argv[optind]);
+		return -1;
+	}
+	if (*send && !o->control_path) {
+		fprintf(stderr, "bfhq: --send needs --control PATH\n");
+		return -1;
+	}
+	return 0;
+}
+
+static void reap(struct hq *hq)
+{
+	unsigned int i, k;
+
+	for (i = 0, k = 0; i < hq->nconns; i++) {
+		struct conn *c = hq->conns[i];
+
+		if (!c->dead) {
+			hq->conns[k++] = c;
+			continue;
+		}
+		if (c->trace)
+			hq_trace_conn_closed(hq, c->trace, c);
+		close(c->fd);
+		bft_buf_free(&c->in);
+		bft_buf_free(&c->out);
+		free(c);
+	}
+	hq->nconns = k;
+}
+
+static int run(struct hq *hq)
+{
+	uint64_t deadline = hq->o.timeout_s ?
+			    hq_now_ms() + 1000ull * hq->o.timeout_s : 0;
+	struct pollfd *pfd = NULL;
+	unsigned int cap = 0, i;
+	int rc = 0;
+
+	while (!hq->stop) {
+		unsigned int n = 0, base;
+		uint64_t now;
+
+		if (cap < hq->nconns + 2) {
+			struct pollfd *p;
+
+			cap = 2 * (hq->nconns + 2);
+			p = realloc(pfd, cap * sizeof(*p));
+			if (!p) {
+				rc = 1;
+				break;
+			}
+			pfd = p;
+		}
+		pfd[n++] = (struct pollfd){ .fd = hq->listen_fd,
+					    .events = POLLIN };
+		pfd[n++] = (struct pollfd){ .fd = hq->ctl_fd,
+					    .events = POLLIN };
+		base = n;
+		for (i = 0; i < hq->nconns; i++) {
+			struct conn *c = hq->conns[i];
+
+			pfd[n++] = (struct pollfd){
+				.fd = c->fd,
+				.events = POLLIN | (c->out.len ? POLLOUT : 0),
+			};
+		}
+		if (poll(pfd, n, 100) < 0 && errno != EINTR) {
+			hq_log("poll: %s", strerror(errno));
+			rc = 1;
+			break;
+		}
+		if (got_signal) {
+			hq_log("signal %d: finishing", (int)got_signal);
+			break;
+		}
+		for (i = 0; i < hq->nconns && base + i < n; i++) {
+			struct conn *c = hq->conns[i];
+			short re = pfd[base + i].revents;
+
+			if (c->dead)
+				continue;
+			if (re & POLLOUT)
+				hq_conn_write(c);
+			if (re & (POLLIN | POLLHUP | POLLERR))
+				hq_conn_read(hq, c);
+		}
+		if (pfd[0].revents & POLLIN)
+			hq_accept(hq);
+		if (hq->ctl_fd >= 0 && (pfd[1].revents & POLLIN))
+			hq_ctl_accept(hq);
+		now = hq_now_ms();
+		hq_greet_timeouts(hq, now);
+		reap(hq);
+		for (i = 0; i < hq->ntraces; i++)
+			hq_trace_tick(hq, hq->traces[i], now);
+		reap(hq);
+		if (hq->o.count && hq->finished >= hq->o.count)
+			break;
+		if (deadline && now >= deadline) {
+			hq_log("--timeout reached");
+			rc = 2;
+			break;
+		}
+	}
+	/* Write out what every trace still running has. */
+	for (i = 0; i < hq->ntraces; i++)
+		hq_trace_finish(hq, hq->traces[i]);
+	free(pfd);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct hq hq = { .listen_fd = -1, .ctl_fd = -1 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	const char *send = NULL;
+	unsigned int i;
+	int rc;
+
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	if (parse_args(&hq.o, argc, argv, &send)) {
+		bfp_config_free(&hq.o.config);
+		return 1;
+	}
+	if (send) {
+		bfp_config_free(&hq.o.config);
+		return hq_ctl_send(hq.o.control_path, send);
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (hq_listen(&hq) ||
+	    (hq.o.control_path && hq_ctl_listen(&hq))) {
+		bfp_config_free(&hq.o.config);
+		if (hq.listen_fd >= 0)
+			close(hq.listen_fd);
+		return 1;
+	}
+	hq_log("listening on %s:%u, traces go to %s/", hq.o.listen_host,
+	       hq.o.port, hq.o.outdir);
+	rc = run(&hq);
+	for (i = 0; i < hq.nconns; i++)
+		hq.conns[i]->dead = true;
+	reap(&hq);
+	for (i = 0; i < hq.ntraces; i++)
+		hq_trace_free(hq.traces[i]);
+	free(hq.traces);
+	free(hq.conns);
+	close(hq.listen_fd);
+	if (hq.ctl_fd >= 0) {
+		close(hq.ctl_fd);
+		unlink(hq.o.control_path);
+	}
+	bfp_config_free(&hq.o.config);
+	return rc;
+}

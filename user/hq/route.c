@@ -1,0 +1,742 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Ordered events become call trees.  Each thread id has a shadow stack;
+ * an entry pushes, an exit pops the frame it names.  From that come:
+ *
+ *   tree.txt     per thread, uftrace-replay style: a leaf call on one line
+ *                with its duration, an inner call opened with "{" and closed
+ *                with its duration; breaks and gaps are marked where they
+ *                cut the stacks
+ *   trace.json   Chrome trace events: B/E per call, M events naming
+ *                threads; every B gets its E (frames cut by a break or left
+ *                open at the end are closed there), so it loads in Perfetto
+ *   folded.txt   "thread;a;b;c <self ms>" lines for flamegraph.pl
+ *   summary.txt  calls, threads, methods, losses, data breaks, top methods
+ *   calls.txt    one line per thread: its events in a canonical form
+ *                ("e<id>" entry, "x<id>" exit, "x?" exit with no frame
+ *                after a break, "x!" exit naming no open frame, "|" stacks
+ *                void), for comparing trees exactly
+ *
+ * Times are the protocol's: milliseconds since the agent's hello.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "hq.h"
+
+#define NO_NODE UINT32_MAX
+
+struct frame {
+	uint32_t method;
+	uint32_t enter;		/* ms */
+	uint32_t child_ms;
+	uint32_t node;
+};
+
+struct rthread {
+	uint16_t id;
+	char *name;
+	uint32_t renames;
+	uint32_t pid, tid;	/* for Chrome: from "(pid/tid)" in the name */
+	struct frame *stack;
+	uint32_t depth, cap, max_depth;
+	bool leaf_pending;	/* the top frame is printed once we know */
+	bool seen;		/* has had an event */
+	bool named_in_json;
+	uint32_t last_time;
+	uint32_t root;		/* folded-stack trie root */
+	uint64_t calls;
+	struct bft_buf text, canon;
+};
+
+struct method {
+	uint32_t id;
+	bool used_slot;
+	bool mapped;
+	char *sig;
+	uint64_t calls, total_ms, self_ms;
+};
+
+struct node {
+	uint32_t parent, method, first_child, next_sibling;
+	uint64_t self_ms, calls;
+};
+
+struct route {
+	char dir[4096];
+	FILE *chrome;
+	bool chrome_first;
+	struct rthread *threads[65536];
+	uint16_t *order;	/* thread ids in order of appearance */
+	uint32_t nthreads;
+	struct method *methods;	/* open addressing on id */
+	uint32_t mcap, mcount;
+	struct method *exceptions;
+	uint32_t ecap, ecount;
+	struct node *nodes;
+	uint32_t nnodes, ncap;
+	uint32_t last_time;
+	uint32_t pid_default;
+	uint64_t calls, exits, orphans, mismatched, voids, voided_frames;
+	uint64_t exceptions_seen, markers, lost, unclosed;
+};
+
+static void bprintf(struct bft_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void bprintf(struct bft_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || bft_buf_reserve(b, (size_t)n + 1))
+		return;
+	va_start(ap, fmt);
+	vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+/* ---- id tables ---- */
+
+static struct method *table_get(struct method **tab, uint32_t *cap,
+				uint32_t *count, uint32_t id, bool create)
+{
+	uint32_t i;
+
+	if (create && (*count + 1) * 2 > *cap) {
+		uint32_t ncap = *cap ? 2 * *cap : 256, k;
+		struct method *n = calloc(ncap, sizeof(*n));
+
+		if (!n)
+			return NULL;
+		for (k = 0; k < *cap; k++) {
+			struct method *m = &(*tab)[k];
+
+			if (!m->used_slot)
+				continue;
+			for (i = (m->id * 2654435761u) & (ncap - 1);
+			     n[i].used_slot; i = (i + 1) & (ncap - 1))
+				;
+			n[i] = *m;
+		}
+		free(*tab);
+		*tab = n;
+		*cap = ncap;
+	}
+	if (!*cap)
+		return NULL;
+	for (i = (id * 2654435761u) & (*cap - 1); (*tab)[i].used_slot;
+	     i = (i + 1) & (*cap - 1))
+		if ((*tab)[i].id == id)
+			return &(*tab)[i];
+	if (!create)
+		return NULL;
+	(*tab)[i].used_slot = true;
+	(*tab)[i].id = id;
+	(*count)++;
+	return &(*tab)[i];
+}
+
+static struct method *method_get(struct route *r, uint32_t id, bool create)
+{
+	return table_get(&r->methods, &r->mcap, &r->mcount, id, create);
+}
+
+static const char *method_name(struct route *r, uint32_t id, char *tmp,
+			       size_t n)
+{
+	struct method *m = method_get(r, id, false);
+
+	if (m && m->sig)
+		return m->sig;
+	snprintf(tmp, n, "#%" PRIu32, id);
+	return tmp;
+}
+
+/* ---- the folded-stack trie ---- */
+
+static uint32_t node_child(struct route *r, uint32_t parent, uint32_t method)
+{
+	uint32_t c = parent == NO_NODE ? NO_NODE : r->nodes[parent].first_child;
+
+	for (; c != NO_NODE; c = r->nodes[c].next_sibling)
+		if (r->nodes[c].method == method)
+			return c;
+	if (r->nnodes == r->ncap) {
+		uint32_t cap = r->ncap ? 2 * r->ncap : 1024;
+		struct node *n = realloc(r->nodes, cap * sizeof(*n));
+
+		if (!n)
+			return NO_NODE;
+		r->nodes = n;
+		r->ncap = cap;
+	}
+	c = r->nnodes++;
+	r->nodes[c] = (struct node){ .parent = parent, .method = method,
+				     .first_child = NO_NODE,
+				     .next_sibling = NO_NODE };
+	if (parent != NO_NODE) {
+		r->nodes[c].next_sibling = r->nodes[parent].first_child;
+		r->nodes[parent].first_child = c;
+	}
+	return c;
+}
+
+/* ---- Chrome trace events ---- */
+
+static void chrome_event(struct route *r, json_t *ev)
+{
+	if (!ev)
+		return;
+	if (r->chrome) {
+		fputs(r->chrome_first ? "\n" : ",\n", r->chrome);
+		json_dumpf(ev, r->chrome, JSON_COMPACT);
+		r->chrome_first = false;
+	}
+	json_decref(ev);
+}
+
+static void chrome_name(struct route *r, struct rthread *th)
+{
+	chrome_event(r, json_pack("{s:s,s:s,s:I,s:I,s:{s:s}}", "name",
+				  "thread_name", "ph", "M",
+				  "pid", (json_int_t)th->pid,
+				  "tid", (json_int_t)th->tid, "args", "name",
+				  th->name));
+	th->named_in_json = true;
+}
+
+static void chrome_slice(struct route *r, struct rthread *th, const char *ph,
+			 const char *name, uint32_t ms)
+{
+	if (!th->named_in_json)
+		chrome_name(r, th);
+	chrome_event(r, json_pack("{s:s,s:s,s:I,s:I,s:I}", "name", name,
+				  "ph", ph, "ts", (json_int_t)ms * 1000,
+				  "pid", (json_int_t)th->pid,
+				  "tid", (json_int_t)th->tid));
+}
+
+/* ---- threads ---- */
+
+static void parse_ids(struct rthread *th, uint32_t pid_default)
+{
+	const char *open = th->name ? strrchr(th->name, '(') : NULL;
+	unsigned int pid, tid;
+
+	th->pid = pid_default;
+	th->tid = 1000000u + th->id;	/* never a real tid */
+	if (open && sscanf(open, "(%u/%u)", &pid, &tid) == 2) {
+		th->pid = pid;
+		th->tid = tid;
+	}
+}
+
+static struct rthread *thread_get(struct route *r, uint16_t id)
+{
+	struct rthread *th = r->threads[id];
+	char name[32];
+
+	if (th)
+		return th;
+	th = calloc(1, sizeof(*th));
+	if (!th)
+		return NULL;
+	th->id = id;
+	snprintf(name, sizeof(name), "thread %u", id);
+	th->name = strdup(name);
+	th->root = NO_NODE;
+	parse_ids(th, r->pid_default);
+	r->threads[id] = th;
+	r->order[r->nthreads++] = id;
+	return th;
+}
+
+void route_map_thread(struct route *r, uint16_t thread, uint32_t time,
+		      const char *name)
+{
+	bool fresh = !r->threads[thread];
+	struct rthread *th = thread_get(r, thread);
+
+	(void)time;
+	if (!th || (th->name && !strcmp(th->name, name) && !fresh))
+		return;
+	if (!fresh)
+		th->renames++;
+	free(th->name);
+	th->name = strdup(name);
+	if (!th->seen)
+		parse_ids(th, r->pid_default);	/* keep Chrome ids stable */
+	if (th->named_in_json || fresh)
+		chrome_name(r, th);
+}
+
+void route_map_method(struct route *r, uint32_t id, const char *sig)
+{
+	struct method *m = method_get(r, id, true);
+
+	if (!m)
+		return;
+	free(m->sig);
+	m->sig = strdup(sig);
+	m->mapped = true;
+}
+
+void route_map_exception(struct route *r, uint32_t id, const char *name)
+{
+	struct method *m = table_get(&r->exceptions, &r->ecap, &r->ecount, id,
+				     true);
+
+	if (!m)
+		return;
+	free(m->sig);
+	m->sig = strdup(name);
+}
+
+/* ---- entering and leaving frames ---- */
+
+static void indent(struct bft_buf *b, uint32_t depth)
+{
+	bprintf(b, "%*s", (int)(2 * depth), "");
+}
+
+/* The top frame turned out not to be a leaf: print its opening line. */
+static void flush_leaf(struct route *r, struct rthread *th)
+{
+	char tmp[24];
+
+	if (!th->leaf_pending)
+		return;
+	th->leaf_pending = false;
+	bprintf(&th->text, "%10s | ", "");
+	indent(&th->text, th->depth - 1);
+	bprintf(&th->text, "%s() {\n",
+		method_name(r, th->stack[th->depth - 1].method, tmp,
+			    sizeof(tmp)));
+}
+
+static void enter(struct route *r, struct rthread *th, uint32_t method,
+		  uint32_t time)
+{
+	struct frame *f;
+	struct method *m = method_get(r, method, true);
+	char tmp[24];
+
+	flush_leaf(r, th);
+	if (th->depth == th->cap) {
+		uint32_t cap = th->cap ? 2 * th->cap : 64;
+		struct frame *s = realloc(th->stack, cap * sizeof(*s));
+
+		if (!s)
+			return;
+		th->stack = s;
+		th->cap = cap;
+	}
+	if (th->root == NO_NODE)
+		th->root = node_child(r, NO_NODE, UINT32_MAX - th->id);
+	f = &th->stack[th->depth++];
+	f->method = method;
+	f->enter = time;
+	f->child_ms = 0;
+	f->node = node_child(r, th->depth > 1 ? th->stack[th->depth - 2].node :
+						th->root, method);
+	if (f->node != NO_NODE)
+		r->nodes[f->node].calls++;
+	if (th->depth > th->max_depth)
+		th->max_depth = th->depth;
+	th->leaf_pending = true;
+	th->calls++;
+	r->calls++;
+	if (m)
+		m->calls++;
+	chrome_slice(r, th, "B", method_name(r, method, tmp, sizeof(tmp)),
+		     time);
+}
+
+/* Pop the top frame at time; note says why, if not a normal exit. */
+static void leave(struct route *r, struct rthread *th, uint32_t time,
+		  const char *note)
+{
+	struct frame f = th->stack[--th->depth];
+	struct method *m = method_get(r, f.method, false);
+	uint32_t dur = time >= f.enter ? time - f.enter : 0;
+	uint32_t self = dur >= f.child_ms ? dur - f.child_ms : 0;
+	char tmp[24];
+	const char *name = method_name(r, f.method, tmp, sizeof(tmp));
+
+	if (th->leaf_pending && !note) {
+		bprintf(&th->text, "%7" PRIu32 " ms | ", dur);
+		indent(&th->text, th->depth);
+		bprintf(&th->text, "%s();\n", name);
+	} else {
+		flush_leaf(r, th);
+		bprintf(&th->text, "%7" PRIu32 " ms | ", dur);
+		indent(&th->text, th->depth);
+		bprintf(&th->text, "} /* %s%s%s */\n", name, note ? ": " : "",
+			note ? note : "");
+	}
+	th->leaf_pending = false;
+	if (th->depth)
+		th->stack[th->depth - 1].child_ms += dur;
+	if (m) {
+		m->total_ms += dur;
+		m->self_ms += self;
+	}
+	if (f.node != NO_NODE)
+		r->nodes[f.node].self_ms += self;
+	chrome_slice(r, th, "E", name, time);
+}
+
+static void do_exit(struct route *r, struct rthread *th, uint32_t method,
+		    uint32_t time, const char *note)
+{
+	uint32_t k;
+
+	if (!th->depth) {
+		/* After a break (or before the first entry) the frame it
+		 * closes was never seen: nothing to pair it with. */
+		r->orphans++;
+		bprintf(&th->canon, " x?");
+		return;
+	}
+	for (k = th->depth; k-- > 0;)
+		if (th->stack[k].method == method)
+			break;
+	if (k == UINT32_MAX) {
+		r->mismatched++;
+		bprintf(&th->canon, " x!");
+		return;
+	}
+	while (th->depth > k + 1) {
+		r->mismatched++;
+		leave(r, th, time, "no exit seen");
+	}
+	r->exits++;
+	bprintf(&th->canon, " x%" PRIu32, method);
+	leave(r, th, time, note);
+}
+
+void route_event(struct route *r, const struct pending *p)
+{
+	struct rthread *th = NULL;
+	char tmp[24];
+
+	if (p->id != BFP_MARKER) {
+		th = thread_get(r, p->thread);
+		if (!th)
+			return;
+		th->seen = true;
+		th->last_time = p->time;
+	}
+	if (p->time > r->last_time)
+		r->last_time = p->time;
+	switch (p->id) {
+	case BFP_METHOD_ENTRY:
+		bprintf(&th->canon, " e%" PRIu32, p->method);
+		enter(r, th, p->method, p->time);
+		break;
+	case BFP_METHOD_EXIT:
+		do_exit(r, th, p->method, p->time,
+			p->thrown ? "exception thrown" : NULL);
+		break;
+	case BFP_EXCEPTION_BUBBLE:
+		do_exit(r, th, p->method, p->time, "exception bubbled");
+		break;
+	case BFP_EXCEPTION: {
+		struct method *e = table_get(&r->exceptions, &r->ecap,
+					     &r->ecount, p->exception, false);
+
+		r->exceptions_seen++;
+		flush_leaf(r, th);
+		bprintf(&th->canon, " !%" PRIu32, p->exception);
+		bprintf(&th->text, "%10s | ", "");
+		indent(&th->text, th->depth);
+		bprintf(&th->text, "/* exception %s in %s, line %u */\n",
+			e && e->sig ? e->sig : "?",
+			method_name(r, p->method, tmp, sizeof(tmp)), p->line);
+		break;
+	}
+	case BFP_MARKER:
+		r->markers++;
+		/* bfcollector reports events lost before the wire this way */
+		if (p->key && !strcmp(p->key, "bftrace.lost") && p->value)
+			r->lost += strtoull(p->value, NULL, 10);
+		chrome_event(r, json_pack("{s:s,s:s,s:s,s:I,s:I,s:{s:s}}",
+					  "name", p->key ? p->key : "",
+					  "ph", "i", "s", "g",
+					  "ts", (json_int_t)p->time * 1000,
+					  "pid", (json_int_t)r->pid_default,
+					  "args", "value",
+					  p->value ? p->value : ""));
+		break;
+	}
+}
+
+void route_void(struct route *r, const char *cause)
+{
+	uint32_t i;
+
+	r->voids++;
+	for (i = 0; i < r->nthreads; i++) {
+		struct rthread *th = r->threads[r->order[i]];
+		uint32_t n = th->depth;
+
+		if (!th->seen)
+			continue;
+		bprintf(&th->canon, " |");
+		while (th->depth) {
+			r->voided_frames++;
+			leave(r, th, th->last_time, cause);
+		}
+		bprintf(&th->text, "%10s | ---- %s: %u frame%s cut ----\n", "",
+			cause, n, n == 1 ? "" : "s");
+	}
+}
+
+/* ---- setup and output ---- */
+
+struct route *route_new(const struct trace *t, const char *dir)
+{
+	struct route *r = calloc(1, sizeof(*r));
+	char path[4200];
+
+	if (!r)
+		return NULL;
+	r->order = calloc(65536, sizeof(*r->order));
+	if (!r->order) {
+		free(r);
+		return NULL;
+	}
+	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+	r->pid_default = t->run_id;
+	snprintf(path, sizeof(path), "%s/trace.json", dir);
+	r->chrome = fopen(path, "w");
+	if (!r->chrome)
+		hq_log("cannot write %s: %s", path, strerror(errno));
+	else
+		fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[",
+		      r->chrome);
+	r->chrome_first = true;
+	return r;
+}
+
+void route_free(struct route *r)
+{
+	uint32_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < r->nthreads; i++) {
+		struct rthread *th = r->threads[r->order[i]];
+
+		free(th->name);
+		free(th->stack);
+		bft_buf_free(&th->text);
+		bft_buf_free(&th->canon);
+		free(th);
+	}
+	for (i = 0; i < r->mcap; i++)
+		free(r->methods[i].sig);
+	for (i = 0; i < r->ecap; i++)
+		free(r->exceptions[i].sig);
+	free(r->methods);
+	free(r->exceptions);
+	free(r->nodes);
+	free(r->order);
+	if (r->chrome)
+		fclose(r->chrome);
+	free(r);
+}
+
+static FILE *open_out(struct route *r, const char *name)
+{
+	char path[4200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", r->dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		hq_log("cannot write %s: %s", path, strerror(errno));
+	return f;
+}
+
+static int cmp_thread_name(const void *a, const void *b, void *ctx)
+{
+	struct route *r = ctx;
+	const struct rthread *x = r->threads[*(const uint16_t *)a];
+	const struct rthread *y = r->threads[*(const uint16_t *)b];
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (int)x->id - (int)y->id;
+}
+
+/* The path of frames from the thread's root to node n, for folded.txt. */
+static void folded_path(struct route *r, struct bft_buf *b, uint32_t n)
+{
+	char tmp[24];
+
+	if (r->nodes[n].parent != NO_NODE) {
+		folded_path(r, b, r->nodes[n].parent);
+		bprintf(b, ";%s", method_name(r, r->nodes[n].method, tmp,
+					      sizeof(tmp)));
+	} else {
+		const struct rthread *th =
+			r->threads[(uint16_t)(UINT32_MAX - r->nodes[n].method)];
+		const char *s;
+
+		/* ';' and ' ' would break the format */
+		for (s = th->name; *s; s++)
+			bprintf(b, "%c", *s == ';' ? ':' : *s == ' ' ? '_' : *s);
+	}
+}
+
+static int cmp_self(const void *a, const void *b)
+{
+	const struct method *x = *(struct method *const *)a;
+	const struct method *y = *(struct method *const *)b;
+
+	if (x->self_ms != y->self_ms)
+		return x->self_ms < y->self_ms ? 1 : -1;
+	if (x->calls != y->calls)
+		return x->calls < y->calls ? 1 : -1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void write_summary(struct route *r, const struct trace *t, FILE *f)
+{
+	struct method **top;
+	uint32_t i, n = 0, used = 0, mapped = 0;
+
+	fprintf(f, "bfhq trace-%u: run %u, protocol version %u\n", t->index,
+		t->run_id, t->version);
+	fprintf(f, "status:        %s%s\n", t->failed ? "failed: " :
+		t->fail_msg[0] ? "ended: " : "complete",
+		t->fail_msg);
+	fprintf(f, "calls:         %" PRIu64 " (exits %" PRIu64 ")\n",
+		r->calls, r->exits);
+	fprintf(f, "threads:       %u\n", r->nthreads);
+	for (i = 0; i < r->mcap; i++) {
+		if (!r->methods[i].used_slot)
+			continue;
+		mapped += r->methods[i].mapped;
+		used += r->methods[i].calls > 0;
+	}
+	fprintf(f, "methods:       %u mapped, %u called\n", mapped, used);
+	fprintf(f, "losses:        %" PRIu64 " events lost by the agent, %"
+		PRIu64 " sequence numbers missing in %" PRIu64
+		" gaps, %" PRIu64 " late\n", r->lost, t->gap_missing, t->gaps,
+		t->late);
+	fprintf(f, "data breaks:   %" PRIu64 " (%" PRIu64 " frames cut)\n",
+		t->breaks_seen, r->voided_frames);
+	fprintf(f, "exits:         %" PRIu64 " without a frame, %" PRIu64
+		" not matching the stack\n", r->orphans, r->mismatched);
+	fprintf(f, "open at end:   %" PRIu64 " frames\n", r->unclosed);
+	fprintf(f, "messages:      %" PRIu64 " sequenced, %" PRIu64
+		" heartbeats (last mode %c)\n", t->routed, t->heartbeats,
+		t->last_mode ? t->last_mode : '-');
+	fprintf(f, "classes:       %" PRIu64 " transformed, %" PRIu64
+		" ignored, %" PRIu64 " failed\n", t->classes[0], t->classes[1],
+		t->classes[2]);
+	top = calloc(r->mcount + 1, sizeof(*top));
+	if (!top)
+		return;
+	for (i = 0; i < r->mcap; i++)
+		if (r->methods[i].used_slot && r->methods[i].calls)
+			top[n++] = &r->methods[i];
+	qsort(top, n, sizeof(*top), cmp_self);
+	if (n)
+		fprintf(f, "top methods by self time:\n%10s %10s %10s  %s\n",
+			"self ms", "total ms", "calls", "method");
+	for (i = 0; i < n && i < 20; i++) {
+		char tmp[24];
+
+		fprintf(f, "%10" PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s\n",
+			top[i]->self_ms, top[i]->total_ms, top[i]->calls,
+			method_name(r, top[i]->id, tmp, sizeof(tmp)));
+	}
+	free(top);
+}
+
+int route_finish(struct route *r, const struct trace *t, FILE *out)
+{
+	uint16_t *sorted = malloc((r->nthreads + 1) * sizeof(*sorted));
+	struct bft_buf path = { 0 };
+	uint32_t i;
+	FILE *f;
+
+	if (!sorted)
+		return -ENOMEM;
+	/* Frames still open: closed at the thread's last time. */
+	for (i = 0; i < r->nthreads; i++) {
+		struct rthread *th = r->threads[r->order[i]];
+
+		while (th->depth) {
+			r->unclosed++;
+			leave(r, th, th->last_time, "still open at the end");
+		}
+	}
+	if (r->chrome) {
+		fputs("\n]}\n", r->chrome);
+		fclose(r->chrome);
+		r->chrome = NULL;
+	}
+	memcpy(sorted, r->order, r->nthreads * sizeof(*sorted));
+	qsort_r(sorted, r->nthreads, sizeof(*sorted), cmp_thread_name, r);
+	f = open_out(r, "tree.txt");
+	if (f) {
+		for (i = 0; i < r->nthreads; i++) {
+			struct rthread *th = r->threads[sorted[i]];
+
+			fprintf(f, "# thread %u: %s (%" PRIu64 " calls, depth "
+				"%u%s)\n%10s | FUNCTION\n", th->id, th->name,
+				th->calls, th->max_depth,
+				th->renames ? ", renamed" : "", "DURATION");
+			fwrite(th->text.data, 1, th->text.len, f);
+			fputc('\n', f);
+		}
+		fclose(f);
+	}
+	f = open_out(r, "calls.txt");
+	if (f) {
+		for (i = 0; i < r->nthreads; i++) {
+			struct rthread *th = r->threads[sorted[i]];
+
+			fprintf(f, "%s:%.*s\n", th->name, (int)th->canon.len,
+				(const char *)th->canon.data);
+		}
+		fclose(f);
+	}
+	f = open_out(r, "folded.txt");
+	if (f) {
+		for (i = 0; i < r->nnodes; i++) {
+			if (r->nodes[i].parent == NO_NODE)
+				continue;
+			path.len = 0;
+			folded_path(r, &path, i);
+			fprintf(f, "%.*s %" PRIu64 "\n", (int)path.len,
+				(const char *)path.data, r->nodes[i].self_ms);
+		}
+		fclose(f);
+	}
+	f = open_out(r, "summary.txt");
+	if (f) {
+		write_summary(r, t, f);
+		fclose(f);
+	}
+	if (out) {
+		write_summary(r, t, out);
+		fprintf(out, "output:        %s\n", r->dir);
+		fflush(out);
+	}
+	bft_buf_free(&path);
+	free(sorted);
+	return 0;
+}

@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One agent's trace.  The control connection brings heartbeats, data
+ * breaks and class reports; the data connections bring maps (applied at
+ * once, as Code Pulse's HQ does) and sequenced events, which wait in a
+ * min-heap until every earlier sequence number has been routed.
+ *
+ * Unlike the original HQ, a missing sequence number does not stall the
+ * trace forever: once the head of the queue has waited gap_ms (or the queue
+ * is full, or every data connection has ended) the gap is reported, the
+ * call stacks are voided as for a data break, and routing goes on.  And a
+ * data break equal to the next expected sequence (an idle agent's break) is
+ * applied, not refused (notes §4.5).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hq.h"
+
+/* Sequence numbers wrap at 2^32: compare them as serial numbers. */
+static inline bool seq_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+static void heap_swap(struct pending *h, uint32_t i, uint32_t j)
+{
+	struct pending t = h[i];
+
+	h[i] = h[j];
+	h[j] = t;
+}
+
+static int heap_push(struct trace *t, const struct pending *p)
+{
+	uint32_t i;
+
+	if (t->nheap == t->heap_cap) {
+		uint32_t cap = t->heap_cap ? 2 * t->heap_cap : 512;
+		struct pending *h = realloc(t->heap, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		t->heap = h;
+		t->heap_cap = cap;
+	}
+	i = t->nheap++;
+	t->heap[i] = *p;
+	while (i && seq_before(t->heap[i].seq, t->heap[(i - 1) / 2].seq)) {
+		heap_swap(t->heap, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	return 0;
+}
+
+static struct pending heap_pop(struct trace *t)
+{
+	struct pending top = t->heap[0];
+	uint32_t i = 0;
+
+	t->heap[0] = t->heap[--t->nheap];
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < t->nheap && seq_before(t->heap[l].seq, t->heap[m].seq))
+			m = l;
+		if (r < t->nheap && seq_before(t->heap[r].seq, t->heap[m].seq))
+			m = r;
+		if (m == i)
+			break;
+		heap_swap(t->heap, i, m);
+		i = m;
+	}
+	return top;
+}
+
+static void pending_free(struct pending *p)
+{
+	free(p->key);
+	free(p->value);
+}
+
+static bool run_in_use(struct hq *hq, uint8_t run)
+{
+	unsigned int i;
+
+	for (i = 0; i < hq->ntraces; i++)
+		if (!hq->traces[i]->finished && hq->traces[i]->run_id == run)
+			return true;
+	return false;
+}
+
+struct trace *hq_trace_by_run(struct hq *hq, uint8_t run_id)
+{
+	unsigned int i;
+
+	for (i = 0; i < hq->ntraces; i++) {
+		struct trace *t = hq->traces[i];
+
+		if (!t->finished && !t->failed && t->run_id == run_id &&
+		    !t->control_closed)
+			return t;
+	}
+	return NULL;
+}
+
+struct trace *hq_trace_new(struct hq *hq, struct conn *control,
+			   uint8_t version)
+{
+	struct bfp_config cfg = hq->o.config;
+	struct bfp_msg m = { .id = BFP_CONFIG, .config = &cfg };
+	char dir[4096];
+	struct trace *t, **v;
+	unsigned int k;
+	int run = -1;
+
+	/* notes §4.2: the first free id from a cursor cycling over 0..255 */
+	for (k = 0; k < 256; k++) {
+		uint8_t cand = (uint8_t)(hq->run_cursor + k);
+
+		if (!run_in_use(hq, cand)) {
+			run = cand;
+			hq->run_cursor = cand + 1;
+			break;
+		}
+	}
+	if (run < 0) {
+		hq_log("%s: 256 traces are running: refused", control->peer);
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	if (hq->ntraces == hq->traces_cap) {
+		unsigned int cap = hq->traces_cap ? 2 * hq->traces_cap : 8;
+
+		v = realloc(hq->traces, cap * sizeof(*v));
+		if (!v) {
+			free(t);
+			return NULL;
+		}
+		hq->traces = v;
+		hq->traces_cap = cap;
+	}
+	t->index = ++hq->next_index;
+	t->run_id = (uint8_t)run;
+	t->version = version;
+	t->control = control;
+	snprintf(dir, sizeof(dir), "%s/trace-%u", hq->o.outdir, t->index);
+	mkdir(hq->o.outdir, 0755);
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		hq_log("cannot create %s: %s", dir, strerror(errno));
+		free(t);
+		return NULL;
+	}
+	t->route = route_new(t, dir);
+	if (!t->route) {
+		free(t);
+		return NULL;
+	}
+	hq->traces[hq->ntraces++] = t;
+	control->trace = t;
+	cfg.run_id = (int8_t)t->run_id;
+	if (hq_send(control, version, &m)) {
+		hq_log("cannot encode the configuration for version %u",
+		       version);
+		hq_trace_fail(hq, t, control, "configuration too large");
+		return t;
+	}
+	hq_log("run %u: agent %s speaks version %u; trace-%u", t->run_id,
+	       control->peer, version, t->index);
+	if (hq->o.start) {
+		if (hq->o.start_suspended)
+			hq_trace_command(hq, t, BFP_SUSPEND);
+		hq_trace_command(hq, t, BFP_START);
+	}
+	return t;
+}
+
+void hq_trace_add_data(struct hq *hq, struct trace *t, struct conn *c)
+{
+	struct bfp_msg reply = { .id = BFP_DATA_HELLO_REPLY };
+	struct conn **v = realloc(t->data, (t->ndata + 1) * sizeof(*v));
+
+	if (!v) {
+		hq_send_error(c, "out of memory");
+		return;
+	}
+	t->data = v;
+	t->data[t->ndata++] = c;
+	t->data_open++;
+	c->trace = t;
+	c->kind = CONN_DATA;
+	hq_send(c, t->version, &reply);
+	if (hq->o.verbose)
+		hq_log("run %u: data connection %u from %s", t->run_id,
+		       t->ndata, c->peer);
+}
+
+int hq_trace_command(struct hq *hq, struct trace *t, uint8_t id)
+{
+	struct bfp_msg m = { .id = id };
+
+	(void)hq;
+	if (!t->control || t->control_closed || t->failed)
+		return -ENOTCONN;
+	if (id == BFP_STOP)
+		t->shutting_down = true;
+	if (hq->o.verbose)
+		hq_log("run %u: sending %s", t->run_id, bfp_id_name(id));
+	return hq_send(t->control, t->version, &m);
+}
+
+static void close_all(struct trace *t)
+{
+	unsigned int i;
+
+	if (t->control)
+		t->control->close_after_flush = true;
+	for (i = 0; i < t->ndata; i++)
+		t->data[i]->close_after_flush = true;
+	if (t->control)
+		hq_conn_write(t->control);
+	for (i = 0; i < t->ndata; i++)
+		hq_conn_write(t->data[i]);
+}
+
+void hq_trace_fail(struct hq *hq, struct trace *t, struct conn *c,
+		   const char *fmt, ...)
+{
+	char text[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	(void)hq;
+	if (t->failed)
+		return;
+	t->failed = true;
+	snprintf(t->fail_msg, sizeof(t->fail_msg), "%s", text);
+	hq_log("run %u: %s: the trace ends", t->run_id, text);
+	/* The agent is told on the connection at fault, and on control. */
+	if (c && !c->dead)
+		hq_send_error(c, text);
+	if (t->control && c != t->control && !t->control->dead &&
+	    !t->control_closed)
+		hq_send_error(t->control, text);
+	close_all(t);
+}
+
+/* Apply every data break at or before the next sequence to route. */
+static void apply_breaks(struct trace *t)
+{
+	while (t->nbreaks && !seq_before(t->next_seq, t->breaks[0])) {
+		route_void(t->route, "data break");
+		memmove(t->breaks, t->breaks + 1,
+			--t->nbreaks * sizeof(*t->breaks));
+	}
+}
+
+static void route_one(struct trace *t, struct pending *p)
+{
+	route_event(t->route, p);
+	pending_free(p);
+	t->routed++;
+}
+
+/* Release messages in sequence order; skip a gap if force. */
+static void pump(struct trace *t, bool force)
+{
+	bool progress = false;
+
+	for (;;) {
+		struct pending p;
+
+		apply_breaks(t);
+		if (!t->nheap)
+			break;
+		if (seq_before(t->heap[0].seq, t->next_seq)) {
+			p = heap_pop(t);
+			hq_log("run %u: sequence %u arrived after %u was "
+			       "routed: dropped", t->run_id, p.seq,
+			       t->next_seq - 1);
+			t->late++;
+			pending_free(&p);
+			continue;
+		}
+		if (t->heap[0].seq != t->next_seq) {
+			uint32_t missing = t->heap[0].seq - t->next_seq;
+
+			if (!force)
+				break;
+			hq_log("run %u: gap: sequences %u..%u (%u) never "
+			       "arrived; call stacks are void there",
+			       t->run_id, t->next_seq, t->heap[0].seq - 1,
+			       missing);
+			t->gaps++;
+			t->gap_missing += missing;
+			route_void(t->route, "gap");
+			t->next_seq = t->heap[0].seq;
+			progress = true;
+			continue;
+		}
+		p = heap_pop(t);
+		route_one(t, &p);
+		t->next_seq++;
+		progress = true;
+	}
+	/* The gap timer runs from when the head of the queue got stuck. */
+	if (!t->nheap)
+		t->stalled_since_ms = 0;
+	else if (progress || !t->stalled_since_ms)
+		t->stalled_since_ms = hq_now_ms();
+}
+
+void hq_trace_control_msg(struct hq *hq, struct trace *t,
+			  const struct bfp_msg *m)
+{
+	uint32_t i;
+
+	switch (m->id) {
+	case BFP_HEARTBEAT:
+		t->heartbeats++;
+		t->last_hb_ms = hq_now_ms();
+		t->warned_hb = false;
+		if (m->mode == BFP_MODE_SHUTDOWN && t->last_mode &&
+		    t->last_mode != BFP_MODE_SHUTDOWN) {
+			hq_log("run %u: agent is shutting down", t->run_id);
+			t->shutting_down = true;
+		}
+		if (hq->o.verbose > 1 || (hq->o.verbose && m->mode != t->last_mode))
+			hq_log("run %u: heartbeat mode %c, send queue %u",
+			       t->run_id, m->mode, m->queue);
+		t->last_mode = m->mode;
+		break;
+	case BFP_DATA_BREAK:
+		t->breaks_seen++;
+		if (seq_before(m->seq, t->next_seq))
+			t->breaks_late++;
+		if (t->nbreaks && !seq_before(t->breaks[t->nbreaks - 1], m->seq)) {
+			if (t->breaks[t->nbreaks - 1] == m->seq)
+				break;	/* the same break twice */
+		}
+		if (t->nbreaks == t->breaks_cap) {
+			uint32_t cap = t->breaks_cap ? 2 * t->breaks_cap : 16;
+			uint32_t *b = realloc(t->breaks, cap * sizeof(*b));
+
+			if (!b)
+				break;
+			t->breaks = b;
+			t->breaks_cap = cap;
+		}
+		/* Keep them sorted: breaks normally come in order. */
+		i = t->nbreaks;
+		while (i && seq_before(m->seq, t->breaks[i - 1])) {
+			t->breaks[i] = t->breaks[i - 1];
+			i--;
+		}
+		t->breaks[i] = m->seq;
+		t->nbreaks++;
+		if (hq->o.verbose)
+			hq_log("run %u: data break before sequence %u",
+			       t->run_id, m->seq);
+		pump(t, false);
+		break;
+	case BFP_CLASS_TRANSFORMED:
+	case BFP_CLASS_IGNORED:
+	case BFP_CLASS_FAILED:
+		t->classes[m->id - BFP_CLASS_TRANSFORMED]++;
+		if (hq->o.verbose || m->id == BFP_CLASS_FAILED)
+			hq_log("run %u: %s %s", t->run_id, bfp_id_name(m->id),
+			       m->str);
+		break;
+	case BFP_ERROR:
+		t->agent_errors++;
+		hq_log("run %u: agent reports an error: %s", t->run_id,
+		       m->str);
+		snprintf(t->fail_msg, sizeof(t->fail_msg), "agent error: %s",
+			 m->str);
+		break;
+	default:
+		hq_trace_fail(hq, t, t->control, "Bad control message: %s",
+			      bfp_id_name(m->id));
+		break;
+	}
+}
+
+void hq_trace_data_msg(struct hq *hq, struct trace *t, struct conn *c,
+		       const struct bfp_msg *m)
+{
+	struct pending p = { 0 };
+
+	switch (m->id) {
+	case BFP_MAP_THREAD:
+		route_map_thread(t->route, m->thread, m->time, m->str);
+		return;
+	case BFP_MAP_METHOD:
+		route_map_method(t->route, m->method, m->str);
+		return;
+	case BFP_MAP_EXCEPTION:
+		route_map_exception(t->route, m->exception, m->str);
+		return;
+	case BFP_ERROR:
+		t->agent_errors++;
+		hq_log("run %u: agent reports an error on a data connection: "
+		       "%s", t->run_id, m->str);
+		return;
+	default:
+		break;
+	}
+	p.id = m->id;
+	p.seq = m->seq;
+	p.time = m->time;
+	p.method = m->method;
+	p.exception = m->exception;
+	p.thread = m->thread;
+	p.line = m->line;
+	p.thrown = m->exception_thrown;
+	if (m->id == BFP_MARKER) {
+		p.key = strdup(m->str ? m->str : "");
+		p.value = strdup(m->str2 ? m->str2 : "");
+	}
+	if (t->nheap >= HQ_MAX_PENDING)
+		pump(t, true);
+	if (heap_push(t, &p)) {
+		pending_free(&p);
+		hq_trace_fail(hq, t, c, "out of memory");
+		return;
+	}
+	pump(t, false);
+}
+
+void hq_trace_conn_closed(struct hq *hq, struct trace *t, struct conn *c)
+{
+	unsigned int i;
+
+	if (c == t->control) {
+		t->control_closed = true;
+		t->control_closed_ms = hq_now_ms();
+		t->control = NULL;
+		if (!t->shutting_down && !t->failed)
+			hq_log("run %u: control connection lost", t->run_id);
+	}
+	for (i = 0; i < t->ndata; i++)
+		if (t->data[i] == c) {
+			t->data[i] = t->data[--t->ndata];
+			t->data_open--;
+			break;
+		}
+	if (!t->data_open)
+		pump(t, true);	/* nothing more can fill a gap */
+	(void)hq;
+}
+
+void hq_trace_tick(struct hq *hq, struct trace *t, uint64_t now)
+{
+	if (t->finished)
+		return;
+	if (t->nheap && t->stalled_since_ms &&
+	    now - t->stalled_since_ms >= hq->o.gap_ms)
+		pump(t, true);
+	if (t->control && !t->control_closed && t->last_hb_ms &&
+	    !t->warned_hb && hq->o.config.heartbeat_ms > 0 &&
+	    now - t->last_hb_ms > 3ull * (uint64_t)hq->o.config.heartbeat_ms) {
+		hq_log("run %u: no heartbeat for %llu ms", t->run_id,
+		       (unsigned long long)(now - t->last_hb_ms));
+		t->warned_hb = true;
+	}
+	/* Done once every connection is gone (or the stragglers linger). */
+	if (t->control_closed && (!t->data_open ||
+				  now - t->control_closed_ms > HQ_LINGER_MS))
+		hq_trace_finish(hq, t);
+}
+
+void hq_trace_finish(struct hq *hq, struct trace *t)
+{
+	unsigned int i;
+
+	if (t->finished)
+		return;
+	for (i = 0; i < t->ndata; i++) {
+		t->data[i]->trace = NULL;
+		t->data[i]->dead = true;
+	}
+	t->ndata = 0;
+	t->data_open = 0;
+	if (t->control) {
+		t->control->trace = NULL;
+		t->control->dead = true;
+		t->control = NULL;
+	}
+	pump(t, true);
+	t->finished = true;
+	route_finish(t->route, t, stdout);
+	hq->finished++;
+}
+
+void hq_trace_free(struct trace *t)
+{
+	while (t->nheap) {
+		struct pending p = heap_pop(t);
+
+		pending_free(&p);
+	}
+	free(t->heap);
+	free(t->breaks);
+	free(t->data);
+	route_free(t->route);
+	free(t);
+}
