@@ -281,64 +281,86 @@ static int bft_cmd_opt(struct sk_buff *req, struct genl_info *info)
 }
 
 static int bft_put_method(struct sk_buff *skb, struct netlink_callback *cb,
-			  struct bft_probe *p)
+			  const struct bft_method *m)
 {
 	void *hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
 				cb->nlh->nlmsg_seq, &bft_family, NLM_F_MULTI,
 				BFT_CMD_GET_METHODS);
-	struct nlattr *nest;
-	char *buf, *path;
+	struct nlattr *nest = NULL;
 
 	if (!hdr)
 		return -EMSGSIZE;
-	buf = kmalloc(BFT_PATH_MAX, GFP_KERNEL);
-	if (!buf) {
-		genlmsg_cancel(skb, hdr);
-		return -ENOMEM;
-	}
-	path = d_path(&p->path, buf, BFT_PATH_MAX);
-	nest = NULL;
-	if (!IS_ERR(path) && !nla_put_u32(skb, BFT_A_TGID, p->target->tgid))
+	if (!nla_put_u32(skb, BFT_A_TGID, m->tgid))
 		nest = nla_nest_start(skb, BFT_A_PROBE);
 	if (!nest ||
-	    nla_put_u32(skb, BFT_P_METHOD_ID, p->method_id) ||
-	    nla_put_string(skb, BFT_P_PATH, path) ||
-	    nla_put_u64_64bit(skb, BFT_P_OFFSET, p->offset, BFT_P_PAD) ||
-	    nla_put_u32(skb, BFT_P_FLAGS, p->flags) ||
-	    nla_put_string(skb, BFT_P_NAME, p->name) ||
-	    nla_put_u64_64bit(skb, BFT_P_HITS, atomic64_read(&p->hits),
-			      BFT_P_PAD)) {
-		kfree(buf);
+	    nla_put_u32(skb, BFT_P_METHOD_ID, m->method_id) ||
+	    nla_put_string(skb, BFT_P_PATH, m->path) ||
+	    nla_put_u64_64bit(skb, BFT_P_OFFSET, m->offset, BFT_P_PAD) ||
+	    nla_put_u32(skb, BFT_P_FLAGS, m->flags) ||
+	    nla_put_string(skb, BFT_P_NAME, m->name) ||
+	    nla_put_u64_64bit(skb, BFT_P_HITS, m->hits, BFT_P_PAD)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
 	nla_nest_end(skb, nest);
-	kfree(buf);
 	genlmsg_end(skb, hdr);
 	return 0;
 }
 
-/* cb->args[0]: how many probes earlier calls have sent. */
+static int bft_put_live_method(struct sk_buff *skb,
+			       struct netlink_callback *cb,
+			       struct bft_probe *p, char *buf)
+{
+	struct bft_method m = {
+		.tgid = p->target->tgid,
+		.method_id = p->method_id,
+		.offset = p->offset,
+		.flags = p->flags,
+		.hits = atomic64_read(&p->hits),
+		.name = p->name,
+	};
+
+	m.path = d_path(&p->path, buf, BFT_PATH_MAX);
+	if (IS_ERR(m.path))
+		m.path = "";
+	return bft_put_method(skb, cb, &m);
+}
+
+/* cb->args[0]: how many entries earlier calls have sent. */
 static int bft_dump_methods(struct sk_buff *skb, struct netlink_callback *cb)
 {
+	long i = 0, done = cb->args[0];
+	struct bft_method *m;
 	struct bft_target *t;
 	struct bft_probe *p;
-	long i = 0, done = cb->args[0];
 	int err = 0;
+	char *buf;
 
+	buf = kmalloc(BFT_PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
 	mutex_lock(&bft_lock);
 	list_for_each_entry(t, &bft_targets, node) {
 		list_for_each_entry(p, &t->probes, node) {
 			if (i++ < done)
 				continue;
-			err = bft_put_method(skb, cb, p);
+			err = bft_put_live_method(skb, cb, p, buf);
 			if (err)
 				goto out;
 			cb->args[0] = i;
 		}
 	}
+	list_for_each_entry(m, &bft_retired, node) {
+		if (i++ < done)
+			continue;
+		err = bft_put_method(skb, cb, m);
+		if (err)
+			goto out;
+		cb->args[0] = i;
+	}
 out:
 	mutex_unlock(&bft_lock);
+	kfree(buf);
 	if (err == -EMSGSIZE && skb->len)
 		return skb->len;
 	return err ?: skb->len;

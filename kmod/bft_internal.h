@@ -146,6 +146,25 @@ struct bft_probe {
 #endif
 };
 
+/* A detached probe's method table entry (bft_methods.c). */
+struct bft_method {
+	struct list_head node;
+	pid_t tgid;
+	u32 method_id;
+	u64 offset;
+	u32 flags;		/* with BFT_PF_GONE */
+	u64 hits;
+	char *path, *name;	/* both in @strings */
+	char strings[];
+};
+
+/* Bounds the memory of retired entries; the oldest go first. */
+#define BFT_MAX_RETIRED 65536
+
+extern struct list_head bft_retired;
+void bft_method_retire(struct bft_probe *p, pid_t tgid, char *buf);
+void bft_methods_forget(void);
+
 extern struct list_head bft_targets;
 extern u32 bft_nr_probes;
 extern u32 bft_nr_targets;

@@ -61,26 +61,19 @@ FIXTURE_TEARDOWN(attach)
 	free(self->dir);
 }
 
-static int count_method(const struct bft_nl_method *m, void *arg)
-{
-	(void)m;
-	(*(size_t *)arg)++;
-	return 0;
-}
-
 /* Nothing attached: no probe in the status nor in the methods dump. */
 static void expect_nothing_attached(struct __test_metadata *_metadata,
 				    struct bst_session *s)
 {
 	struct bft_nl_status st;
-	size_t methods = 0;
+	size_t live, gone;
 
 	ASSERT_EQ(0, bft_nl_get_status(s->nl, &st));
 	EXPECT_EQ(0, st.nr_probes);
 	EXPECT_EQ(0, st.nr_targets);
 	bft_nl_status_free(&st);
-	ASSERT_EQ(0, bft_nl_get_methods(s->nl, count_method, &methods));
-	EXPECT_EQ(0, methods);
+	ASSERT_EQ(0, bst_count_methods(s, 0, &live, &gone));
+	EXPECT_EQ(0, live);
 }
 
 /* Whether text holds the decimal number n as a word of its own. */

@@ -1082,3 +1082,32 @@ int bst_spinner_traced(struct bst_session *s, struct bst_proc *p,
 	free(path);
 	return err;
 }
+
+struct bst_method_count {
+	uint32_t tgid;
+	size_t live, gone;
+};
+
+static int bst_count_method(const struct bft_nl_method *m, void *arg)
+{
+	struct bst_method_count *c = arg;
+
+	if (c->tgid && m->tgid != c->tgid)
+		return 0;
+	if (m->flags & BFT_PF_GONE)
+		c->gone++;
+	else
+		c->live++;
+	return 0;
+}
+
+int bst_count_methods(struct bst_session *s, uint32_t tgid, size_t *live,
+		      size_t *gone)
+{
+	struct bst_method_count c = { .tgid = tgid };
+	int err = bft_nl_get_methods(s->nl, bst_count_method, &c);
+
+	*live = c.live;
+	*gone = c.gone;
+	return err;
+}

@@ -246,6 +246,14 @@ char *bst_ev_text(const struct bst_ev *ev, size_t n);
 /* "e5 n6 x6 x5" for reconstructed calls; malloc'ed. */
 char *bst_call_text(const struct bst_call *c, size_t n);
 
+/*
+ * The methods dump of tgid (0: every target): entries of attached probes
+ * (live), and of detached ones the module keeps with BFT_PF_GONE until the
+ * next start (gone).  0 or -errno.
+ */
+int bst_count_methods(struct bst_session *s, uint32_t tgid, size_t *live,
+		      size_t *gone);
+
 /* Monotonic clock in ns. */
 uint64_t bst_now_ns(void);
 void bst_sleep_ms(unsigned int ms);

@@ -180,13 +180,6 @@ static int wait_target_exit(struct bft_nl *evs, pid_t tgid, int timeout_ms,
 	return -ETIMEDOUT;
 }
 
-static int count_method(const struct bft_nl_method *m, void *arg)
-{
-	(void)m;
-	(*(size_t *)arg)++;
-	return 0;
-}
-
 static void exiting_target(struct __test_metadata *_metadata,
 			   FIXTURE_DATA(lifetime) *self, bool tracing)
 {
@@ -197,7 +190,7 @@ static void exiting_target(struct __test_metadata *_metadata,
 	uint64_t heartbeat = self->s.opts[BFT_OPT_HEARTBEAT_MS].value;
 	struct bft_nl_event ev = { 0 };
 	struct bft_nl_status st;
-	size_t methods = 0;
+	size_t live, gone;
 	pid_t tgid;
 
 	ASSERT_NE(NULL, exe);
@@ -228,8 +221,9 @@ static void exiting_target(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, st.nr_targets);
 	EXPECT_EQ(0, st.nr_probes);
 	bft_nl_status_free(&st);
-	ASSERT_EQ(0, bft_nl_get_methods(self->s.nl, count_method, &methods));
-	EXPECT_EQ(0, methods);
+	ASSERT_EQ(0, bst_count_methods(&self->s, (uint32_t)tgid, &live, &gone));
+	EXPECT_EQ(0, live);
+	EXPECT_EQ(3, gone);
 	EXPECT_EQ(-ENOENT, bft_nl_detach(self->s.nl, (uint32_t)tgid));
 	free(exe);
 }

@@ -112,7 +112,11 @@
  *     one message per probe: BFT_A_TGID and a BFT_A_PROBE nest holding
  *     BFT_P_METHOD_ID, BFT_P_PATH, BFT_P_OFFSET, BFT_P_FLAGS, BFT_P_NAME,
  *     BFT_P_HITS.  (BFT_P_* and BFT_A_* numbers overlap: BFT_P_* never
- *     appear outside a BFT_A_PROBE nest.)
+ *     appear outside a BFT_A_PROBE nest.)  A collector names methods while
+ *     it drains, often after the target exited or tracing stopped, so a
+ *     detached probe's entry stays in the dump, with BFT_PF_GONE in its
+ *     flags, until the next BFT_CMD_START (at most 65536 such entries,
+ *     the oldest dropped first).
  *
  * BFT_CMD_EVENT             (multicast on BFT_MCGRP_EVENTS, never a request)
  *     BFT_A_EVENT (BFT_EV_*), then:
@@ -317,6 +321,8 @@ enum bft_probe_attr {
 #define BFT_PF_ENTRY	(1U << 0)	/* record ENTER */
 #define BFT_PF_RETURN	(1U << 1)	/* record EXIT; needs BFT_PF_ENTRY */
 #define BFT_PF_ALL	(BFT_PF_ENTRY | BFT_PF_RETURN)
+/* In BFT_CMD_GET_METHODS only: the probe is detached (see there). */
+#define BFT_PF_GONE	(1U << 31)
 
 enum bft_result_attr {
 	BFT_R_UNSPEC,
