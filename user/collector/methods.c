@@ -85,7 +85,10 @@ int methods_add(struct methods *m, uint32_t id, const char *path,
 	char buf[4096 + 512 + 32];
 	uint32_t s;
 
-	if (name && *name)
+	/* bfctl names methods "object!symbol" already; bare names get one */
+	if (name && strchr(name, '!'))
+		snprintf(buf, sizeof(buf), "%s", name);
+	else if (name && *name)
 		snprintf(buf, sizeof(buf), "%s!%s", base_name(path), name);
 	else
 		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base_name(path),
