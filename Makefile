@@ -23,6 +23,9 @@ selftests: user
 test:
 	scripts/run-tests.sh
 
+demo:
+	scripts/demo.sh
+
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
 	rm -rf build
