@@ -262,15 +262,17 @@ static void greet(struct hq *hq, struct conn *c)
 	if (c->in.len < 2)
 		return;
 	if (p[0] == BFP_HELLO) {
-		if (p[1] < BFP_VERSION_MIN || p[1] > BFP_VERSION_MAX) {
+		uint8_t version = p[1];	/* p moves with the consume */
+
+		if (version < BFP_VERSION_MIN || version > BFP_VERSION_MAX) {
 			hq_log("%s: hello with protocol version %u: refused",
-			       c->peer, p[1]);
+			       c->peer, version);
 			hq_send_error(c, "Invalid Protocol Version");
 			return;
 		}
 		bft_buf_consume(&c->in, 2);
 		c->kind = CONN_CONTROL;
-		t = hq_trace_new(hq, c, p[1]);
+		t = hq_trace_new(hq, c, version);
 		if (!t)
 			hq_send_error(c, "HQ is not expecting a new connection "
 					 "at this time");

@@ -308,7 +308,11 @@ static void indent(struct bft_buf *b, uint32_t depth)
 	bprintf(b, "%*s", (int)(2 * depth), "");
 }
 
-/* The top frame turned out not to be a leaf: print its opening line. */
+/*
+ * The top frame turned out not to be a leaf, or ends with a note: print its
+ * opening line.  The pending frame must still be on the stack (leave()
+ * calls this before its pop); an empty stack has nothing to name.
+ */
 static void flush_leaf(struct route *r, struct rthread *th)
 {
 	char tmp[24];
@@ -316,6 +320,8 @@ static void flush_leaf(struct route *r, struct rthread *th)
 	if (!th->leaf_pending)
 		return;
 	th->leaf_pending = false;
+	if (!th->depth)
+		return;
 	bprintf(&th->text, "%10s | ", "");
 	indent(&th->text, th->depth - 1);
 	bprintf(&th->text, "%s() {\n",
@@ -365,19 +371,27 @@ static void enter(struct route *r, struct rthread *th, uint32_t method,
 static void leave(struct route *r, struct rthread *th, uint32_t time,
 		  const char *note)
 {
-	struct frame f = th->stack[--th->depth];
-	struct method *m = method_get(r, f.method, false);
-	uint32_t dur = time >= f.enter ? time - f.enter : 0;
-	uint32_t self = dur >= f.child_ms ? dur - f.child_ms : 0;
+	struct frame f;
+	struct method *m;
+	uint32_t dur, self;
 	char tmp[24];
-	const char *name = method_name(r, f.method, tmp, sizeof(tmp));
+	const char *name;
 
-	if (th->leaf_pending && !note) {
+	/* A leaf cut by a break, a gap, a throw or the end is printed open
+	 * and closed with the note: its opening line goes out while it is
+	 * still the top frame. */
+	if (note)
+		flush_leaf(r, th);
+	f = th->stack[--th->depth];
+	m = method_get(r, f.method, false);
+	dur = time >= f.enter ? time - f.enter : 0;
+	self = dur >= f.child_ms ? dur - f.child_ms : 0;
+	name = method_name(r, f.method, tmp, sizeof(tmp));
+	if (th->leaf_pending) {
 		bprintf(&th->text, "%7" PRIu32 " ms | ", dur);
 		indent(&th->text, th->depth);
 		bprintf(&th->text, "%s();\n", name);
 	} else {
-		flush_leaf(r, th);
 		bprintf(&th->text, "%7" PRIu32 " ms | ", dur);
 		indent(&th->text, th->depth);
 		bprintf(&th->text, "} /* %s%s%s */\n", name, note ? ": " : "",

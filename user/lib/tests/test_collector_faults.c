@@ -9,7 +9,9 @@
  *   - bfhq is killed mid-trace and restarted: bfcollector suspends,
  *     reconnects, sends a data break, and the new trace is consistent;
  *   - bfcollector is killed and restarted: bfhq ends the first trace and
- *     reconstructs the second one exactly.
+ *     reconstructs the second one exactly;
+ *   - frames cut while they are leaves (a break, a missed exit, the end)
+ *     are closed in bfhq's outputs without it crashing.
  */
 #include "kselftest_harness.h"
 
@@ -621,6 +623,105 @@ TEST_F_TIMEOUT(faults, bfhq_reports_a_gap_without_waiting_forever, 120)
 	/* the gap cuts the stacks ("|"), routing goes on, the break too */
 	EXPECT_STREQ("t (1/1): e7 x7 | e8 x8 |\n", calls);
 	free(calls);
+	bfp_msg_free(&m);
+	bft_buf_free(&out);
+	bft_buf_free(&in);
+	bft_buf_free(&din);
+}
+
+/*
+ * A leaf frame (entered, nothing under it yet) that ends with a note: cut by
+ * a data break, closed by a mismatched exit, still open at the end.  When it
+ * was a thread's only frame, bfhq read below its stack and crashed (the
+ * control socket test hit it when a suspension's data break came at such a
+ * moment); deeper, tree.txt named its parent instead.
+ */
+TEST_F_TIMEOUT(faults, bfhq_closes_leaf_frames_that_end_with_a_note, 120)
+{
+	static const char tree[] =
+		"# thread 1: a (1/1) (1 calls, depth 1)\n"
+		"  DURATION | FUNCTION\n"
+		"           | #7() {\n"
+		"      0 ms | } /* #7: data break */\n"
+		"           | ---- data break: 1 frame cut ----\n"
+		"\n"
+		"# thread 2: b (1/2) (3 calls, depth 2)\n"
+		"  DURATION | FUNCTION\n"
+		"           | #8() {\n"
+		"           |   #9() {\n"
+		"      2 ms |   } /* #9: no exit seen */\n"
+		"      3 ms | } /* #8 */\n"
+		"           | #10() {\n"
+		"      0 ms | } /* #10: still open at the end */\n"
+		"\n";
+	/* sequence numbers from 0 */
+	static const struct {
+		uint16_t thread;
+		uint8_t id;
+		uint32_t method, time;
+	} ev[] = {
+		{ 1, BFP_METHOD_ENTRY, 7, 1 },	/* a's lone leaf: the break */
+		{ 2, BFP_METHOD_ENTRY, 8, 2 },
+		{ 2, BFP_METHOD_ENTRY, 9, 3 },	/* a leaf over 8 ... */
+		{ 2, BFP_METHOD_EXIT, 8, 5 },	/* ... that never exits */
+		{ 2, BFP_METHOD_ENTRY, 10, 6 },	/* b's lone leaf: the end */
+	};
+	struct bft_buf out = { 0 }, in = { 0 }, din = { 0 };
+	struct bfp_msg m = { 0 }, e = { 0 };
+	char path[PATH_MAX + 64], *got;
+	unsigned int i;
+	uint8_t run;
+	int ctl, data;
+
+	self->pids[1] = start_hq(self, self->hqout, "1");
+	ASSERT_GT(self->pids[1], 0);
+	ASSERT_TRUE(wait_listening(self->port, slow_env() ? 30000 : 5000));
+	ctl = connect_port(self->port);
+	ASSERT_GE(ctl, 0);
+	ASSERT_EQ(2, write(ctl, "\x00\x01", 2));
+	ASSERT_GT(get_msg(ctl, &in, &m), 0);
+	ASSERT_EQ(BFP_CONFIG, m.id);
+	run = (uint8_t)m.config->run_id;
+	/* The break, before sequence 1, is on the control socket before the
+	 * data connection exists: bfhq has read it once it answers the data
+	 * hello, so it lands between a's entry and b's events. */
+	e = (struct bfp_msg){ .id = BFP_DATA_BREAK, .seq = 1 };
+	put_msg(&out, &e);
+	ASSERT_EQ((ssize_t)out.len, write(ctl, out.data, out.len));
+	data = connect_port(self->port);
+	ASSERT_GE(data, 0);
+	ASSERT_EQ(2, write(data, (uint8_t[]){ BFP_DATA_HELLO, run }, 2));
+	ASSERT_GT(get_msg(data, &din, &m), 0);
+	ASSERT_EQ(BFP_DATA_HELLO_REPLY, m.id);
+	out.len = 0;
+	e = (struct bfp_msg){ .id = BFP_MAP_THREAD, .thread = 1,
+			      .str = "a (1/1)", .str_len = 7 };
+	put_msg(&out, &e);
+	e = (struct bfp_msg){ .id = BFP_MAP_THREAD, .thread = 2,
+			      .str = "b (1/2)", .str_len = 7 };
+	put_msg(&out, &e);
+	for (i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+		e = (struct bfp_msg){ .id = ev[i].id, .seq = i,
+				      .thread = ev[i].thread,
+				      .method = ev[i].method,
+				      .time = ev[i].time };
+		put_msg(&out, &e);
+	}
+	ASSERT_EQ((ssize_t)out.len, write(data, out.data, out.len));
+	close(data);
+	close(ctl);
+	EXPECT_EQ(0, wait_exit(self->pids[1], 20000));
+	self->pids[1] = 0;
+	snprintf(path, sizeof(path), "%s/trace-1/calls.txt", self->hqout);
+	got = slurp(path, NULL);
+	ASSERT_NE(NULL, got) show_log(self->log);
+	EXPECT_STREQ("a (1/1): e7 |\nb (1/2): e8 e9 x8 e10\n", got);
+	free(got);
+	snprintf(path, sizeof(path), "%s/trace-1/tree.txt", self->hqout);
+	got = slurp(path, NULL);
+	ASSERT_NE(NULL, got);
+	EXPECT_STREQ(tree, got);
+	free(got);
 	bfp_msg_free(&m);
 	bft_buf_free(&out);
 	bft_buf_free(&in);
