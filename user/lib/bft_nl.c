@@ -776,8 +776,8 @@ static int attach_one(struct bft_nl *nl, uint32_t tgid,
 		mnl_attr_put_u64(nlh, BFT_P_OFFSET, p->offset);
 		mnl_attr_put_u32(nlh, BFT_P_METHOD_ID, p->method_id);
 		mnl_attr_put_u32(nlh, BFT_P_FLAGS, p->flags);
-		if (p->name)
-			mnl_attr_put_strz(nlh, BFT_P_NAME, p->name);
+		/* the module requires a name; NULL means an empty one */
+		mnl_attr_put_strz(nlh, BFT_P_NAME, p->name ? p->name : "");
 		mnl_attr_nest_end(nlh, in);
 	}
 	mnl_attr_nest_end(nlh, outer);

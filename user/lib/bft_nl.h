@@ -89,7 +89,7 @@ struct bft_nl_probe {
 	uint64_t offset;		/* file offset of the probed instruction */
 	uint32_t method_id;		/* the id ENTER records carry */
 	uint32_t flags;			/* BFT_PF_* */
-	const char *name;		/* display signature; NULL sends none */
+	const char *name;		/* display signature; NULL sends "" */
 };
 
 /*
