@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+/* bfctl attach: probes on the functions of a running process, by pattern. */
+#include "output.h"
+#include "probes.h"
+
+static const struct cmd *self(void)
+{
+	return cmd_find("attach");
+}
+
+int cmd_attach(struct ctl *c, int argc, char **argv)
+{
+	struct probe_opts o = { 0 };
+	uint64_t pid = 0;
+	const struct arg_def defs[] = {
+		{ .name = "pid", .short_name = 'P', .kind = ARG_UINT, .dest = &pid,
+		  .meta = "PID", .min = 1, .max = 0x7fffffff,
+		  .help = "the process to trace" },
+		PROBE_ARG_DEFS(&o),
+		ARG_END
+	};
+	struct bft_plan pl;
+	int rc;
+
+	rc = cmd_args(c, self(), defs, argc, argv, ARGS_INTERLEAVED, NULL, NULL);
+	if (rc >= 0)
+		goto out;
+	if (!pid) {
+		err_msg("attach: --pid is required (see 'bfctl attach --help')");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	rc = probes_select(c, (pid_t)pid, &o, &pl);
+	if (rc)
+		goto out;
+	if (o.list) {
+		probes_print_list(&pl, (pid_t)pid);
+	} else {
+		rc = ctl_connect(c, BFT_FEAT_ENTRY);
+		if (!rc)
+			rc = probes_attach(c, (pid_t)pid, &pl, &o);
+		ctl_close(c);
+	}
+	bft_plan_free(&pl);
+out:
+	strlist_free(&o.patterns);
+	return rc;
+}

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfctl start|stop|pause|unpause|suspend|unsuspend: the Bytefrog agent
+ * modes (bftrace.h, BFT_CMD_START...).
+ */
+#include <string.h>
+
+#include "bfctl.h"
+#include "output.h"
+
+static uint64_t feature_of(int cmd)
+{
+	switch (cmd) {
+	case BFT_CMD_PAUSE:
+	case BFT_CMD_UNPAUSE:
+		return BFT_FEAT_PAUSE;
+	case BFT_CMD_SUSPEND:
+	case BFT_CMD_UNSUSPEND:
+		return BFT_FEAT_SUSPEND;
+	default:
+		return 0;
+	}
+}
+
+int cmd_mode(struct ctl *c, int argc, char **argv)
+{
+	int cmd = bft_mode_cmd_by_name(current_cmd->name), rc;
+	uint8_t mode;
+
+	rc = cmd_args(c, current_cmd, NULL, argc, argv, ARGS_INTERLEAVED, NULL, NULL);
+	if (rc >= 0)
+		return rc;
+	if (cmd < 0) {
+		err_msg("%s: not a mode command", current_cmd->name);
+		return EXIT_USAGE;
+	}
+	rc = ctl_connect(c, feature_of(cmd));
+	if (rc)
+		return rc;
+	vlog(c, 3, "send %s", bft_cmd_name((unsigned int)cmd));
+	rc = bft_nl_mode_cmd(c->nl, cmd, &mode);
+	if (rc) {
+		rc = ctl_nl_fail(c, current_cmd->name, rc);
+	} else {
+		vlog(c, 1, "%s: mode is now %s", current_cmd->name, bft_mode_name(mode));
+		out_begin();
+		out_str("mode", "%s\n", bft_mode_name(mode));
+		out_end();
+	}
+	ctl_close(c);
+	return rc;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Selecting and attaching probes by pattern: shared by attach and run.
+ */
+#ifndef BFCTL_PROBES_H
+#define BFCTL_PROBES_H
+
+#include "bfctl.h"
+#include "bft_resolve.h"
+
+/* Without --max-probes, a selection larger than this is refused. */
+#define BFCTL_DEFAULT_MAX_PROBES 1000
+
+struct probe_opts {
+	struct strlist patterns;
+	bool regex;
+	bool list;
+	bool no_endbr;
+	bool entry_only;
+	bool no_debug;
+	uint64_t max_probes;
+	const char *debug_dir;
+};
+
+/* The option rows of the probe selection, for a command's table. */
+#define PROBE_ARG_DEFS(o)						\
+	{ .name = "pattern", .short_name = 'p', .kind = ARG_LIST,	\
+	  .dest = &(o)->patterns, .meta = "PATTERN",			\
+	  .help = "[!][OBJECT:]SYMBOL glob, repeatable; '!' excludes" }, \
+	{ .name = "regex", .short_name = 'r', .kind = ARG_FLAG,		\
+	  .dest = &(o)->regex,						\
+	  .help = "SYMBOL is a POSIX extended regex, not a glob" },	\
+	{ .name = "list", .short_name = 'l', .kind = ARG_FLAG,		\
+	  .dest = &(o)->list,						\
+	  .help = "dry run: print object, offset, symbol; attach nothing" }, \
+	{ .name = "max-probes", .short_name = 'm', .kind = ARG_UINT,	\
+	  .dest = &(o)->max_probes, .meta = "N", .min = 1,		\
+	  .help = "refuse selections of more than N functions (1000)" }, \
+	{ .name = "no-endbr", .kind = ARG_FLAG, .dest = &(o)->no_endbr,	\
+	  .help = "probe at the endbr64 itself, not just after it" },	\
+	{ .name = "entry-only", .kind = ARG_FLAG,			\
+	  .dest = &(o)->entry_only,					\
+	  .help = "no return probes: record entries only" },		\
+	{ .name = "debug-dir", .kind = ARG_STR, .dest = &(o)->debug_dir, \
+	  .meta = "DIR",						\
+	  .help = "separate debug files under DIR (/usr/lib/debug)" },	\
+	{ .name = "no-debug-files", .kind = ARG_FLAG,			\
+	  .dest = &(o)->no_debug,					\
+	  .help = "never read separate debug files" }
+
+/*
+ * Resolve the patterns over process pid into *pl.  Prints the reason and
+ * returns an exit code on failure: EXIT_USAGE (pattern), EXIT_TARGET,
+ * EXIT_PERM, EXIT_NOMATCH (nothing selected), EXIT_LIMIT (over the cap);
+ * EXIT_OK otherwise.
+ */
+int probes_select(struct ctl *c, pid_t pid, struct probe_opts *o,
+		  struct bft_plan *pl);
+
+/* The --list output. */
+void probes_print_list(const struct bft_plan *pl, pid_t pid);
+
+/*
+ * Attach every selected function to pid, with method ids bfctl assigns
+ * and the signature "object!symbol".  On any failure, whatever was
+ * attached to pid is detached again, and an exit code is returned.
+ */
+int probes_attach(struct ctl *c, pid_t pid, const struct bft_plan *pl,
+		  const struct probe_opts *o);
+
+#endif /* BFCTL_PROBES_H */

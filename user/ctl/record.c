@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfctl record: read the rings, decode and merge them (bft_rings, bft_merge,
+ * bft_calltree), and print the calls per method, or every call.
+ *
+ * It runs until the module's mode is shutting_down (after 'bfctl stop') and
+ * the rings are drained, or until interrupted, or for --duration seconds.
+ * Data already in the rings when it starts is read too.  Method names come
+ * from the kernel's method table, which keeps detached probes' entries
+ * until the next start; it is read every 100 ms while recording, so a name
+ * is "#ID" only if a start came between the calls and their reading.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bfctl.h"
+#include "bft_calltree.h"
+#include "bft_merge.h"
+#include "bft_rings.h"
+#include "output.h"
+
+#define NAMES_EVERY_MS	100
+#define STATUS_EVERY_MS	200
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+struct method_count {
+	uint64_t calls;
+	uint64_t exits;
+	char *name;
+};
+
+struct rec {
+	struct ctl *c;
+	struct bft_merge m;
+	struct bft_calltree ct;
+	uint32_t tgid;		/* 0: every process */
+	bool events;
+	struct method_count *mc;	/* by method id */
+	size_t nmc;
+	uint64_t lost, voids, first_ns;
+	bool have_first;
+	int err;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct method_count *method(struct rec *x, uint32_t id)
+{
+	if (id >= x->nmc) {
+		size_t n = id + 64;
+		struct method_count *p = realloc(x->mc, n * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		memset(p + x->nmc, 0, (n - x->nmc) * sizeof(*p));
+		x->mc = p;
+		x->nmc = n;
+	}
+	return &x->mc[id];
+}
+
+static int name_cb(const struct bft_nl_method *m, void *arg)
+{
+	struct method_count *mc = method(arg, m->method_id);
+
+	if (!mc)
+		return -ENOMEM;
+	if (!mc->name || strcmp(mc->name, m->name)) {
+		free(mc->name);
+		mc->name = strdup(m->name);
+	}
+	return 0;
+}
+
+static void refresh_names(struct rec *x)
+{
+	int rc = bft_nl_get_methods(x->c->nl, name_cb, x);
+
+	if (rc)
+		vlog(x->c, 1, "record: reading the method table: %s",
+		     bft_nl_errmsg(x->c->nl));
+}
+
+static const char *name_of(struct rec *x, uint32_t id, char *buf, size_t len)
+{
+	struct method_count *mc = method(x, id);
+
+	if (mc && !mc->name)
+		refresh_names(x);
+	mc = method(x, id);
+	if (mc && mc->name)
+		return mc->name;
+	snprintf(buf, len, "#%u", id);
+	return buf;
+}
+
+static void print_event(struct rec *x, const struct bft_call_event *ev)
+{
+	static const char *const kinds[] = { "enter", "exit", "void" };
+	char buf[32];
+	uint64_t t = ev->time_ns - x->first_ns;
+
+	out_begin();
+	out_u64("time_ns", "%12llu ", t);
+	out_u64("tgid", "%llu/", ev->tgid);
+	out_u64("tid", "%-8llu ", ev->tid);
+	out_str("kind", NULL, kinds[ev->kind]);
+	if (ev->kind == BFT_CALL_VOID) {
+		out_u64("frames", "-- data break (%llu frames dropped)\n", ev->depth);
+	} else {
+		out_u64("depth", NULL, ev->depth);
+		out_u64("id", NULL, ev->id);
+		out_text("%*s%s ", (int)(2 * (ev->depth ? ev->depth - 1 : 0)), "",
+			 ev->kind == BFT_CALL_ENTER ? ">" : "<");
+		out_str("name", "%s\n", name_of(x, ev->id, buf, sizeof(buf)));
+	}
+	out_end();
+}
+
+static int on_call(void *ctx, const struct bft_call_event *ev)
+{
+	struct rec *x = ctx;
+	struct method_count *mc;
+
+	if (x->tgid && ev->tgid != x->tgid)
+		return 0;
+	if (!x->have_first) {
+		x->first_ns = ev->time_ns;
+		x->have_first = true;
+	}
+	if (ev->kind == BFT_CALL_VOID) {
+		x->voids++;
+	} else {
+		mc = method(x, ev->id);
+		if (!mc)
+			return -ENOMEM;
+		if (ev->kind == BFT_CALL_ENTER)
+			mc->calls++;
+		else
+			mc->exits++;
+	}
+	if (x->events)
+		print_event(x, ev);
+	return 0;
+}
+
+static int on_record(void *ctx, const struct bft_record *r)
+{
+	struct rec *x = ctx;
+
+	if (r->kind == BFT_REC_LOST)
+		x->lost += r->value;
+	return bft_calltree_feed(&x->ct, r);
+}
+
+static int on_data(unsigned int cpu, const void *data, size_t len, void *arg)
+{
+	struct rec *x = arg;
+	int rc = bft_merge_feed(&x->m, cpu, data, len);
+
+	if (!rc)
+		rc = bft_merge_run(&x->m);
+	if (rc)
+		x->err = rc;
+	return rc;
+}
+
+static void print_counts(struct rec *x)
+{
+	char buf[32];
+
+	out_begin();
+	out_text("%12s %12s  %s\n", "calls", "exits", "method");
+	out_arr_open("methods");
+	for (uint32_t id = 0; id < x->nmc; id++) {
+		if (!x->mc[id].calls && !x->mc[id].exits)
+			continue;
+		out_obj_open(NULL);
+		out_u64("id", NULL, id);
+		out_u64("calls", "%12llu", x->mc[id].calls);
+		out_u64("exits", " %12llu", x->mc[id].exits);
+		out_str("name", "  %s\n", name_of(x, id, buf, sizeof(buf)));
+		out_obj_close();
+	}
+	out_arr_close();
+	out_u64("lost", x->lost ? "lost events: %llu\n" : NULL, x->lost);
+	out_u64("data_breaks", NULL, x->voids);
+	out_end();
+}
+
+static int mode_now(struct ctl *c, uint8_t *mode)
+{
+	struct bft_nl_status st;
+	int rc = bft_nl_get_status(c->nl, &st);
+
+	if (!rc) {
+		*mode = st.mode;
+		bft_nl_status_free(&st);
+	}
+	return rc;
+}
+
+int cmd_record(struct ctl *c, int argc, char **argv)
+{
+	uint64_t duration = 0, pid = 0;
+	struct rec x = { .c = c };
+	const struct arg_def defs[] = {
+		{ .name = "events", .short_name = 'e', .kind = ARG_FLAG,
+		  .dest = &x.events,
+		  .help = "print every call (enter '>', exit '<') as it happened" },
+		{ .name = "duration", .short_name = 'd', .kind = ARG_UINT,
+		  .dest = &duration, .meta = "SEC", .min = 1,
+		  .help = "stop after SEC seconds" },
+		{ .name = "pid", .short_name = 'P', .kind = ARG_UINT, .dest = &pid,
+		  .meta = "PID", .min = 1, .max = 0x7fffffff,
+		  .help = "only the calls of this process" },
+		ARG_END
+	};
+	struct bft_merge_opts mo = { .on_record = on_record, .ctx = &x };
+	struct bft_calltree_opts co = { .on_call = on_call, .ctx = &x };
+	struct bft_rings *rings = NULL;
+	struct bft_nl_opt flush = { .value = 100 };
+	int64_t t0, last_names = 0, last_status = 0;
+	bool merge_ok = false, tree_ok = false;
+	char err[256];
+	uint8_t mode;
+	ssize_t n;
+	int rc;
+
+	rc = cmd_args(c, current_cmd, defs, argc, argv, ARGS_INTERLEAVED, NULL, NULL);
+	if (rc >= 0)
+		return rc;
+	x.tgid = (uint32_t)pid;
+	rc = ctl_connect(c, BFT_FEAT_READ);
+	if (rc)
+		return rc;
+	if (bft_nl_get_opt(c->nl, BFT_OPT_FLUSH_MS, &flush))
+		vlog(c, 1, "record: flush interval unknown, assuming 100 ms");
+	rc = bft_rings_open(&rings, NULL, c->caps.nr_cpus, err, sizeof(err));
+	if (rc) {
+		err_msg("record: %s", err);
+		rc = rc == -ENOENT ? EXIT_NOMODULE : exit_for_errno(rc);
+		goto out;
+	}
+	mo.ncpus = bft_rings_nr_cpus(rings);
+	if (bft_merge_init(&x.m, &mo) || bft_calltree_init(&x.ct, &co)) {
+		err_msg("record: out of memory");
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	merge_ok = tree_ok = true;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	t0 = now_ms();
+	vlog(c, 2, "record: reading %u rings", bft_rings_nr_bound(rings));
+	while (!interrupted && !x.err) {
+		int64_t t = now_ms();
+
+		if (duration && t - t0 >= (int64_t)duration * 1000)
+			break;
+		if (t - last_names >= NAMES_EVERY_MS) {
+			refresh_names(&x);
+			last_names = t;
+		}
+		if (t - last_status >= STATUS_EVERY_MS) {
+			rc = mode_now(c, &mode);
+			if (rc) {
+				rc = ctl_nl_fail(c, "status", rc);
+				goto out;
+			}
+			if (mode == BFT_MODE_SHUTTING_DOWN)
+				break;
+			last_status = t;
+		}
+		n = bft_rings_poll(rings, 50, on_data, &x);
+		if (n < 0 && !x.err) {
+			err_msg("record: %s", bft_rings_errmsg(rings));
+			rc = EXIT_FAIL;
+			goto out;
+		}
+	}
+	/* What the flush timer seals last arrives within one interval. */
+	if (!x.err) {
+		n = bft_rings_drain(rings, (int)flush.value * 2 + 100, 10000, on_data, &x);
+		if (n < 0 && !x.err)
+			vlog(c, 1, "record: draining: %s", bft_rings_errmsg(rings));
+	}
+	if (!x.err)
+		x.err = bft_merge_drain(&x.m);
+	if (x.err) {
+		const struct bft_stream_error *e = NULL;
+
+		for (uint32_t cpu = 0; cpu < mo.ncpus && !e; cpu++) {
+			const struct bft_stream_error *se =
+				bft_stream_last_error(bft_merge_stream(&x.m, cpu));
+
+			if (se->code != BFT_SERR_NONE)
+				e = se;
+		}
+		err_msg("record: decoding failed: %s", e ? e->msg : strerror(-x.err));
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (!x.events)
+		print_counts(&x);
+	if (x.lost)
+		err_msg("record: %" PRIu64 " events were lost (rings full): counts are short",
+			x.lost);
+	rc = EXIT_OK;
+out:
+	if (tree_ok)
+		bft_calltree_free(&x.ct);
+	if (merge_ok)
+		bft_merge_free(&x.m);
+	for (size_t i = 0; i < x.nmc; i++)
+		free(x.mc[i].name);
+	free(x.mc);
+	bft_rings_close(rings);
+	ctl_close(c);
+	return rc;
+}

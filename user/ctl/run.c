@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfctl run: launch a command under trace without missing its first call.
+ *
+ * The probes must sit on the exec'd image, and on the libraries the
+ * dynamic loader maps for it, before any of their code runs.  So:
+ *
+ *   1. The child asks to be traced (PTRACE_TRACEME) and execs: the kernel
+ *      stops it with SIGTRAP once the new image is in place, before its
+ *      first instruction.  A static executable is complete at that point.
+ *   2. A dynamic one has only itself and the loader mapped.  A breakpoint
+ *      goes on the loader's _dl_debug_state(), the hook debuggers use: the
+ *      loader calls it with r_debug.r_state == RT_CONSISTENT once every
+ *      DT_NEEDED library is mapped, before any library constructor or any
+ *      code of the program runs.  (The loader's own work until then, e.g.
+ *      IFUNC resolvers, is not traced.)  Without that symbol the hold point
+ *      is the program's entry point (AT_ENTRY) instead, after the library
+ *      constructors.
+ *   3. There, with the breakpoint removed, the patterns are resolved over
+ *      /proc/N/maps, the probes attached, tracing started, and the child
+ *      released (PTRACE_DETACH).  bfctl waits for it and exits with its
+ *      status.
+ *
+ * If anything fails before the release, the child is killed, never left
+ * running untraced, and whatever was attached is detached.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/types.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <elf.h>
+
+#include "output.h"
+#include "probes.h"
+
+/* <link.h>'s enum r_state: RT_CONSISTENT is 0.  r_state follows r_version
+ * (int, padded), r_map and r_brk in struct r_debug. */
+#define R_STATE_OFFSET	24
+#define RT_CONSISTENT	0
+
+struct hold {
+	pid_t pid;
+	uint64_t bp;		/* breakpoint address, 0: none needed */
+	uint64_t r_debug;	/* 0: stop at the first hit */
+	long saved;		/* the word the breakpoint replaced */
+	bool armed;
+};
+
+static int read_auxv(pid_t pid, uint64_t *base, uint64_t *entry)
+{
+	char fn[64];
+	Elf64_auxv_t av;
+	int fd;
+
+	*base = *entry = 0;
+	snprintf(fn, sizeof(fn), "/proc/%d/auxv", (int)pid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (read(fd, &av, sizeof(av)) == sizeof(av) && av.a_type != AT_NULL) {
+		if (av.a_type == AT_BASE)
+			*base = av.a_un.a_val;
+		else if (av.a_type == AT_ENTRY)
+			*entry = av.a_un.a_val;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Where to hold a dynamic executable; bp 0 when held enough already. */
+static int hold_point(struct ctl *c, struct hold *h)
+{
+	uint64_t base, entry, dbg, rdbg, lmin;
+	const struct bft_map_obj *ld;
+	struct bft_maps maps;
+	char err[512];
+	int rc;
+
+	rc = read_auxv(h->pid, &base, &entry);
+	if (rc) {
+		err_msg("run: cannot read /proc/%d/auxv: %s", (int)h->pid, strerror(-rc));
+		return EXIT_TARGET;
+	}
+	if (!base) {
+		vlog(c, 2, "run: no program interpreter: held at the first instruction");
+		return EXIT_OK;
+	}
+	rc = bft_maps_read(h->pid, &maps, err, sizeof(err));
+	if (rc) {
+		err_msg("run: %s", err);
+		return EXIT_TARGET;
+	}
+	ld = bft_maps_find_base(&maps, base);
+	h->bp = entry;
+	if (ld && !bft_elf_symbol(ld->open_path, "_dl_debug_state", &dbg, &lmin,
+				  err, sizeof(err)) &&
+	    !bft_elf_symbol(ld->open_path, "_r_debug", &rdbg, &lmin, err,
+			    sizeof(err))) {
+		h->bp = base + dbg - lmin;
+		h->r_debug = base + rdbg - lmin;
+		vlog(c, 2, "run: holding at %s!_dl_debug_state (%#" PRIx64 ") until the libraries are mapped",
+		     ld->path, h->bp);
+	} else {
+		vlog(c, 1, "run: the loader has no _dl_debug_state; holding at the entry point %#" PRIx64
+		     " (library constructors run untraced)", entry);
+	}
+	bft_maps_free(&maps);
+	return EXIT_OK;
+}
+
+static int arm(struct hold *h)
+{
+	errno = 0;
+	h->saved = ptrace(PTRACE_PEEKTEXT, h->pid, (void *)h->bp, NULL);
+	if (errno)
+		return -errno;
+	if (ptrace(PTRACE_POKETEXT, h->pid, (void *)h->bp,
+		   (void *)((h->saved & ~0xffL) | 0xcc)))
+		return -errno;
+	h->armed = true;
+	return 0;
+}
+
+/* Put the original byte back and re-execute the instruction at bp. */
+static int disarm(struct hold *h)
+{
+	struct user_regs_struct regs;
+
+	if (ptrace(PTRACE_POKETEXT, h->pid, (void *)h->bp, (void *)h->saved) ||
+	    ptrace(PTRACE_GETREGS, h->pid, NULL, &regs))
+		return -errno;
+	regs.rip = h->bp;
+	h->armed = false;
+	return ptrace(PTRACE_SETREGS, h->pid, NULL, &regs) ? -errno : 0;
+}
+
+static bool at_bp(const struct hold *h)
+{
+	struct user_regs_struct regs;
+
+	return !ptrace(PTRACE_GETREGS, h->pid, NULL, &regs) && regs.rip == h->bp + 1;
+}
+
+/* Wait for a stop; signals other than SIGTRAP go to the child. */
+static int wait_trap(pid_t pid)
+{
+	int st;
+
+	for (;;) {
+		if (waitpid(pid, &st, 0) < 0)
+			return -errno;
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return -ESRCH;
+		if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP)
+			return 0;
+		if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)WSTOPSIG(st)))
+			return -errno;
+	}
+}
+
+/* Run the child to the hold point. */
+static int run_to_hold(struct ctl *c, struct hold *h)
+{
+	long state;
+	int rc;
+
+	if (!h->bp)
+		return 0;
+	for (;;) {
+		rc = arm(h);
+		if (!rc && ptrace(PTRACE_CONT, h->pid, NULL, NULL))
+			rc = -errno;
+		while (!rc) {
+			rc = wait_trap(h->pid);
+			if (rc || at_bp(h))
+				break;
+			/* a SIGTRAP of its own: deliver it */
+			if (ptrace(PTRACE_CONT, h->pid, NULL, (void *)(long)SIGTRAP))
+				rc = -errno;
+		}
+		if (!rc)
+			rc = disarm(h);
+		if (rc || !h->r_debug)
+			return rc;
+		errno = 0;
+		state = ptrace(PTRACE_PEEKDATA, h->pid,
+			       (void *)(h->r_debug + R_STATE_OFFSET), NULL);
+		if (errno)
+			return -errno;
+		vlog(c, 3, "run: loader hook, r_state %d", (int)(int32_t)state);
+		if ((int32_t)state == RT_CONSISTENT)
+			return 0;
+		/* step over the original instruction, then re-arm */
+		if (ptrace(PTRACE_SINGLESTEP, h->pid, NULL, NULL))
+			return -errno;
+		rc = wait_trap(h->pid);
+		if (rc)
+			return rc;
+	}
+}
+
+static void kill_child(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* Tracing on (and suspended with --suspended), whatever the mode was. */
+static int start_tracing(struct ctl *c, bool suspended)
+{
+	struct bft_nl_status st;
+	uint8_t mode;
+	int rc;
+
+	rc = bft_nl_get_status(c->nl, &st);
+	if (rc)
+		return ctl_nl_fail(c, "status", rc);
+	mode = st.mode;
+	bft_nl_status_free(&st);
+	if (mode == BFT_MODE_INITIALIZING || mode == BFT_MODE_SHUTTING_DOWN) {
+		rc = bft_nl_mode_cmd(c->nl, BFT_CMD_START, &mode);
+		if (rc)
+			return ctl_nl_fail(c, "start", rc);
+		vlog(c, 1, "run: tracing started");
+	} else {
+		vlog(c, 1, "run: the module is %s already", bft_mode_name(mode));
+	}
+	if (suspended && mode == BFT_MODE_TRACING) {
+		rc = bft_nl_mode_cmd(c->nl, BFT_CMD_SUSPEND, &mode);
+		if (rc)
+			return ctl_nl_fail(c, "suspend", rc);
+		vlog(c, 1, "run: recording suspended ('bfctl unsuspend' resumes it)");
+	}
+	return EXIT_OK;
+}
+
+static int child_status(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return EXIT_FAIL;
+}
+
+int cmd_run(struct ctl *c, int argc, char **argv)
+{
+	struct probe_opts o = { 0 };
+	bool suspended = false;
+	const struct arg_def defs[] = {
+		PROBE_ARG_DEFS(&o),
+		{ .name = "suspended", .short_name = 's', .kind = ARG_FLAG,
+		  .dest = &suspended,
+		  .help = "attach and start, but suspend recording at once" },
+		ARG_END
+	};
+	struct strlist cmdline = { 0 };
+	struct hold h = { 0 };
+	struct bft_plan pl;
+	bool planned = false;
+	char **child_argv = NULL;
+	int rc, pipefd[2], st, child_errno = 0;
+
+	rc = cmd_args(c, current_cmd, defs, argc, argv, ARGS_STOP_AT_POSITIONAL,
+		      &cmdline, NULL);
+	if (rc >= 0)
+		goto out;
+	rc = EXIT_USAGE;
+	if (!cmdline.n) {
+		err_msg("run: no command given: bfctl run --pattern P -- COMMAND [ARG...]");
+		goto out;
+	}
+	if (!o.patterns.n) {
+		err_msg("run: give at least one --pattern");
+		goto out;
+	}
+	if (suspended && o.list) {
+		err_msg("run: --suspended and --list do not go together");
+		goto out;
+	}
+	if (!o.list) {
+		rc = ctl_connect(c, BFT_FEAT_ENTRY | (suspended ? BFT_FEAT_SUSPEND : 0));
+		if (rc)
+			goto out;
+	}
+	child_argv = calloc(cmdline.n + 1, sizeof(*child_argv));
+	if (!child_argv || pipe2(pipefd, O_CLOEXEC)) {
+		err_msg("run: %s", strerror(errno ? errno : ENOMEM));
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	for (size_t i = 0; i < cmdline.n; i++)
+		child_argv[i] = (char *)cmdline.v[i];
+	fflush(NULL);
+	h.pid = fork();
+	if (h.pid < 0) {
+		err_msg("run: fork: %s", strerror(errno));
+		close(pipefd[0]);
+		close(pipefd[1]);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (!h.pid) {
+		int e;
+
+		close(pipefd[0]);
+		if (c->nl)
+			close(bft_nl_fd(c->nl));	/* not the child's */
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
+			execvp(child_argv[0], child_argv);
+		e = errno;
+		if (write(pipefd[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	if (waitpid(h.pid, &st, 0) < 0 || !WIFSTOPPED(st)) {
+		if (read(pipefd[0], &child_errno, sizeof(child_errno)) != sizeof(child_errno))
+			child_errno = 0;
+		close(pipefd[0]);
+		err_msg("run: cannot run '%s': %s", child_argv[0],
+			child_errno ? strerror(child_errno) : "it did not start");
+		rc = child_errno == ENOENT ? EXIT_USAGE : EXIT_FAIL;
+		if (!WIFEXITED(st) && !WIFSIGNALED(st))
+			kill_child(h.pid);
+		goto out;
+	}
+	close(pipefd[0]);
+	/* If bfctl dies before the release, the child must not run on. */
+	ptrace(PTRACE_SETOPTIONS, h.pid, NULL, (void *)(long)PTRACE_O_EXITKILL);
+	vlog(c, 2, "run: process %d stopped after exec", (int)h.pid);
+
+	rc = hold_point(c, &h);
+	if (!rc) {
+		int e = run_to_hold(c, &h);
+
+		if (e == -ESRCH) {
+			err_msg("run: '%s' exited before it could be traced", child_argv[0]);
+			rc = EXIT_TARGET;
+		} else if (e) {
+			err_msg("run: holding process %d: %s", (int)h.pid, strerror(-e));
+			rc = EXIT_FAIL;
+		}
+	}
+	if (!rc) {
+		rc = probes_select(c, h.pid, &o, &pl);
+		planned = !rc;
+	}
+	if (!rc && o.list) {
+		probes_print_list(&pl, h.pid);
+		kill_child(h.pid);
+		goto out;
+	}
+	/* The child's stdout is the user's: bfctl's report goes to stderr,
+	 * unless it is JSON that a script asked for. */
+	if (!rc && !c->json)
+		out_init(stderr, false);
+	if (!rc)
+		rc = probes_attach(c, h.pid, &pl, &o);
+	if (!rc) {
+		rc = start_tracing(c, suspended);
+		if (rc) {
+			int d = bft_nl_detach(c->nl, (uint32_t)h.pid);
+
+			if (d && d != -ENOENT)
+				ctl_nl_fail(c, "detach", d);
+		}
+	}
+	if (rc) {
+		kill_child(h.pid);
+		goto out;
+	}
+	ctl_close(c);
+	if (ptrace(PTRACE_DETACH, h.pid, NULL, NULL)) {
+		err_msg("run: releasing process %d: %s", (int)h.pid, strerror(errno));
+		kill_child(h.pid);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	vlog(c, 1, "run: process %d released", (int)h.pid);
+	/* Like system(3): the terminal's signals are the child's business. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	while (waitpid(h.pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			err_msg("run: waiting for process %d: %s", (int)h.pid, strerror(errno));
+			rc = EXIT_FAIL;
+			goto out;
+		}
+	}
+	rc = child_status(st);
+	vlog(c, 1, "run: process %d ended, exit status %d", (int)h.pid, rc);
+out:
+	if (planned)
+		bft_plan_free(&pl);
+	ctl_close(c);
+	free(child_argv);
+	strlist_free(&cmdline);
+	strlist_free(&o.patterns);
+	return rc;
+}

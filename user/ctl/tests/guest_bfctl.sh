@@ -1,0 +1,627 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bfctl acceptance checks, run as root INSIDE the test guest, from the
+# repository root:
+#
+#   user/ctl/tests/guest_bfctl.sh
+#
+# Loads build/kmod-$(uname -r)/bftrace.ko unless bftrace is loaded already
+# (and then unloads it at the end).  Prints TAP; exits non-zero if any check
+# failed.  Needs build/user/bfctl, python3 (JSON is read with its json
+# module), bpftrace and sqlite3 (checks that need a missing one are skipped).
+#
+# The fixtures (user/lib/tests/resolve_fixtures) are taken from
+# $BFT_FIXTURES, else build/user/ctl-fixtures; they are built there on the
+# host (user/lib/tests/resolve_fixtures/build.sh DIR), or, if missing, in
+# the guest's /tmp (slow under TCG).
+#
+# BFT_BFCTL_ONLY, a regex, picks sections: caps counts sqlite run list endbr
+# bad opts.  The whole run takes about 5 minutes under TCG.
+#
+# Per-function call counts are checked three ways in the same run: bfctl
+# record (the rings, decoded), bpftrace's count() on the same functions of
+# the same process, and the number of calls the fixture makes by
+# construction.
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd -P)
+cd "$root"
+BFCTL=$root/build/user/bfctl
+T=$(mktemp -d /tmp/bfctl-guest.XXXXXX)
+N=${BFT_GUEST_CALLS:-300}	# loop iterations of the "work" fixtures
+
+n=0
+failed=0
+t_last=$SECONDS
+took() { echo "# ($((SECONDS - t_last)) s)"; t_last=$SECONDS; }
+ok() { n=$((n + 1)); echo "ok $n $1"; took; }
+not_ok() { n=$((n + 1)); echo "not ok $n $1"; failed=1; took; }
+skip() { n=$((n + 1)); echo "ok $n $1 # SKIP $2"; }
+note() { sed 's/^/# /' "$@"; }
+check() { # name, command...: ok if the command succeeds
+	local name=$1 limit=()
+	shift
+	declare -F "$1" >/dev/null || limit=(timeout -k 5 180)
+	if "${limit[@]}" "$@" >"$T/check.out" 2>&1; then
+		ok "$name"
+	else
+		note "$T/check.out"
+		not_ok "$name"
+	fi
+}
+
+# Every step has a time limit: a hang fails a check instead of holding the
+# one guest everybody shares.
+bf() { timeout -k 5 120 "$BFCTL" "$@"; }
+
+bg_pids=()
+cleanup() {
+	local p
+	for p in "${bg_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	bf stop >/dev/null 2>&1
+	bf detach --all >/dev/null 2>&1
+	[[ -n ${loaded_here:-} ]] && rmmod bftrace
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# ---- setup -------------------------------------------------------------------
+
+loaded_here=
+if [[ ! -d /sys/module/bftrace ]]; then
+	insmod "build/kmod-$(uname -r)/bftrace.ko" || { echo "Bail out! insmod bftrace.ko failed"; exit 1; }
+	loaded_here=1
+fi
+[[ -x $BFCTL ]] || { echo "Bail out! $BFCTL missing (make -C user)"; exit 1; }
+
+FX=${BFT_FIXTURES:-$root/build/user/ctl-fixtures}
+if [[ ! -e $FX/stamp ]]; then
+	FX=$T/fx
+	sh user/lib/tests/resolve_fixtures/build.sh "$FX" >/dev/null 2>&1 ||
+		{ echo "Bail out! building the fixtures failed"; exit 1; }
+fi
+head -c 4096 /dev/zero | tr '\0' '\220' >"$T/junk.bin"
+
+echo "TAP version 13"
+have_bpftrace=$(command -v bpftrace || true)
+have_sqlite=$(command -v sqlite3 || true)
+
+# The mode must be tracing before a check's calls.
+tracing() {
+	local mode
+	mode=$(bf --json status | python3 -c 'import json,sys; print(json.load(sys.stdin)["mode"])')
+	[[ $mode == tracing ]] || bf start >/dev/null
+}
+
+# Stop, and read whatever the rings still hold, so every check starts clean.
+settle() {
+	timeout 30 "$BFCTL" stop >/dev/null 2>&1
+	timeout 60 "$BFCTL" record >/dev/null 2>&1
+}
+
+wait_for() { # file, regex, seconds
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do
+		grep -qE "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Start a fixture in "work"/"junk" mode; FXPID is its pid once it is ready.
+fixture() { # out-file, program, args...
+	local out=$1
+	shift
+	"$@" >"$out" 2>&1 &
+	FXPID=$!
+	bg_pids+=("$FXPID")
+	wait_for "$out" '^ready' 30
+}
+
+# Wait for a child, but not forever; then reap it.
+bounded_wait() { # pid, seconds
+	timeout "$2" tail --pid="$1" -f /dev/null
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	return 0
+}
+
+finish_fixture() { # out-file, [command to run between "done" and the exit]
+	kill -USR1 "$FXPID"
+	wait_for "$1" '^done' 120 || return 1
+	[[ -n ${2:-} ]] && "$2"
+	kill -USR1 "$FXPID"
+	bounded_wait "$FXPID" 30
+}
+
+# bpftrace counting entries of the functions in a --list JSON, in pid: one
+# uprobe per function (aliases merged, as bfctl does), keyed by func, not by
+# probe (with probe, bpftrace compiles one program per function, which takes
+# minutes under TCG for hundreds of them).  func is symbolized when bpftrace
+# prints, so stop it while the process is still alive.
+bpftrace_start() { # list.json, pid, out
+	local prog
+	prog=$(python3 - "$1" <<'EOF'
+import json, sys
+lst = json.load(open(sys.argv[1]))
+spec = ",".join("uprobe:%s:%s" % (p["path"], p["mangled"]) for p in lst["probes"])
+print(spec + ' { @[func] = count(); } BEGIN { printf("READY\\n"); }')
+EOF
+)
+	# 7>&-: no background process may keep sqlite_check's FIFO open
+	bpftrace -f json -p "$2" -e "$prog" >"$3" 2>&1 7>&- &
+	BPFPID=$!
+	bg_pids+=("$BPFPID")
+	wait_for "$3" 'READY' 120
+}
+
+bpftrace_stop() {
+	kill -INT "$BPFPID" 2>/dev/null
+	bounded_wait "$BPFPID" 60
+}
+
+# Compare bfctl record, bpftrace and the expected counts ("name=count;...",
+# names as bfctl shows symbols).  Prints the table as TAP comments.
+compare_counts() { # list.json record.json bpftrace.out expected [all]
+	python3 - "$@" <<'EOF'
+import json, sys
+lst = json.load(open(sys.argv[1]))
+rec = json.load(open(sys.argv[2]))
+expected = dict(kv.rsplit("=", 1) for kv in sys.argv[4].split(";") if kv)
+every = len(sys.argv) > 5
+bpf = {}
+for line in open(sys.argv[3]):
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    if msg.get("type") == "map":
+        for probe, count in msg["data"].get("@", {}).items():
+            bpf[probe] = count
+            # bpftrace shows a template function with its return type
+            head = probe.split("(")[0]
+            if " " in head:
+                bpf[probe[head.rindex(" ") + 1:]] = count
+by_sig = {m["name"]: m["calls"] for m in rec["methods"]}
+bad = 0
+checked = 0
+for p in lst["probes"]:
+    ours = by_sig.get(p["signature"], 0)
+    # func names one of the aliases
+    theirs = next((bpf[n] for n in [p["mangled"], p["symbol"]] + p["aliases"]
+                   if n in bpf), None)
+    want = expected.get(p["symbol"])
+    if theirs is None and want is None and not ours:
+        continue
+    if not every and want is None:
+        continue
+    checked += 1
+    good = theirs == ours and (want is None or int(want) == ours)
+    bad += not good
+    print("%-40s bfctl %6d  bpftrace %6s  expected %6s%s" % (
+        p["symbol"][:40], ours, theirs, want, "" if good else "  MISMATCH"))
+print("%d functions compared, %d events lost" % (checked, rec["lost"]))
+if not bpf:
+    print("bpftrace printed no counts:")
+    print("".join(open(sys.argv[3]).readlines()[:10]))
+sys.exit(1 if bad or not checked or rec["lost"] else 0)
+EOF
+}
+
+# One count check: attach by pattern to a fixture in "work N" mode.
+count_check() { # name, expected, program, patterns...
+	local name=$1 expected=$2 prog=$3
+	shift 3
+	local pats=() p
+	for p in "$@"; do pats+=(-p "$p"); done
+	if [[ -z $have_bpftrace ]]; then
+		skip "$name" "bpftrace not installed"
+		return
+	fi
+	settle
+	if ! fixture "$T/fx.out" "$prog" work "$N"; then
+		note "$T/fx.out"; not_ok "$name # fixture did not start"; return
+	fi
+	if ! bf --json attach --pid "$FXPID" --list "${pats[@]}" >"$T/list.json" 2>"$T/err" ||
+	   ! bpftrace_start "$T/list.json" "$FXPID" "$T/bpf.out"; then
+		note "$T/err" "$T/bpf.out"; not_ok "$name # list or bpftrace failed"; return
+	fi
+	if ! bf attach --pid "$FXPID" "${pats[@]}" >/dev/null 2>"$T/err"; then
+		note "$T/err"; not_ok "$name # attach failed"; bpftrace_stop; return
+	fi
+	tracing
+	bf --json record --pid "$FXPID" >"$T/rec.json" 2>"$T/rec.err" &
+	local rec=$!
+	bg_pids+=("$rec")
+	finish_fixture "$T/fx.out" bpftrace_stop
+	timeout 30 "$BFCTL" stop >/dev/null
+	bounded_wait "$rec" 60
+	if compare_counts "$T/list.json" "$T/rec.json" "$T/bpf.out" "$expected" >"$T/cmp" 2>&1; then
+		note "$T/cmp"; ok "$name"
+	else
+		note "$T/cmp" "$T/rec.err"; not_ok "$name"
+	fi
+}
+
+third=$(((N + 2) / 3))
+half=$(((N + 1) / 2))
+quarter=$(((N + 3) / 4))
+c_expected="foo_fast=$((2 * N));foo_slow=$third;bar=$N;fx_local_helper=1"
+lib_expected="fxlib_add=$N;fxlib_mul=$half;fxlib_local=$N"
+
+# ---- handshake and plain commands --------------------------------------------
+
+sec_caps() {
+	check "caps: protocol 1 with entry, return and read" python3 -c '
+import json, subprocess, sys
+c = json.loads(subprocess.check_output([sys.argv[1], "--json", "caps"], timeout=60))
+assert c["proto_version"] == 1, c
+assert {"entry", "return", "read"} <= set(c["features"]), c
+' "$BFCTL"
+
+	check "status --watch --json gives one document per refresh" python3 -c '
+import json, subprocess, sys
+out = subprocess.check_output([sys.argv[1], "--json", "status", "--watch", "--count", "2"], timeout=60)
+docs = [json.loads(l) for l in out.decode().splitlines()]
+assert len(docs) == 2 and all("mode" in d and "cpus" in d for d in docs), docs
+' "$BFCTL"
+}
+
+# ---- pattern attach on every kind of binary, counts against bpftrace ------------
+
+sec_counts() {
+	count_check "static binary: counts equal bpftrace's" "$c_expected" \
+		"$FX/fx_static" 'fx_static:foo_*' 'fx_static:bar' 'fx_static:fx_local_helper'
+	count_check "PIE and its shared library: counts equal bpftrace's" "$c_expected;$lib_expected" \
+		"$FX/fx_pie" 'fx_pie:foo_*' 'fx_pie:bar' 'fx_pie:fx_local_helper' 'libfx*:fxlib_*'
+	count_check "stripped binary, .dynsym only: counts equal bpftrace's" \
+		"foo_fast=$((2 * N));foo_slow=$third;bar=$N" \
+		"$FX/fx_stripped" 'fx_stripped:foo_*' 'fx_stripped:bar'
+	count_check "C++: demangled patterns, namespaces, overloads" \
+		"ns::add(int, int)=$N;ns::add(double, double)=$half;ns::twice<int>(int)=$N;ns::Square::scale(int)=$N;ns::Square::scale(double)=$quarter;ns::Square::area() const=$N" \
+		"$FX/fx_cpp" 'fx_cpp:ns::add*' 'fx_cpp:ns::twice<*' 'fx_cpp:ns::Square::scale*' \
+		'fx_cpp:*::area*'
+	count_check "CET binary (probes after endbr64): counts equal bpftrace's" \
+		"foo_fast=$((2 * N));foo_slow=$third;bar=$N" \
+		"$FX/fx_cet" 'fx_cet:foo_*' 'fx_cet:bar'
+}
+
+# ---- sqlite3 through its shared library ------------------------------------------
+
+# bfctl probes every sqlite3_* function (about 280); bpftrace counts a fixed
+# subset only, since attaching hundreds of uprobes takes bpftrace 0.17 many
+# minutes under TCG.  For all of them, record's counts must equal the hits
+# the module counted.
+SQLITE_SUBSET="sqlite3_exec sqlite3_prepare_v2 sqlite3_step sqlite3_finalize
+sqlite3_column_text sqlite3_value_text sqlite3_malloc sqlite3_free
+sqlite3_mutex_enter sqlite3_mutex_leave"
+
+sqlite_check() {
+	local name="sqlite3 with 'libsqlite3*:sqlite3_*': counts equal bpftrace's and the module's"
+	if [[ -z $have_sqlite || -z $have_bpftrace ]]; then
+		skip "$name" "sqlite3 or bpftrace not installed"; return
+	fi
+	settle
+	local t0=$SECONDS
+	step() { echo "# $((SECONDS - t0)) s: $*"; }
+	mkfifo "$T/sq.in"
+	sqlite3 :memory: <"$T/sq.in" >"$T/sq.out" 2>&1 &
+	local sq=$!
+	bg_pids+=("$sq")
+	exec 7>"$T/sq.in"
+	wait_for "/proc/$sq/maps" 'libsqlite3' 30
+	if ! timeout 120 "$BFCTL" --json attach --pid "$sq" --list -p 'libsqlite3*:sqlite3_*' \
+		>"$T/list.json" 2>"$T/err"; then
+		note "$T/err"; not_ok "$name # list"; exec 7>&-; return
+	fi
+	step listed
+	python3 - "$T/list.json" "$SQLITE_SUBSET" >"$T/sub.json" <<'EOF'
+import json, sys
+lst = json.load(open(sys.argv[1]))
+keep = set(sys.argv[2].split())
+lst["probes"] = [p for p in lst["probes"] if p["symbol"] in keep]
+json.dump(lst, sys.stdout)
+EOF
+	if ! bpftrace_start "$T/sub.json" "$sq" "$T/bpf.out"; then
+		note "$T/bpf.out"; not_ok "$name # bpftrace"; exec 7>&-; return
+	fi
+	step "bpftrace ready"
+	if ! timeout 120 "$BFCTL" attach --pid "$sq" -p 'libsqlite3*:sqlite3_*' >/dev/null 2>"$T/err"; then
+		note "$T/err"; not_ok "$name # attach"; bpftrace_stop; exec 7>&-; return
+	fi
+	step attached
+	tracing
+	bf --json record --pid "$sq" >"$T/rec.json" 2>"$T/rec.err" 7>&- &
+	local rec=$!
+	bg_pids+=("$rec")
+	cat >&7 <<'EOF'
+CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT);
+INSERT INTO t(b) VALUES ('one'), ('two'), ('three');
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 50)
+  INSERT INTO t(b) SELECT 'row' || x FROM c;
+SELECT count(*), max(a) FROM t;
+UPDATE t SET b = upper(b) WHERE a % 2 = 0;
+DELETE FROM t WHERE a > 40;
+SELECT b FROM t WHERE a < 4 ORDER BY a;
+EOF
+	# sqlite3 stays alive until bpftrace has printed and the hits are read
+	echo ".shell echo done >$T/sq.done; exec sleep 600" >&7
+	wait_for "$T/sq.done" done 120
+	step "statements done"
+	timeout 60 "$BFCTL" --json methods --pid "$sq" >"$T/methods.json" 2>>"$T/err"
+	bpftrace_stop
+	step "bpftrace stopped"
+	local sleeper
+	for sleeper in $(pgrep -P "$sq" sleep); do kill "$sleeper"; done
+	exec 7>&-
+	bounded_wait "$sq" 60
+	timeout 30 "$BFCTL" stop >/dev/null
+	bounded_wait "$rec" 60
+	step "recorded"
+	note "$T/sq.out"
+	if compare_counts "$T/sub.json" "$T/rec.json" "$T/bpf.out" "" all >"$T/cmp" 2>&1 &&
+	   python3 - "$T/rec.json" "$T/methods.json" >>"$T/cmp" 2>&1 <<'EOF' &&
+import json, sys
+rec = {m["name"]: m["calls"] for m in json.load(open(sys.argv[1]))["methods"]}
+hits = {m["name"]: m["hits"] for m in json.load(open(sys.argv[2]))["methods"]}
+bad = {n: (rec.get(n, 0), h) for n, h in hits.items() if rec.get(n, 0) != h}
+print("all %d probes: record's counts %s the module's hits (%d calls in all)" % (
+    len(hits), "differ from" if bad else "equal", sum(hits.values())))
+assert hits and not bad, bad
+EOF
+	   grep -q '^53|53$' "$T/sq.out"; then
+		note "$T/cmp"; ok "$name"
+	else
+		note "$T/cmp" "$T/rec.err" "$T/err"; not_ok "$name"
+	fi
+}
+
+sec_sqlite() {
+	sqlite_check
+}
+
+# ---- run: held before the first instruction ---------------------------------------
+
+# The first call recorded for the process is main's first call, and the
+# library's probes (mapped by the loader while held) caught their calls.
+run_check() { # name, program, first-symbol, more-expected, patterns...
+	local name=$1 prog=$2 first=$3 more=$4
+	shift 4
+	local pats=() p
+	for p in "$@"; do pats+=(-p "$p"); done
+	settle
+	if ! bf --json run "${pats[@]}" -- "$prog" >"$T/run.json" 2>"$T/err"; then
+		note "$T/err" "$T/run.json"; not_ok "$name # run failed"; return
+	fi
+	local pid
+	pid=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["pid"])' "$T/run.json")
+	bf stop >/dev/null
+	bf --json record --events --pid "$pid" >"$T/ev.json" 2>"$T/err"
+	if python3 - "$T/run.json" "$T/ev.json" "$first" "$more" >"$T/cmp" 2>&1 <<'EOF'
+import json, sys
+run = json.loads(open(sys.argv[1]).readline())
+names = {p["id"]: p["signature"].split("!", 1)[1] for p in run["probes"]}
+events = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+enters = [names.get(e["id"], "#%d" % e["id"]) for e in events if e["kind"] == "enter"]
+print("# first calls: " + " ".join(enters[:6]))
+assert enters and enters[0] == sys.argv[3], "first call is %s, not %s" % (enters[:1], sys.argv[3])
+for kv in filter(None, sys.argv[4].split(",")):
+    sym, want = kv.split("=")
+    got = enters.count(sym)
+    assert got == int(want), "%s called %d times, not %s" % (sym, got, want)
+EOF
+	then
+		note "$T/cmp"; ok "$name"
+	else
+		note "$T/cmp" "$T/err"; not_ok "$name"
+	fi
+}
+sec_run() {
+	run_check "run: static binary records main's first call" "$FX/fx_static" fx_first \
+		"foo_fast=2,bar=1" 'fx_static:fx_*' 'fx_static:foo_*' 'fx_static:bar'
+	run_check "run: PIE + library records main's first call and the library's calls" \
+		"$FX/fx_pie" fx_first "fxlib_add=1,fxlib_mul=1,foo_fast=2" \
+		'fx_pie:fx_*' 'fx_pie:foo_*' 'libfx*:fxlib_*' '!fxlib_local'
+
+	check "run: bfctl exits with the command's status, or its own before the command ran" bash -c '
+	"$1" run -p "fx_c:fx_first" -- sh -c "exit 7"; [[ $? == 5 ]] || exit 1  # sh has no fx_c
+	"$1" run -p "fx_c:fx_first" -- "$2/fx_c" junk /nonexistent; [[ $? == 1 ]] || exit 2
+	"$1" run -p "fx_c:fx_first" -- "$2/fx_c" bytes >/dev/null; [[ $? == 0 ]] || exit 3
+	"$1" run -p "*:main" -- /nonexistent/prog; [[ $? == 2 ]] || exit 4
+	' _ "$BFCTL" "$FX"
+	settle
+}
+
+# ---- --list is what gets attached --------------------------------------------------
+
+list_check() {
+	settle
+	fixture "$T/fx.out" "$FX/fx_pie" work 1 || { not_ok "--list equals the attached set # fixture"; return; }
+	local pats=(-p 'fx_pie:*' -p 'libfx*:*' -p '!_*' -p '!*frame_dummy*')
+	bf --json attach --pid "$FXPID" --list "${pats[@]}" >"$T/list.json" 2>"$T/err" &&
+	bf attach --pid "$FXPID" "${pats[@]}" >/dev/null 2>>"$T/err" &&
+	bf --json methods --pid "$FXPID" >"$T/methods.json" 2>>"$T/err"
+	if python3 - "$T/list.json" "$T/methods.json" >"$T/cmp" 2>&1 <<'EOF'
+import json, sys
+lst = {(p["path"], p["offset"], p["signature"]) for p in json.load(open(sys.argv[1]))["probes"]}
+got = {(m["path"], m["offset"], m["name"]) for m in json.load(open(sys.argv[2]))["methods"]}
+print("# %d listed, %d attached" % (len(lst), len(got)))
+assert len(lst) > 5 and lst == got, (lst ^ got)
+EOF
+	then
+		note "$T/cmp"; ok "--list equals the attached set (path, offset, signature)"
+	else
+		note "$T/cmp" "$T/err"; not_ok "--list equals the attached set (path, offset, signature)"
+	fi
+	bf detach --pid "$FXPID" >/dev/null
+	finish_fixture "$T/fx.out" >/dev/null
+}
+
+sec_list() {
+	list_check
+}
+
+# ---- endbr64 placement ---------------------------------------------------------
+
+endbr_check() {
+	local name="endbr64: a traced call costs less probed after endbr64 than on it"
+	local calls=${BFT_BENCH_CALLS:-20000} base on off
+	settle
+	local i r
+	bench() { # bfctl options...: ns per call, best of 3 (entry probes only,
+		# so that the placement is most of what differs)
+		for i in 1 2 3; do
+			bf run --entry-only "$@" -p 'fx_cet:foo_fast' -- \
+				"$FX/fx_cet" bench "$calls" 2>/dev/null | awk '{print $2}'
+			settle
+		done | sort -g | head -n 1
+	}
+	base=$("$FX/fx_cet" bench "$calls" | awk '{print $2}')
+	on=$(bench)
+	off=$(bench --no-endbr)
+	echo "# $calls calls of foo_fast (fx_cet, -fcf-protection=full), $(uname -r), entry probe, ns per call (best of 3):"
+	echo "#   untraced $base   probe after endbr64 $on   probe on endbr64 (--no-endbr) $off"
+	r=$(python3 -c 'import sys; print("%.2f" % (float(sys.argv[2]) / float(sys.argv[1])))' "$on" "$off" 2>/dev/null)
+	echo "#   on/after ratio: ${r:-?}"
+	if [[ -z $on || -z $off ]]; then
+		not_ok "$name # a benchmark run failed"
+	elif python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$on" "$off"; then
+		ok "$name"
+	elif ! dmesg | grep -q 'Hypervisor detected: KVM'; then
+		# Under TCG a trap costs no more than emulating the instruction:
+		# the single-step that endbr64 needs is not what makes it slow.
+		n=$((n + 1)); echo "not ok $n $name # TODO not measurable under TCG (no KVM)"; took
+	else
+		not_ok "$name"
+	fi
+}
+
+sec_endbr() {
+	endbr_check
+}
+
+# ---- bad input: clear message, non-zero exit, nothing left attached --------------------
+
+nothing_attached() { # pid
+	python3 -c '
+import json, subprocess, sys
+m = json.loads(subprocess.check_output([sys.argv[1], "--json", "methods", "--pid", sys.argv[2]], timeout=60))
+assert not m["methods"], m   # detached ones are listed with --all only
+' "$BFCTL" "$1"
+}
+
+expect_fail() { # name, exit code, message regex, command...
+	local name=$1 code=$2 re=$3 rc limit=()
+	shift 3
+	declare -F "$1" >/dev/null || limit=(timeout -k 5 120)
+	"${limit[@]}" "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	if [[ $rc == "$code" ]] && grep -qE "$re" "$T/err"; then
+		sed -n 1p "$T/err" | note; ok "$name"
+	else
+		echo "# exit $rc (want $code)"; note "$T/err"; not_ok "$name"
+	fi
+}
+
+sec_bad_pid() {
+	settle
+	expect_fail "bad input: a pid that does not exist" 4 'no process with pid' \
+		bf attach --pid 4000000 -p foo
+	# A zombie has exited but its pid is still there.
+	sh -c 'sleep 0 & echo $! >'"$T/zpid"'; exec sleep 5' &
+	bg_pids+=($!)
+	wait_for "$T/zpid" . 10
+	sleep 0.5
+	expect_fail "bad input: a process that has exited (zombie)" 4 'exited' \
+		bf attach --pid "$(cat "$T/zpid")" -p '*:main'
+}
+
+race_check() {
+	local name="bad input: processes exiting during the attach leave nothing attached"
+	local i p rc fails=0 codes=""
+	for i in 0 0.01 0.02 0.05 0.1 0.2; do
+		sleep "$i" &
+		p=$!
+		bf attach --pid "$p" -p 'libc.so*:*nanosleep*' -p 'libc.so*:malloc' >/dev/null 2>"$T/err"
+		rc=$?
+		codes+=" $rc"
+		[[ $rc == 0 || $rc == 4 ]] || { note "$T/err"; fails=1; }
+		[[ $rc == 4 ]] && sed -n 1p "$T/err" | note
+		wait "$p"
+	done
+	sleep 1	# the module forgets exited targets at its next flush
+	echo "# exit codes:$codes"
+	if ((fails == 0)) && python3 -c '
+import json, subprocess, sys
+s = json.loads(subprocess.check_output([sys.argv[1], "--json", "status"], timeout=60))
+assert s["nr_targets"] == 0 and s["nr_probes"] == 0, s
+' "$BFCTL"; then
+		ok "$name"
+	else
+		not_ok "$name"
+	fi
+}
+
+sec_bad() {
+	sec_bad_pid
+	race_check
+
+	fixture "$T/fx.out" "$FX/fx_c" work 1
+	expect_fail "bad input: a pattern that matches nothing" 5 'no function of process' \
+		bf attach --pid "$FXPID" -p 'no_such_function_*'
+	check "  ... and nothing is attached" nothing_attached "$FXPID"
+	expect_fail "bad input: more functions than --max-probes" 6 'raise the cap with --max-probes' \
+		bf attach --pid "$FXPID" -p 'fx_c:*' --max-probes 3
+	check "  ... and nothing is attached" nothing_attached "$FXPID"
+	expect_fail "bad input: a malformed regex" 2 "bad regex" \
+		bf attach --pid "$FXPID" --regex -p 'foo_(fast'
+	expect_fail "bad input: not root (unreadable /proc entry)" 7 'Permission denied' \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$BFCTL" attach --pid "$FXPID" -p foo_fast
+	expect_fail "bad input: not root (mode change)" 7 'CAP_NET_ADMIN' \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$BFCTL" start
+	# The module's own cap: an attach that would exceed it, on a target with
+	# probes already, detaches everything rather than leave half of it.
+	bf attach --pid "$FXPID" -p 'fx_c:foo_fast' >/dev/null 2>&1
+	bf set max_probes 2 >/dev/null
+	expect_fail "bad input: over the module's max_probes, earlier probes included" 6 'max_probes' \
+		bf attach --pid "$FXPID" -p 'fx_c:foo_slow' -p 'fx_c:bar'
+	check "  ... and the target is left with nothing attached" nothing_attached "$FXPID"
+	bf set max_probes 4096 >/dev/null
+	finish_fixture "$T/fx.out" >/dev/null
+
+	fixture "$T/fx.out" "$FX/fx_c" junk "$T/junk.bin"
+	expect_fail "bad input: a non-ELF file mapped executable" 4 'junk.bin.*not an ELF' \
+		bf attach --pid "$FXPID" -p foo_fast
+	check "  ... scoped away from it, the attach works" "$BFCTL" attach --pid "$FXPID" -p 'fx_c:foo_fast'
+	bf detach --pid "$FXPID" >/dev/null
+	finish_fixture "$T/fx.out" >/dev/null
+}
+
+# ---- options and modes -----------------------------------------------------------
+
+sec_opts() {
+	settle
+	check "set/get: an option changes and reads back" bash -c '
+	"$1" set flush_ms 50 >/dev/null &&
+	[[ $("$1" --json get flush_ms | python3 -c "import json,sys; print(json.load(sys.stdin)[\"options\"][0][\"value\"])") == 50 ]] &&
+	"$1" set flush_ms 100 >/dev/null' _ "$BFCTL"
+	expect_fail "set: out of range is refused with the reason" 2 'range' "$BFCTL" set flush_ms 0
+	expect_fail "set: unknown option" 2 'unknown option' "$BFCTL" set no_such_option 1
+	check "modes: start, suspend, unsuspend, pause, unpause, stop" bash -c '
+	set -e
+	m() { [[ $("$1" "$2") == "$3" ]]; }
+	m "$1" start tracing; m "$1" suspend suspended; m "$1" unsuspend tracing
+	m "$1" pause paused; m "$1" unpause tracing; m "$1" stop shutting_down' _ "$BFCTL"
+	expect_fail "modes: a transition that makes no sense shows the kernel's reason" 1 'shutting.down' \
+		bf unpause
+}
+
+# ---- run the sections -------------------------------------------------------
+
+# BFT_BFCTL_ONLY: a regex of the sections to run (all by default).
+for sec in caps counts sqlite run list endbr bad opts; do
+	[[ -z ${BFT_BFCTL_ONLY:-} || $sec =~ ${BFT_BFCTL_ONLY} ]] && "sec_$sec"
+done
+echo "1..$n"
+exit $failed
