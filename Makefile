@@ -7,7 +7,7 @@
 KDIR ?= /lib/modules/$(shell uname -r)/build
 PREFIX ?= /usr/local
 
-.PHONY: all modules user selftests test demo clean
+.PHONY: all modules user selftests test demo bench clean
 
 all: modules
 
@@ -25,6 +25,10 @@ test:
 
 demo:
 	scripts/demo.sh
+
+# The benchmark (bench/results.md, bench/results.json); not a test.
+bench:
+	scripts/bench
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true

@@ -1,0 +1,608 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn the raw outputs of scripts/bench into bench/results.md and .json.
+
+Inputs are line-oriented (see bench/guest-bench.sh):
+  @info KEY VALUE...      @cmd ID COMMAND...      @res ID key=value...
+  @codec LINE             (bench_codec's own output, native only)
+Each per-call figure is the median of its repetitions; every figure carries
+its ratio (to the floor, or to what it is compared with) and the command
+that reproduces it.  bench/notes.md, if present, is appended verbatim: it
+holds the written analysis of the limits, which numbers alone cannot give.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import statistics
+import sys
+
+# Commands are shown relative to the repository root, where they run.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+BYTEFROG_V1_CALL = 15 + 17  # MethodEntry + MethodExit, protocol 1
+UFTRACE_CALL = 32           # two 16-byte uftrace records (entry, exit)
+
+
+def parse(path, prof=None):
+    info, cmds, res, codec = {}, {}, {}, []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("@info "):
+                parts = line.split(" ", 2)
+                info[parts[1]] = (parts[2] if len(parts) > 2 else "").replace(ROOT, "")
+            elif line.startswith("@cmd "):
+                parts = line.split(" ", 2)
+                cmds[parts[1]] = (parts[2] if len(parts) > 2 else "").replace(ROOT, "")
+            elif line.startswith("@res "):
+                parts = line.split(" ")
+                rec = {}
+                for kv in parts[2:]:
+                    if "=" in kv:
+                        k, v = kv.split("=", 1)
+                        rec[k] = v
+                res.setdefault(parts[1], []).append(rec)
+            elif line.startswith("@codec "):
+                codec.append(line[len("@codec "):])
+            elif line.startswith("@prof ") and prof is not None:
+                parts = line.split(" ", 3)
+                if len(parts) == 4:
+                    prof.setdefault(parts[1], []).append(
+                        {"pct": num(parts[2].rstrip("%")), "symbol": parts[3]})
+    return info, cmds, res, codec
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def median_of(recs, key):
+    vals = [num(r.get(key)) for r in recs]
+    vals = [v for v in vals if v is not None]
+    return (statistics.median(vals), vals) if vals else (None, [])
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def fmt(v, digits=0):
+    if v is None:
+        return "n/a"
+    return f"{v:,.{digits}f}"
+
+
+def fmt_ratio(v):
+    return "n/a" if v is None else f"{v:.2f}x"
+
+
+def seen_text(recs):
+    out = []
+    for r in recs:
+        s, e = r.get("seen", "-"), r.get("expect", "-")
+        if s in ("-", "") and e in ("-", ""):
+            continue
+        if "/" in s:  # floor: entries/returns
+            out.append(s + (" of " + e if e not in ("-", "") else ""))
+        else:
+            out.append(s + (" of " + e if e not in ("-", "") else ""))
+    if not out:
+        return "-"
+    return out[0] if len(set(out)) == 1 else ", ".join(out)
+
+
+def complete(recs):
+    """True when every repetition saw every event it should have."""
+    for r in recs:
+        s, e = r.get("seen", "-"), r.get("expect", "-")
+        if e in ("-", ""):
+            continue
+        if "/" in s:
+            if any(x != e for x in s.split("/")):
+                return False
+        elif s != e:
+            return False
+    return True
+
+
+def guest_report(kver, path):
+    prof = {}
+    info, cmds, res, _ = parse(path, prof)
+    g = {"kernel": kver, "guest": info, "per_call": {}, "cet": {},
+         "scaling": {}, "size": None, "loss": [], "collector_cpu": None,
+         "profile": {k: {"samples": v, "command": cmds.get("prof." + k, ""),
+                         "ns_per_call": median_of(res.get("prof." + k, []), "ns")[0]}
+                     for k, v in prof.items()}}
+
+    def fig(rid, floor_id, extra=None):
+        recs = res.get(rid, [])
+        med, vals = median_of(recs, "ns")
+        fmed = median_of(res.get(floor_id, []), "ns")[0] if floor_id else None
+        d = {"ns_per_call": med, "ns_reps": vals,
+             "ratio_to_floor": ratio(med, fmed), "floor": floor_id,
+             "seen": seen_text(recs), "complete": complete(recs),
+             "command": cmds.get(rid, "")}
+        if extra:
+            d.update(extra)
+        return d
+
+    for t in ("untraced", "floor", "bftrace", "bftrace_noreader", "bpftrace", "perf"):
+        g["per_call"][t] = fig("plain." + t, "plain.floor")
+    for t, fl in (("untraced", "cet.floor_func4"),
+                  ("floor_func", "cet.floor_func"),
+                  ("floor_func4", "cet.floor_func4"),
+                  ("bftrace_func", "cet.floor_func"),
+                  ("bftrace_func4", "cet.floor_func4"),
+                  ("bpftrace", "cet.floor_func")):
+        g["cet"][t] = fig("cet." + t, fl)
+    b4 = g["cet"]["bftrace_func4"]["ns_per_call"]
+    for d in g["cet"].values():
+        d["ratio_to_bftrace_func4"] = ratio(d["ns_per_call"], b4)
+
+    for t in ("untraced", "floor", "bftrace"):
+        two = fig(f"scale.{t}.2", "scale.floor.2")
+        two["ratio_to_1_thread"] = ratio(two["ns_per_call"],
+                                         g["per_call"][t]["ns_per_call"])
+        g["scaling"][t] = {"1": g["per_call"][t], "2": two}
+
+    # bftrace's collector CPU during the single-thread per-call runs
+    b = res.get("plain.bftrace", [])
+    pct = []
+    for r in b:
+        t, w, tk = num(r.get("coll_ticks")), num(r.get("wall_ns")), num(r.get("tick"))
+        if t is not None and w and tk:
+            pct.append(100.0 * t / tk / (w / 1e9))
+    g["per_call"]["bftrace"]["collector_cpu_pct"] = statistics.median(pct) if pct else None
+    mb, _ = median_of(b, "bytes")
+    g["per_call"]["bftrace"]["ring_bytes_median"] = mb
+
+    def size_of(rid):
+        s = (res.get(rid) or [None])[0]
+        if not s:
+            return None
+        calls = num(s.get("calls"))
+        byts = num(s.get("bytes"))
+        kinds = []
+        for k in filter(None, s.get("kinds", "").split(",")):
+            name, recs_, kb = k.split(":")
+            kinds.append({"kind": name, "records": int(recs_), "bytes": int(kb),
+                          "bytes_per_call": int(kb) / calls if calls else None})
+        per = byts / calls if calls and byts is not None else None
+        return {"bytes": byts, "calls": calls, "bytes_per_call": per,
+                "time_res_ns": num(s.get("time_res_ns")),
+                "ratio_to_bytefrog_v1": ratio(per, BYTEFROG_V1_CALL),
+                "ratio_to_uftrace": ratio(per, UFTRACE_CALL),
+                "ns_per_call": num(s.get("ns")),
+                "seen": s.get("seen"), "expect": s.get("expect"),
+                "kinds": kinds, "command": cmds.get(rid, "")}
+    g["size"] = size_of("size")
+    g["size_by_res"] = [x for x in (size_of(r) for r in ("size", "size.res8000", "size.res64000")) if x]
+
+    steps = []
+    for rid in sorted((k for k in res if k.startswith("loss.")),
+                      key=lambda k: (int(k.split(".")[1]) or 10**12)):
+        r = res[rid][0]
+        cps = num(r.get("calls_per_s"))
+        el = num(r.get("elapsed_ns"))
+        tk, t = num(r.get("tick")), num(r.get("coll_ticks"))
+        steps.append({
+            "paced_calls_per_s_per_thread": int(r.get("rate", 0)) or None,
+            "events_per_s": 2 * cps if cps else None,
+            "lost": int(r.get("lost", "0") or 0),
+            "seen": r.get("seen"), "expect": r.get("expect"),
+            "complete": r.get("seen") == r.get("expect"),
+            "collector_cpu_pct": (100.0 * t / tk / (el / 1e9)) if (t is not None and tk and el) else None,
+            "command": cmds.get(rid, "")})
+    g["loss"] = steps
+    ok = [x["events_per_s"] for x in steps
+          if x["lost"] == 0 and x["complete"] and x["events_per_s"]]
+    top = max((x["events_per_s"] or 0 for x in steps), default=0)
+    g["loss_summary"] = {"max_zero_loss_events_per_s": max(ok) if ok else None,
+                         "max_events_per_s": top or None,
+                         "any_loss": any(x["lost"] for x in steps)}
+    flat = [x for x in steps if x["paced_calls_per_s_per_thread"] is None]
+    if flat:
+        g["collector_cpu"] = {"events_per_s": flat[0]["events_per_s"],
+                              "cpu_pct": flat[0]["collector_cpu_pct"],
+                              "command": flat[0]["command"]}
+    return g
+
+
+# The collector's symbols by pipeline stage (perf cannot tell the two
+# static "lookup" functions apart: they go to "other").
+STAGES = (
+    ("decode (bft_stream)", ("bft_stream_feed", "step", "emit")),
+    ("merge by time (bft_merge)", ("bft_merge_push", "bft_merge_run", "bft_merge_feed",
+                                   "sift_down", "sift_up", "push_cb")),
+    ("call trees (bft_calltree)", ("bft_calltree_feed", "get_thread", "enter", "leave",
+                                   "exit_one")),
+    ("per-event glue (collector pipeline.c)", ("on_call", "on_record", "send_event",
+                                               "thread_get", "method_of", "rel_ms",
+                                               "methods_get", "methods_excluded",
+                                               "source_is_kernel", "source_mode")),
+    ("Bytefrog encoding and queueing", ("hq_data_msg", "bfp_encode", "bfp_put_", "enc_",
+                                        "bft_buf_append", "bft_buf_reserve", "bft_buf_consume",
+                                        "idset_add", "bfp_id_sequenced", "push_end",
+                                        "memcpy", "__memmove", "__memcpy")),
+    ("sending (hq_flush and the kernel)", ("hq_flush", "flush_fd", "__send", "send")),
+)
+
+
+def stages(prof):
+    out = {name: 0.0 for name, _ in STAGES}
+    out["other"] = 0.0
+    for p in prof:
+        sym = p["symbol"].split(".")[0]
+        name = None
+        if p.get("kernel"):
+            name = "sending (hq_flush and the kernel)"
+        else:
+            for stage, prefixes in STAGES:
+                if any(sym == x or (x.endswith("_") and sym.startswith(x)) or
+                       (x.startswith("__") and sym.startswith(x)) or
+                       (x == "memcpy" and sym.startswith("memcpy")) for x in prefixes):
+                    name = stage
+                    break
+        out[name or "other"] += p["pct"]
+    return out
+
+
+def native_report(path, profile_path):
+    if not path or not os.path.exists(path):
+        return None
+    info, cmds, res, codec = parse(path)
+    n = {"host": info, "codec": codec, "commands": cmds}
+    st = (res.get("stream") or [{}])[0]
+    n["stream"] = {"events": num(st.get("events")), "bytes": num(st.get("bytes")),
+                   "cpus": num(st.get("cpus")), "command": cmds.get("stream", "")}
+    for key in ("collector_flow", "collector_bytefrog"):
+        r = (res.get(key) or [None])[0]
+        if not r:
+            continue
+        ev = num(r.get("events"))
+        cpu = (num(r.get("user")) or 0) + (num(r.get("sys")) or 0)
+        n[key] = {"events": ev, "cpu_s": cpu, "wall_s": num(r.get("wall")),
+                  "events_per_cpu_s": ev / cpu if ev and cpu else None,
+                  "ratio_to_target": (ev / cpu / 20e6) if ev and cpu else None,
+                  "sent": num(r.get("sent")), "wire_bytes": num(r.get("wire_bytes")),
+                  "command": cmds.get(key, "")}
+    prof = []
+    if profile_path and os.path.exists(profile_path):
+        with open(profile_path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = re.match(r"\s*([0-9.]+)%\s+\[([.k])\]\s+(.*\S)", line)
+                if m:
+                    prof.append({"pct": float(m.group(1)), "symbol": m.group(3),
+                                 "kernel": m.group(2) == "k"})
+    n["profile"] = prof
+    n["profile_stages"] = stages(prof)
+    hp, _ = median_of(res.get("host.bpftrace_plain", []), "ns")
+    hc, _ = median_of(res.get("host.bpftrace_cet", []), "ns")
+    if hp or hc:
+        n["host_bpftrace"] = {"plain_ns": hp, "cet_ns": hc, "cet_vs_plain": ratio(hc, hp),
+                              "command_plain": cmds.get("host.bpftrace_plain", ""),
+                              "command_cet": cmds.get("host.bpftrace_cet", "")}
+    n["profile_command"] = cmds.get("collector_profile", "")
+    return n
+
+
+def targets(guests, native):
+    out = []
+
+    def each(fn):
+        return {k: fn(g) for k, g in guests.items()}
+
+    def t1(g):
+        b = g["per_call"]["bftrace"]
+        bp = g["per_call"]["bpftrace"]["ns_per_call"]
+        r = b["ratio_to_floor"]
+        return {"value": r, "text": f"{fmt_ratio(r)} floor, bpftrace {fmt_ratio(g['per_call']['bpftrace']['ratio_to_floor'])}",
+                "holds": (r is not None and r <= 1.10 and bp is not None and b["ns_per_call"] < bp)}
+    out.append({"target": "bftrace <= 1.10x the floor per traced call, and below bpftrace",
+                "per_kernel": each(t1)})
+
+    def t2(g):
+        r = g["cet"]["bpftrace"]["ratio_to_bftrace_func4"]
+        best = ratio(g["cet"]["bpftrace"]["ns_per_call"], g["cet"]["floor_func4"]["ns_per_call"])
+        return {"value": r, "best_possible": best,
+                "text": f"bpftrace / bftrace(func+4) = {fmt_ratio(r)} (a bare trap at func+4 would reach {fmt_ratio(best)})",
+                "holds": r is not None and r >= 5}
+    out.append({"target": "with endbr64 placement, >= 5x cheaper than bpftrace (CET build)",
+                "per_kernel": each(t2)})
+
+    def t3(g):
+        s = g["size"]
+        v = s["bytes_per_call"] if s else None
+        return {"value": v, "text": f"{fmt(v, 2)} bytes/call", "holds": v is not None and v <= 3}
+    out.append({"target": "<= 3 bytes per traced call in the rings", "per_kernel": each(t3)})
+
+    bf = (native or {}).get("collector_bytefrog") or {}
+    v = bf.get("events_per_cpu_s")
+    out.append({"target": "collector >= 20 M events/s on one core (decode, merge, encode Bytefrog)",
+                "native": {"value": v, "text": f"{fmt(v / 1e6 if v else None, 1)} M events/s",
+                           "holds": v is not None and v >= 20e6}})
+
+    def t5(g):
+        c = g["collector_cpu"]
+        v = c["cpu_pct"] if c else None
+        return {"value": v, "text": f"{fmt(v, 1)} % of a core at {fmt(c['events_per_s'] if c else None)} events/s",
+                "holds": v is not None and v < 5}
+    out.append({"target": "collector < 5% of a core at the kernel's maximum rate",
+                "per_kernel": each(t5)})
+    return out
+
+
+def profile_delta(floor, bft):
+    """Per symbol: (symbol, floor ns/call, bftrace ns/call), largest gain first."""
+    def per_sym(d):
+        out = {}
+        for x in d["samples"]:
+            if x["pct"] is not None and d["ns_per_call"]:
+                out[x["symbol"]] = out.get(x["symbol"], 0) + x["pct"] / 100 * d["ns_per_call"]
+        return out
+    f, b = per_sym(floor), per_sym(bft)
+    rows = [(k, f.get(k, 0.0), b.get(k, 0.0)) for k in set(f) | set(b)]
+    rows.sort(key=lambda x: -(x[2] - x[1]))
+    return rows
+
+
+def md_table(rows, header):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in rows:
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
+    return "\n".join(lines)
+
+
+def code(s):
+    return "`" + s.replace("`", "'") + "`" if s else ""
+
+
+def write_md(doc, path, notes):
+    L = []
+    L.append("# bftrace benchmark results\n")
+    L.append(f"Generated by `scripts/bench` (`make bench`) on {doc['date']}. "
+             "Raw outputs: `build/bench/`. A benchmark, not a test: nothing here is asserted.\n")
+    n = doc.get("native") or {}
+    h = n.get("host", {})
+    L.append(f"- Host: {h.get('host_cpu', '?')}, {h.get('host_cpus', '?')} CPUs, kernel {h.get('host_kernel', '?')}.")
+    for k, g in doc["kernels"].items():
+        gi = g["guest"]
+        L.append(f"- Guest {k}: QEMU TCG (`scripts/guest-run`), {gi.get('cpus', '?')} vCPUs "
+                 f"({gi.get('cpu', '?')}); {gi.get('bpftrace', '')}; {gi.get('perf', '')}; "
+                 f"{gi.get('calls', '?')} timed calls per thread per measurement after "
+                 f"{gi.get('warmup', '?')} untimed, median of {gi.get('reps', '?')} repetitions, "
+                 "the tracers interleaved within each repetition.")
+    L.append("\nUnder TCG every guest instruction is translated: a trap costs several "
+             "times what it costs on hardware, plain code tens of times, so only ratios "
+             "measured in one guest compare, and they overstate a handler's share. The floor is `bench/floor` (`bft_floor.ko`), one uprobe + uretprobe "
+             "consumer whose handlers only count: the cost of the trap itself.\n")
+
+    L.append("## Targets\n")
+    rows = []
+    ks = list(doc["kernels"])
+    cols = ks or ["measured"]
+    for t in doc["targets"]:
+        if "native" in t:
+            v = t["native"]
+            rows.append([t["target"], v["text"] + " (native)"] + [""] * (len(cols) - 1) +
+                        ["yes" if v["holds"] else "**no**"])
+        else:
+            cells = [t["per_kernel"][k]["text"] for k in ks] or [""]
+            if not ks:
+                verdict = "not measured"
+            elif all(t["per_kernel"][k]["holds"] for k in ks):
+                verdict = "yes"
+            else:
+                verdict = "**no**"
+            rows.append([t["target"]] + cells + [verdict])
+    L.append(md_table(rows, ["target"] + cols + ["holds"]))
+    L.append("")
+
+    for k, g in doc["kernels"].items():
+        L.append(f"## Per-call cost, plain build ({k})\n")
+        rows = []
+        names = {"untraced": "untraced", "floor": "floor (bare trap)",
+                 "bftrace": "bftrace, collector draining",
+                 "bftrace_noreader": "bftrace, nothing reading the rings",
+                 "bpftrace": "bpftrace, empty action",
+                 "perf": "perf probe + perf record"}
+        for t, d in g["per_call"].items():
+            rows.append([names[t], fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]),
+                         d["seen"], code(d["command"])])
+        L.append(md_table(rows, ["", "ns/call", "vs floor", "events seen", "command (in the guest)"]))
+        b = g["per_call"]["bftrace"]
+        L.append(f"\nbftrace's collector used {fmt(b.get('collector_cpu_pct'), 1)} % of a core "
+                 "during these runs (utime+stime from /proc/PID/stat over the run).\n")
+
+        L.append(f"## endbr64: the -fcf-protection=full build ({k})\n")
+        rows = []
+        names = {"untraced": "untraced", "floor_func": "floor at func (endbr64)",
+                 "floor_func4": "floor at func+4 (push %rbp)",
+                 "bftrace_func": "bftrace at func (--no-endbr)",
+                 "bftrace_func4": "bftrace at func+4 (default)",
+                 "bpftrace": "bpftrace (at func), empty action"}
+        for t, d in g["cet"].items():
+            rows.append([names[t], fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]),
+                         d["floor"].split(".")[1].replace("floor_", ""),
+                         fmt_ratio(d["ratio_to_bftrace_func4"]), d["seen"], code(d["command"])])
+        L.append(md_table(rows, ["", "ns/call", "vs floor", "floor at", "vs bftrace func+4",
+                                 "events seen", "command"]))
+        c = g["cet"]
+        L.append(f"\nSingle-stepping endbr64 costs {fmt_ratio(ratio(c['floor_func']['ns_per_call'], c['floor_func4']['ns_per_call']))} "
+                 "the emulated push %rbp in this guest (floor at func vs func+4).")
+        hb = n.get("host_bpftrace") if n else None
+        if hb:
+            L.append(f"On this machine's own kernel ({n['host'].get('host_kernel', '?')}, traps on the hardware, not under TCG) "
+                     f"bpftrace costs {fmt(hb['plain_ns'])} ns/call at push %rbp and {fmt(hb['cet_ns'])} ns/call at endbr64: "
+                     f"{fmt_ratio(hb['cet_vs_plain'])} (median of 3; {code(hb['command_cet'])}).")
+        L.append("")
+
+        s = g["size"]
+        L.append(f"## Bytes per traced call in the rings ({k})\n")
+        if s:
+            L.append(f"{fmt(s['bytes_per_call'], 2)} bytes per call (entry + exit, timestamps and "
+                     f"every other record included): {fmt(s['bytes'])} bytes for {fmt(s['calls'])} calls "
+                     f"at {fmt(s['ns_per_call'])} ns/call; "
+                     f"{fmt_ratio(s['ratio_to_bytefrog_v1'])} of Bytefrog v1's 32 (15 + 17), "
+                     f"{fmt_ratio(s['ratio_to_uftrace'])} of uftrace's 32. Events seen {s['seen']} of {s['expect']}. "
+                     f"Command: {code(s['command'])}\n")
+            rows = [[x["kind"], fmt(x["records"]), fmt(x["bytes"]), fmt(x["bytes_per_call"], 2)]
+                    for x in s["kinds"]]
+            L.append(md_table(rows, ["record kind", "records", "bytes", "bytes/call"]))
+            L.append("")
+            if len(g.get("size_by_res", [])) > 1:
+                L.append("The same at coarser time units (`bfctl set time_res_ns`), to show what the timestamps cost:\n")
+                rows = [[fmt(x["time_res_ns"]), fmt(x["bytes_per_call"], 2),
+                         fmt_ratio(ratio(x["bytes_per_call"], s["bytes_per_call"])),
+                         fmt(sum(k["bytes_per_call"] for k in x["kinds"] if k["kind"].startswith("TIME")), 2),
+                         code(x["command"])] for x in g["size_by_res"]]
+                L.append(md_table(rows, ["time unit ns", "bytes/call", "vs default", "of which TIME records", "command"]))
+                L.append("")
+
+        L.append(f"## Scaling: 1 and 2 traced threads on 2 CPUs ({k})\n")
+        rows = []
+        for t, d in g["scaling"].items():
+            one, two = d["1"], d["2"]
+            rows.append([t, fmt(one["ns_per_call"]), fmt(two["ns_per_call"]),
+                         fmt_ratio(two["ratio_to_1_thread"]), fmt_ratio(two["ratio_to_floor"]),
+                         two["seen"], code(two["command"])])
+        L.append(md_table(rows, ["", "1 thread ns/call", "2 threads ns/call (per thread)",
+                                 "2 vs 1", "2 threads vs floor", "events seen (2)", "command (2)"]))
+        L.append("")
+
+        L.append(f"## Loss at the default buffer size and flush interval ({k})\n")
+        ls = g["loss_summary"]
+        L.append(f"Highest sustained rate with zero loss: {fmt(ls['max_zero_loss_events_per_s'])} events/s "
+                 f"(the highest reached: {fmt(ls['max_events_per_s'])} events/s, two threads flat out"
+                 + ("; nothing was lost at any step, so the kernel's trap, not the rings, is the limit here"
+                    if not ls["any_loss"] else "") + ").\n")
+        rows = []
+        for x in g["loss"]:
+            p = x["paced_calls_per_s_per_thread"]
+            rows.append([fmt(p) if p else "flat out", fmt(x["events_per_s"]),
+                         fmt_ratio(ratio(x["events_per_s"], ls["max_events_per_s"])),
+                         x["lost"], f"{x['seen']} of {x['expect']}",
+                         fmt(x["collector_cpu_pct"], 1), code(x["command"])])
+        L.append(md_table(rows, ["paced calls/s per thread", "events/s", "vs max", "lost",
+                                 "events seen", "collector % CPU", "command"]))
+        L.append("")
+
+        pr = g.get("profile") or {}
+        if pr:
+            L.append(f"## Profile of a traced call in the guest ({k})\n")
+            L.append("`cpu-clock` samples (TCG has no PMU) of the traced thread only "
+                     "(user and kernel), top symbols, the floor and bftrace side by side; "
+                     "ns/call is the symbol's share of the time per call measured under perf.\n")
+            for name, d in pr.items():
+                L.append(f"- {name}: {fmt(d['ns_per_call'])} ns/call under perf; {code(d['command'])}")
+            L.append("")
+            names = list(pr)
+            depth = max(len(pr[p]["samples"]) for p in names)
+            rows = []
+            for i in range(min(depth, 20)):
+                row = []
+                for p in names:
+                    x = pr[p]["samples"][i] if i < len(pr[p]["samples"]) else None
+                    share = (x["pct"] / 100 * pr[p]["ns_per_call"]
+                             if x and x["pct"] is not None and pr[p]["ns_per_call"] else None)
+                    row += [f"{x['pct']:.1f}%" if x else "", fmt(share) if x else "",
+                            code(x["symbol"]) if x else ""]
+                rows.append(row)
+            hdr = []
+            for p in names:
+                hdr += [p, "ns/call", "symbol"]
+            L.append(md_table(rows, hdr))
+            L.append("")
+            if "floor" in pr and "bftrace" in pr:
+                d = profile_delta(pr["floor"], pr["bftrace"])
+                L.append("Where bftrace's time per call exceeds the floor's, by symbol "
+                         "(share of the time per call under perf, bftrace minus floor):\n")
+                L.append(md_table([[code(x[0]), fmt(x[1]), fmt(x[2]), fmt(x[2] - x[1])] for x in d[:12]],
+                                  ["symbol", "floor ns/call", "bftrace ns/call", "difference"]))
+                L.append("")
+
+    if n:
+        L.append("## Collector throughput, native, one core\n")
+        st = n["stream"]
+        L.append(f"Input: a synthetic 4-CPU recording of {fmt(st['events'])} events, "
+                 f"{fmt(st['bytes'])} bytes ({fmt(st['bytes'] / st['events'] if st['events'] else None, 2)} bytes/event), "
+                 f"made by {code(st['command'])}. CPU time is the collector's user + system time.\n")
+        rows = []
+        for key, label in (("collector_flow", "bfcollector: decode + merge + call trees + .flow files"),
+                           ("collector_bytefrog", "bfcollector: decode + merge + call trees + Bytefrog to HQ")):
+            c = n.get(key)
+            if c:
+                rows.append([label, fmt(c["events_per_cpu_s"] / 1e6 if c["events_per_cpu_s"] else None, 1),
+                             fmt_ratio(c["ratio_to_target"]), fmt(c["cpu_s"], 2), fmt(c["wall_s"], 2),
+                             code(c["command"])])
+        L.append(md_table(rows, ["", "M events/s per CPU second", "vs 20 M/s", "CPU s", "wall s", "command"]))
+        bf = n.get("collector_bytefrog")
+        if bf and bf.get("wire_bytes") and bf.get("events"):
+            L.append(f"\nBytefrog on the wire: {fmt(bf['wire_bytes'] / bf['events'], 1)} bytes per event "
+                     f"({fmt(bf['sent'])} events sent).")
+        if n["codec"]:
+            L.append("\nThe library alone (`user/lib/tests/bench_codec.c`, its own synthetic stream, same event count): "
+                     + code(n["commands"].get("codec", "")) + "\n")
+            L.append("```\n" + "\n".join(n["codec"]) + "\n```")
+        if n["profile"]:
+            L.append("\nWhere the collector's time goes (Bytefrog run, "
+                     + code(n.get("profile_command", "")) + "), top symbols:\n")
+            L.append(md_table([[f"{p['pct']:.1f}%", code(p["symbol"])] for p in n["profile"][:20]],
+                              ["self", "symbol"]))
+            st = n.get("profile_stages") or {}
+            bf = n.get("collector_bytefrog") or {}
+            per_ev = 1e9 / bf["events_per_cpu_s"] if bf.get("events_per_cpu_s") else None
+            L.append("\nThe same samples by stage (all symbols), and what each costs per event:\n")
+            L.append(md_table([[name, f"{pct:.1f}%", fmt(pct / 100 * per_ev if per_ev else None, 1)]
+                               for name, pct in sorted(st.items(), key=lambda x: -x[1])],
+                              ["stage", "share", "ns/event"]))
+        L.append("")
+        for k, g in doc["kernels"].items():
+            c = g["collector_cpu"]
+            if c:
+                L.append(f"- CPU while the kernel records at its maximum rate ({k}): "
+                         f"{fmt(c['cpu_pct'], 1)} % of a core at {fmt(c['events_per_s'])} events/s "
+                         f"(two threads flat out; {code(c['command'])}).")
+        L.append("")
+
+    if notes:
+        L.append(notes.rstrip() + "\n")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(L))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--native")
+    ap.add_argument("--profile")
+    ap.add_argument("--guest", action="append", default=[], help="KVER=FILE")
+    ap.add_argument("--md", required=True)
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--notes", default=os.path.join(os.path.dirname(__file__), "notes.md"))
+    a = ap.parse_args()
+
+    guests = {}
+    for gspec in a.guest:
+        k, _, p = gspec.partition("=")
+        guests[k] = guest_report(k, p)
+    native = native_report(a.native, a.profile)
+    doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "native": native, "kernels": guests}
+    doc["targets"] = targets(guests, native)
+    with open(a.json, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, sort_keys=False)
+        f.write("\n")
+    notes = ""
+    if a.notes and os.path.exists(a.notes):
+        with open(a.notes, encoding="utf-8") as f:
+            notes = f.read()
+    write_md(doc, a.md, notes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
