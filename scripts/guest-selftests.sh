@@ -53,6 +53,8 @@ for t in build/selftests/*_test; do
 	[[ -f $t && -x $t ]] && tests+=("$t")
 done
 ((${#tests[@]})) || result "not ok" "selftests found # nothing executable matches build/selftests/*_test"
+# bfctl's checks against real binaries and bpftrace (issue 3's acceptance)
+[[ -x user/ctl/tests/guest_bfctl.sh ]] && tests+=(user/ctl/tests/guest_bfctl.sh)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

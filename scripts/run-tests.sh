@@ -33,6 +33,7 @@ passed=0
 failed=0
 failures=()
 skips=()
+todos=()
 stepno=0
 t_start=$SECONDS
 
@@ -110,12 +111,16 @@ test_step() { # name cmd...
 			sed -u 's/^/    /' || step_rc=${PIPESTATUS[0]}
 	fi
 	ok=$(grep -cE '^ok [0-9]+' "$log" || true)
-	nok=$(grep -cE '^not ok [0-9]+' "$log" || true)
+	# TAP: a "not ok ... # TODO" is a known gap, not a failure
+	nok=$(grep -E '^not ok [0-9]+' "$log" | grep -cvE '#[[:space:]]*TODO' || true)
 	passed=$((passed + ok))
 	failed=$((failed + nok))
 	while IFS= read -r line; do
 		failures+=("$name: $line")
-	done < <(grep -E '^not ok [0-9]+' "$log" || true)
+	done < <(grep -E '^not ok [0-9]+' "$log" | grep -vE '#[[:space:]]*TODO' || true)
+	while IFS= read -r line; do
+		todos+=("$name: $line")
+	done < <(grep -E '^not ok [0-9]+.*#[[:space:]]*TODO' "$log" || true)
 	while IFS= read -r line; do
 		skips+=("$name: $line")
 	done < <(grep -iE '^ok [0-9]+.*#[[:space:]]*skip' "$log" || true)
@@ -130,6 +135,10 @@ summary() {
 	if ((${#skips[@]})); then
 		echo "skipped (counted as passed):"
 		printf '  %s\n' "${skips[@]}"
+	fi
+	if ((${#todos[@]})); then
+		echo "known gaps (TAP TODO, counted as neither):"
+		printf '  %s\n' "${todos[@]}"
 	fi
 	if ((${#failures[@]})); then
 		echo "failures:"
@@ -171,6 +180,11 @@ fi
 
 selftests_ok=0
 build_step "make -C selftests/bftrace" make -C selftests/bftrace -j"$jobs" && selftests_ok=1
+# bfctl's guest checks trace these; building them in the guest is slow
+if ((user_ok)); then
+	build_step "bfctl fixtures" sh user/lib/tests/resolve_fixtures/build.sh build/user/ctl-fixtures ||
+		fail "bfctl fixtures did not build"
+fi
 
 # --- guests ---------------------------------------------------------------
 for k in "${kernels[@]}"; do
