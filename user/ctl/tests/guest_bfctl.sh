@@ -158,7 +158,8 @@ EOF
 
 bpftrace_stop() {
 	kill -INT "$BPFPID" 2>/dev/null
-	bounded_wait "$BPFPID" 60
+	# its first map print in a fresh guest symbolizes cold: over 60 s seen
+	bounded_wait "$BPFPID" 180
 }
 
 # Compare bfctl record, bpftrace and the expected counts ("name=count;...",
