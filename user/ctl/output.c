@@ -64,13 +64,14 @@ static void json_string(const char *s)
 	fputc('"', out.f);
 	while (*p) {
 		size_t n;
+		const char *esc = *p == '"' ? "\\\"" : *p == '\\' ? "\\\\" :
+				  *p == '\n' ? "\\n" : *p == '\t' ? "\\t" :
+				  *p == '\r' ? "\\r" : NULL;
 
-		switch (*p) {
-		case '"': fputs("\\\"", out.f); p++; continue;
-		case '\\': fputs("\\\\", out.f); p++; continue;
-		case '\n': fputs("\\n", out.f); p++; continue;
-		case '\t': fputs("\\t", out.f); p++; continue;
-		case '\r': fputs("\\r", out.f); p++; continue;
+		if (esc) {
+			fputs(esc, out.f);
+			p++;
+			continue;
 		}
 		if (*p < 0x20) {
 			fprintf(out.f, "\\u%04x", *p++);

@@ -37,10 +37,11 @@ int parse_u64(const char *s, bool suffixes, uint64_t *out)
 	if (errno)
 		return -ERANGE;
 	if (suffixes && *end && !end[1]) {
-		switch (*end) {
-		case 'k': case 'K': shift = 10; end++; break;
-		case 'm': case 'M': shift = 20; end++; break;
-		case 'g': case 'G': shift = 30; end++; break;
+		const char *units = "kmg", *u = strchr(units, *end | 0x20);
+
+		if (u && *u) {
+			shift = 10 * (unsigned int)(u - units + 1);
+			end++;
 		}
 	}
 	if (*end)

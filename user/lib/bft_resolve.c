@@ -159,11 +159,11 @@ static int elf_info_read(Elf *e, struct elf_info *in, char *err, size_t errlen)
 			in->plt[in->nplt].end = sh.sh_addr + sh.sh_size;
 			in->nplt++;
 		}
-		if (sh.sh_type == SHT_NOTE && !in->build_id_len &&
-		    (d = elf_getdata(scn, NULL)))
+		d = elf_getdata(scn, NULL);
+		if (sh.sh_type == SHT_NOTE && !in->build_id_len && d)
 			read_build_id(d, in);
 		if (!strcmp(name, ".gnu_debuglink") && sh.sh_type != SHT_NOBITS &&
-		    (d = elf_getdata(scn, NULL)) && d->d_size > 4) {
+		    d && d->d_size > 4) {
 			size_t len = strnlen(d->d_buf, d->d_size);
 			size_t crc_off = (len + 4) & ~(size_t)3;
 
@@ -223,8 +223,10 @@ static int read_funcs(Elf *e, Elf64_Word type, unsigned int src,
 		GElf_Shdr sh;
 		Elf_Data *d;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type ||
-		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
 			continue;
 		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
 			GElf_Sym sym;
@@ -578,8 +580,10 @@ int bft_elf_symbol(const char *open_path, const char *name, uint64_t *vaddr,
 		Elf_Data *d;
 
 		if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize ||
-		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
-		    !(d = elf_getdata(scn, NULL)))
+		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
 			continue;
 		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
 			GElf_Sym sym;
