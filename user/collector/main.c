@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bft_util.h"
 #include "collector.h"
 
 static volatile sig_atomic_t got_signal;
@@ -25,26 +26,21 @@ static void on_signal(int sig)
 
 uint64_t coll_mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return bft_mono_ns();
 }
 
 uint64_t coll_now_ms(void)
 {
-	return coll_mono_ns() / 1000000;
+	return bft_mono_ms();
 }
 
 void coll_log(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("bfcollector: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	bft_vlog("bfcollector", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 static void usage(FILE *f)

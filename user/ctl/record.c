@@ -23,6 +23,7 @@
 #include "bft_merge.h"
 #include "bft_rings.h"
 #include "output.h"
+#include "bft_util.h"
 
 #define NAMES_EVERY_MS	100
 #define STATUS_EVERY_MS	200
@@ -53,14 +54,6 @@ struct rec {
 	bool have_first;
 	int err;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static struct method_count *method(struct rec *x, uint32_t id)
 {
@@ -269,10 +262,10 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 	merge_ok = tree_ok = true;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	t0 = now_ms();
+	t0 = bft_mono_ms();
 	vlog(c, 2, "record: reading %u rings", bft_rings_nr_bound(rings));
 	while (!interrupted && !x.err) {
-		int64_t t = now_ms();
+		int64_t t = bft_mono_ms();
 
 		if (duration && t - t0 >= (int64_t)duration * 1000)
 			break;

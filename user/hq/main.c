@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bft_util.h"
 #include "hq.h"
 
 static volatile sig_atomic_t got_signal;
@@ -24,21 +25,16 @@ static void on_signal(int sig)
 
 uint64_t hq_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return bft_mono_ms();
 }
 
 void hq_log(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("bfhq: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	bft_vlog("bfhq", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 static void usage(FILE *f)

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "bft_nl.h"
+#include "bft_util.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -1217,18 +1218,10 @@ static int event_parse(struct bft_nl *nl, const struct nlmsghdr *nlh,
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int bft_nl_event_recv(struct bft_nl *nl, struct bft_nl_event *ev,
 		      int timeout_ms)
 {
-	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? bft_mono_ms() + timeout_ms : 0;
 
 	clear_err(nl);
 	if (!nl->events)
@@ -1262,7 +1255,7 @@ int bft_nl_event_recv(struct bft_nl *nl, struct bft_nl_event *ev,
 		int r;
 
 		if (timeout_ms > 0) {
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - bft_mono_ms();
 
 			wait = left > 0 ? (int)left : 0;
 		}

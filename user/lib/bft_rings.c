@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "bft_rings.h"
+#include "bft_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -338,14 +339,6 @@ static int read_ring(struct bft_rings *r, unsigned int cpu, bft_rings_cb cb,
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Fills r->pfds with the rings worth polling; returns how many. */
 static nfds_t fill_pfds(struct bft_rings *r)
 {
@@ -406,7 +399,7 @@ ssize_t bft_rings_poll(struct bft_rings *r, int timeout_ms, bft_rings_cb cb,
 ssize_t bft_rings_drain(struct bft_rings *r, int quiet_ms, int max_ms,
 			bft_rings_cb cb, void *arg)
 {
-	int64_t start = now_ms(), last = start;
+	int64_t start = bft_mono_ms(), last = start;
 	ssize_t total = 0;
 
 	r->errmsg[0] = '\0';
@@ -427,7 +420,7 @@ ssize_t bft_rings_drain(struct bft_rings *r, int quiet_ms, int max_ms,
 				return ret;
 		}
 		total += got;
-		now = now_ms();
+		now = bft_mono_ms();
 		if (got)
 			last = now;
 		else if (now - last >= quiet_ms)

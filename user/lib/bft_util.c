@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stdio.h>
+
+#include "bft_util.h"
+
+void bft_vlog(const char *prog, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
