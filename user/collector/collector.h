@@ -73,6 +73,10 @@ struct method {
 	bool used;		/* hash slot */
 	bool excluded;		/* by the configuration's regexes */
 	bool known;		/* from the table, not made up */
+	/* data connections (bit = index) that were sent the signature, in
+	 * HQ session mapped_session; any other session: none */
+	uint32_t mapped_session;
+	uint64_t mapped;
 	char *sig;
 	char *path;
 };
@@ -98,6 +102,7 @@ struct source;
 struct cthread {
 	uint32_t tgid, tid;
 	uint16_t wire_id;
+	uint8_t conn;		/* its data connection, set with name_sent */
 	bool name_sent;		/* in the current HQ session */
 	bool seen;
 	char *name;		/* "<comm> (<tgid>/<tid>)" */
@@ -106,17 +111,14 @@ struct cthread {
 	uint64_t flow_depth;
 };
 
-/* A set of method ids already mapped on a connection. */
-struct idset {
-	uint32_t *v;		/* id + 1, 0 = empty */
-	uint32_t cap, count;
-};
-
 struct dconn {
 	int fd;
+	/* out.data[sent..out.len) is still to be written: moving what is
+	 * left to the front after every partial write would cost more */
 	struct bft_buf out;
-	struct idset mapped;
-	/* ends (stream offsets) of the sequenced messages not yet written */
+	size_t sent;
+	/* ends (stream offsets) of the sequenced messages not yet written,
+	 * a ring of ends_cap (a power of 2) */
 	uint64_t *ends;
 	uint32_t ends_head, ends_len, ends_cap;
 	uint64_t written;	/* bytes written since the connection began */
@@ -140,6 +142,7 @@ struct coll {
 	uint32_t nthreads;
 	uint32_t *thash;		/* (tgid, tid) -> index + 1 */
 	uint32_t thash_cap;
+	struct cthread *tlast;		/* the last thread looked up */
 	/* HQ session */
 	enum hq_state hq;
 	struct bfp_config config;
@@ -151,6 +154,7 @@ struct coll {
 	uint64_t hello_ns;		/* CLOCK_MONOTONIC at hello */
 	uint64_t base_ns;		/* stream time of relative time 0 */
 	bool have_base;
+	uint32_t session;		/* HQ sessions begun */
 	uint32_t seq;			/* next sequence number */
 	bool break_sent;		/* a break at seq was sent already */
 	uint64_t next_heartbeat_ms;
@@ -239,6 +243,9 @@ int hq_connect(struct coll *c);		/* 0 up, -errno not (retry later) */
 void hq_down(struct coll *c, const char *why);
 /* Encoding into a data connection (maps and events). */
 int hq_data_msg(struct coll *c, unsigned int conn, const struct bfp_msg *m);
+/* The same for the messages of nearly every event: MethodEntry/Exit. */
+int hq_data_call(struct coll *c, unsigned int conn, uint8_t id, uint32_t time,
+		 uint32_t seq, uint32_t method, uint16_t thread);
 int hq_control_msg(struct coll *c, const struct bfp_msg *m);
 void hq_send_error_and_close(struct coll *c, const char *text);
 void hq_flush(struct coll *c);
@@ -250,7 +257,5 @@ void hq_io(struct coll *c, const struct pollfd *p, int n);
 void hq_heartbeat(struct coll *c, bool force);
 /* Wait (bounded) until everything is written, then close cleanly. */
 void hq_shutdown(struct coll *c);
-void idset_free(struct idset *s);
-bool idset_add(struct idset *s, uint32_t id);	/* true if newly added */
 
 #endif /* BFCOLLECTOR_H */

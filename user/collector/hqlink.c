@@ -29,45 +29,6 @@
 #include "bft_nl.h"
 #include "collector.h"
 
-/* ---- id sets ---- */
-
-bool idset_add(struct idset *s, uint32_t id)
-{
-	uint32_t i, k = id + 1;
-
-	if ((s->count + 1) * 2 > s->cap) {
-		uint32_t cap = s->cap ? 2 * s->cap : 256, j;
-		uint32_t *v = calloc(cap, sizeof(*v));
-
-		if (!v)
-			return true;	/* map again rather than never */
-		for (j = 0; j < s->cap; j++) {
-			if (!s->v[j])
-				continue;
-			for (i = (s->v[j] * 2654435761u) & (cap - 1); v[i];
-			     i = (i + 1) & (cap - 1))
-				;
-			v[i] = s->v[j];
-		}
-		free(s->v);
-		s->v = v;
-		s->cap = cap;
-	}
-	for (i = (k * 2654435761u) & (s->cap - 1); s->v[i];
-	     i = (i + 1) & (s->cap - 1))
-		if (s->v[i] == k)
-			return false;
-	s->v[i] = k;
-	s->count++;
-	return true;
-}
-
-void idset_free(struct idset *s)
-{
-	free(s->v);
-	memset(s, 0, sizeof(*s));
-}
-
 /* ---- blocking helpers for the handshake ---- */
 
 static int wait_fd(int fd, short events, uint64_t deadline)
@@ -163,7 +124,6 @@ static void close_all(struct coll *c)
 			close(d->fd);
 		d->fd = -1;
 		bft_buf_free(&d->out);
-		idset_free(&d->mapped);
 		free(d->ends);
 		memset(d, 0, sizeof(*d));
 		d->fd = -1;
@@ -587,13 +547,13 @@ static int push_end(struct dconn *d, uint64_t end)
 		if (!v)
 			return -ENOMEM;
 		for (i = 0; i < d->ends_len; i++)
-			v[i] = d->ends[(d->ends_head + i) % d->ends_cap];
+			v[i] = d->ends[(d->ends_head + i) & (d->ends_cap - 1)];
 		free(d->ends);
 		d->ends = v;
 		d->ends_cap = cap;
 		d->ends_head = 0;
 	}
-	d->ends[(d->ends_head + d->ends_len++) % d->ends_cap] = end;
+	d->ends[(d->ends_head + d->ends_len++) & (d->ends_cap - 1)] = end;
 	return 0;
 }
 
@@ -611,7 +571,23 @@ int hq_data_msg(struct coll *c, unsigned int conn, const struct bfp_msg *m)
 	return 0;
 }
 
-static int flush_fd(int fd, struct bft_buf *b, uint64_t *written)
+int hq_data_call(struct coll *c, unsigned int conn, uint8_t id, uint32_t time,
+		 uint32_t seq, uint32_t method, uint16_t thread)
+{
+	struct dconn *d = &c->data[conn];
+	size_t n;
+
+	if (d->out.cap - d->out.len < BFP_CALL_MAX &&
+	    bft_buf_reserve(&d->out, BFP_CALL_MAX))
+		return -ENOMEM;
+	n = bfp_put_call(d->out.data + d->out.len, c->o.protocol, id, time,
+			 seq, method, thread, 0, false);
+	d->out.len += n;
+	d->queued += n;
+	return push_end(d, d->queued);
+}
+
+static int flush_fd(int fd, struct bft_buf *b)
 {
 	while (b->len) {
 		ssize_t n = send(fd, b->data, b->len, MSG_NOSIGNAL);
@@ -622,10 +598,39 @@ static int flush_fd(int fd, struct bft_buf *b, uint64_t *written)
 			return -errno;
 		}
 		bft_buf_consume(b, (size_t)n);
-		if (written)
-			*written += (size_t)n;
 	}
 	return 0;
+}
+
+/*
+ * What is left after a partial write stays where it is; it is moved to the
+ * front only once it is no longer than what was written before it, so each
+ * byte is moved at most about once.
+ */
+static int flush_data(struct dconn *d)
+{
+	int err = 0;
+
+	while (d->sent < d->out.len) {
+		ssize_t n = send(d->fd, d->out.data + d->sent,
+				 d->out.len - d->sent, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				err = -errno;
+			break;
+		}
+		d->sent += (size_t)n;
+		d->written += (size_t)n;
+	}
+	if (d->sent == d->out.len) {
+		d->out.len = 0;
+		d->sent = 0;
+	} else if (d->sent >= d->out.len - d->sent) {
+		bft_buf_consume(&d->out, d->sent);
+		d->sent = 0;
+	}
+	return err;
 }
 
 int hq_control_msg(struct coll *c, const struct bfp_msg *m)
@@ -637,7 +642,7 @@ int hq_control_msg(struct coll *c, const struct bfp_msg *m)
 	err = bfp_encode(&c->ctl_out, c->o.protocol, m);
 	if (err)
 		return err;
-	err = flush_fd(c->ctl_fd, &c->ctl_out, NULL);
+	err = flush_fd(c->ctl_fd, &c->ctl_out);
 	if (err)
 		hq_down(c, strerror(-err));
 	return err;
@@ -651,7 +656,7 @@ void hq_flush(struct coll *c)
 	if (c->hq != HQ_UP)
 		return;
 	/* control first: it never waits behind data */
-	err = flush_fd(c->ctl_fd, &c->ctl_out, NULL);
+	err = flush_fd(c->ctl_fd, &c->ctl_out);
 	if (err) {
 		hq_down(c, strerror(-err));
 		return;
@@ -659,13 +664,13 @@ void hq_flush(struct coll *c)
 	for (i = 0; i < c->ndata; i++) {
 		struct dconn *d = &c->data[i];
 
-		err = flush_fd(d->fd, &d->out, &d->written);
+		err = flush_data(d);
 		if (err) {
 			hq_down(c, strerror(-err));
 			return;
 		}
 		while (d->ends_len && d->ends[d->ends_head] <= d->written) {
-			d->ends_head = (d->ends_head + 1) % d->ends_cap;
+			d->ends_head = (d->ends_head + 1) & (d->ends_cap - 1);
 			d->ends_len--;
 		}
 	}
@@ -677,7 +682,7 @@ uint64_t hq_pending(const struct coll *c)
 	unsigned int i;
 
 	for (i = 0; i < c->ndata; i++)
-		n += c->data[i].out.len;
+		n += c->data[i].out.len - c->data[i].sent;
 	return n;
 }
 
@@ -693,7 +698,8 @@ int hq_pollfds(struct coll *c, struct pollfd *p, int max)
 	for (i = 0; i < c->ndata; i++)
 		p[n++] = (struct pollfd){ .fd = c->data[i].fd,
 					  .events = POLLIN |
-					  (c->data[i].out.len ? POLLOUT : 0) };
+					  (c->data[i].out.len > c->data[i].sent ?
+					   POLLOUT : 0) };
 	return n;
 }
 

@@ -100,15 +100,20 @@ static void flow_open(struct coll *c, struct cthread *t)
 
 static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
 {
-	struct cthread *t, **v;
+	struct cthread *t = c->tlast, **v;
 	uint32_t s;
 
+	/* a CPU runs one thread for a while: most events are its */
+	if (t && t->tgid == tgid && t->tid == tid)
+		return t;
 	if (c->thash_cap) {
 		for (s = thash_slot(tgid, tid, c->thash_cap); c->thash[s];
 		     s = (s + 1) & (c->thash_cap - 1)) {
 			t = c->threads[c->thash[s] - 1];
-			if (t->tgid == tgid && t->tid == tid)
+			if (t->tgid == tgid && t->tid == tid) {
+				c->tlast = t;
 				return t;
+			}
 		}
 	}
 	if ((c->nthreads + 1) * 2 > c->thash_cap && thash_grow(c))
@@ -135,6 +140,7 @@ static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
 	     s = (s + 1) & (c->thash_cap - 1))
 		;
 	c->thash[s] = c->nthreads;
+	c->tlast = t;
 	return t;
 }
 
@@ -180,25 +186,33 @@ static void send_break(struct coll *c)
 static int send_event(struct coll *c, struct cthread *t, struct method *me,
 		      const struct bft_call_event *ev)
 {
-	unsigned int conn = t->wire_id % c->ndata;
-	struct bfp_msg m = { 0 };
 	uint32_t now = rel_ms(c, ev->time_ns);
+	unsigned int conn;
 	int err;
 
 	if (!t->name_sent) {
+		struct bfp_msg m = { 0 };
+
+		t->conn = (uint8_t)(t->wire_id % c->ndata);
 		m.id = BFP_MAP_THREAD;
 		m.thread = t->wire_id;
 		m.time = now;
 		m.str = t->name ? t->name : "thread";
 		m.str_len = strlen(m.str);
-		err = hq_data_msg(c, conn, &m);
+		err = hq_data_msg(c, t->conn, &m);
 		if (err)
 			return err;
 		t->name_sent = true;
 	}
-	if (idset_add(&c->data[conn].mapped, me->id)) {
-		memset(&m, 0, sizeof(m));
-		m.id = BFP_MAP_METHOD;
+	conn = t->conn;
+	if (me->mapped_session != c->session) {
+		me->mapped_session = c->session;
+		me->mapped = 0;
+	}
+	if (!(me->mapped & 1ull << conn)) {
+		struct bfp_msg m = { .id = BFP_MAP_METHOD };
+
+		me->mapped |= 1ull << conn;
 		m.method = me->id;
 		m.str = me->sig;
 		m.str_len = strlen(me->sig);
@@ -206,13 +220,9 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 		if (err)
 			return err;
 	}
-	memset(&m, 0, sizeof(m));
-	m.id = ev->kind == BFT_CALL_ENTER ? BFP_METHOD_ENTRY : BFP_METHOD_EXIT;
-	m.time = now;
-	m.seq = c->seq;
-	m.method = me->id;
-	m.thread = t->wire_id;
-	err = hq_data_msg(c, conn, &m);
+	err = hq_data_call(c, conn, ev->kind == BFT_CALL_ENTER ?
+			   BFP_METHOD_ENTRY : BFP_METHOD_EXIT, now, c->seq,
+			   me->id, t->wire_id);
 	if (err)
 		return err;
 	c->seq++;
@@ -339,6 +349,9 @@ int pipeline_init(struct coll *c, unsigned int ncpus)
 {
 	struct bft_merge_opts mo = {
 		.ncpus = ncpus,
+		/* TIME, SYNC and THREAD only move a CPU's watermark: queueing
+		 * them would double the records the merge moves around. */
+		.kinds = BFT_REC_CALLTREE_KINDS,
 		.on_record = on_record,
 		.ctx = c,
 		.on_error = on_stream_error,
@@ -383,6 +396,7 @@ void pipeline_new_session(struct coll *c)
 
 	for (i = 0; i < c->nthreads; i++)
 		c->threads[i]->name_sent = false;
+	c->session++;		/* no method is mapped on the new connections */
 	c->seq = 0;
 	c->break_sent = false;
 	for (i = 0; i < c->methods.nobjects; i++) {

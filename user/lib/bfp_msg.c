@@ -244,13 +244,27 @@ static int dec_map_exception(struct dec *d)
 	return get_str(d, 0);
 }
 
-/* ---- method entry: i32 time, i32 seq, i32 method, u16 thread ---- */
+/*
+ * ---- method entry: i32 time, i32 seq, i32 method, u16 thread;
+ * method exit: i32 time, i32 seq, i32 method, then v1 u16 line or v2 bool
+ * exception thrown, then u16 thread ----
+ *
+ * Both are written by bfp_put_call (bfp_msg.h), whole: the id byte that
+ * bfp_encode put first is written again.
+ */
 
-static int enc_entry(struct bft_buf *b, unsigned int v, const struct bfp_msg *m)
+static int enc_call(struct bft_buf *b, unsigned int v, const struct bfp_msg *m)
 {
-	(void)v;
-	return bfp_put_u32(b, m->time) ?: bfp_put_u32(b, m->seq) ?:
-	       bfp_put_u32(b, m->method) ?: bfp_put_u16(b, m->thread);
+	int err;
+
+	b->len--;
+	err = bft_buf_reserve(b, BFP_CALL_MAX);
+	if (err)
+		return err;
+	b->len += bfp_put_call(b->data + b->len, v, m->id, m->time, m->seq,
+			       m->method, m->thread, m->line,
+			       m->exception_thrown);
+	return 0;
 }
 
 static int dec_entry(struct dec *d)
@@ -260,20 +274,6 @@ static int dec_entry(struct dec *d)
 	bfp_get_u32(&d->r, &d->m->method);
 	bfp_get_u16(&d->r, &d->m->thread);
 	return 0;
-}
-
-/*
- * ---- method exit: i32 time, i32 seq, i32 method, then v1 u16 line or v2
- * bool exception thrown, then u16 thread ----
- */
-
-static int enc_exit(struct bft_buf *b, unsigned int v, const struct bfp_msg *m)
-{
-	return bfp_put_u32(b, m->time) ?: bfp_put_u32(b, m->seq) ?:
-	       bfp_put_u32(b, m->method) ?:
-	       (v == 1 ? bfp_put_u16(b, m->line) :
-			 bfp_put_u8(b, m->exception_thrown)) ?:
-	       bfp_put_u16(b, m->thread);
 }
 
 static int dec_exit(struct dec *d)
@@ -409,9 +409,9 @@ static const struct msg_ops ops[100] = {
 			     enc_map_method, dec_map_method },
 	[BFP_MAP_EXCEPTION] = { "map_exception", HD, 1, false,
 				enc_map_exception, dec_map_exception },
-	[BFP_METHOD_ENTRY] = { "method_entry", HD, 0, true, enc_entry,
+	[BFP_METHOD_ENTRY] = { "method_entry", HD, 0, true, enc_call,
 			       dec_entry },
-	[BFP_METHOD_EXIT] = { "method_exit", HD, 0, true, enc_exit, dec_exit },
+	[BFP_METHOD_EXIT] = { "method_exit", HD, 0, true, enc_call, dec_exit },
 	[BFP_EXCEPTION] = { "exception", HD, 0, true, enc_exception,
 			    dec_exception },
 	[BFP_EXCEPTION_BUBBLE] = { "exception_bubble", HD, 0, true, enc_bubble,

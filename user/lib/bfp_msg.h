@@ -122,6 +122,55 @@ int bfp_encode(struct bft_buf *out, unsigned int version,
 	       const struct bfp_msg *m);
 
 /*
+ * MethodEntry and MethodExit, nearly all of a data connection's bytes, have
+ * fixed layouts (notes/bytefrog-wire.md §2): bfp_put_call writes one whole
+ * (id byte included) at p, which must have room for BFP_CALL_MAX bytes, and
+ * returns its length.  bfp_encode uses it too, so the layout is written in
+ * one place.  line is v1's exit line number, thrown v2's exception flag.
+ */
+#define BFP_ENTRY_LEN		15
+#define BFP_EXIT_LEN(version)	((version) == 1 ? 17 : 16)
+#define BFP_CALL_MAX		17
+
+static inline uint8_t *bfp_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+	return p + 4;
+}
+
+static inline uint8_t *bfp_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+	return p + 2;
+}
+
+/* id: BFP_METHOD_ENTRY or BFP_METHOD_EXIT; version: 1 or 2. */
+static inline size_t bfp_put_call(uint8_t *p, unsigned int version,
+				  uint8_t id, uint32_t time, uint32_t seq,
+				  uint32_t method, uint16_t thread,
+				  uint16_t line, bool thrown)
+{
+	uint8_t *q = p;
+
+	*q++ = id;
+	q = bfp_be32(q, time);
+	q = bfp_be32(q, seq);
+	q = bfp_be32(q, method);
+	if (id == BFP_METHOD_EXIT) {
+		if (version == 1)
+			q = bfp_be16(q, line);
+		else
+			*q++ = thrown;
+	}
+	q = bfp_be16(q, thread);
+	return (size_t)(q - p);
+}
+
+/*
  * Decode one message from the n bytes at p.  Returns its length (> 0), 0 if
  * the n bytes end inside it (feed more), or a negative errno with *err
  * filled: -EPROTO (unknown id, out-of-place id, bad length or field,
