@@ -142,7 +142,6 @@ struct coll {
 	uint32_t nthreads;
 	uint32_t *thash;		/* (tgid, tid) -> index + 1 */
 	uint32_t thash_cap;
-	struct cthread *tlast;		/* the last thread looked up */
 	/* HQ session */
 	enum hq_state hq;
 	struct bfp_config config;
@@ -166,6 +165,7 @@ struct coll {
 	bool suspended_for_hq;	/* we suspended because HQ was lost */
 	bool started;		/* HQ said start */
 	bool stopping;		/* drain and leave */
+	bool replay_suspended;	/* the merge in progress drops its records */
 	bool draining_done;
 	int exit_code;
 	/* accounting */
@@ -192,7 +192,11 @@ struct method *methods_get(struct methods *m, uint32_t id);
 /* Compile the configuration's regexes and decide every method again. */
 int methods_set_filter(struct methods *m, const struct bfp_config *c,
 		       char *err, size_t errlen);
-bool methods_excluded(struct methods *m, struct method *me);
+static inline bool methods_excluded(struct methods *m, struct method *me)
+{
+	(void)m;
+	return me->excluded;
+}
 /* Record an object's fate; true if that is news (to report to HQ). */
 bool methods_object(struct methods *m, const char *path, uint8_t kind);
 void methods_free(struct methods *m);

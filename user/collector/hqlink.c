@@ -538,21 +538,26 @@ void hq_down(struct coll *c, const char *why)
 
 /* ---- sending ---- */
 
-static int push_end(struct dconn *d, uint64_t end)
+static int grow_ends(struct dconn *d)
 {
-	if (d->ends_len == d->ends_cap) {
-		uint32_t cap = d->ends_cap ? 2 * d->ends_cap : 1024, i;
-		uint64_t *v = malloc(cap * sizeof(*v));
+	uint32_t cap = d->ends_cap ? 2 * d->ends_cap : 1024, i;
+	uint64_t *v = malloc(cap * sizeof(*v));
 
-		if (!v)
-			return -ENOMEM;
-		for (i = 0; i < d->ends_len; i++)
-			v[i] = d->ends[(d->ends_head + i) & (d->ends_cap - 1)];
-		free(d->ends);
-		d->ends = v;
-		d->ends_cap = cap;
-		d->ends_head = 0;
-	}
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < d->ends_len; i++)
+		v[i] = d->ends[(d->ends_head + i) & (d->ends_cap - 1)];
+	free(d->ends);
+	d->ends = v;
+	d->ends_cap = cap;
+	d->ends_head = 0;
+	return 0;
+}
+
+static inline int push_end(struct dconn *d, uint64_t end)
+{
+	if (d->ends_len == d->ends_cap && grow_ends(d))
+		return -ENOMEM;
 	d->ends[(d->ends_head + d->ends_len++) & (d->ends_cap - 1)] = end;
 	return 0;
 }

@@ -117,12 +117,6 @@ int methods_add(struct methods *m, uint32_t id, const char *path,
 	return 0;
 }
 
-bool methods_excluded(struct methods *m, struct method *me)
-{
-	(void)m;
-	return me->excluded;
-}
-
 bool methods_object(struct methods *m, const char *path, uint8_t kind)
 {
 	struct object *v;

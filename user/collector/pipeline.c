@@ -100,20 +100,15 @@ static void flow_open(struct coll *c, struct cthread *t)
 
 static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
 {
-	struct cthread *t = c->tlast, **v;
+	struct cthread *t, **v;
 	uint32_t s;
 
-	/* a CPU runs one thread for a while: most events are its */
-	if (t && t->tgid == tgid && t->tid == tid)
-		return t;
 	if (c->thash_cap) {
 		for (s = thash_slot(tgid, tid, c->thash_cap); c->thash[s];
 		     s = (s + 1) & (c->thash_cap - 1)) {
 			t = c->threads[c->thash[s] - 1];
-			if (t->tgid == tgid && t->tid == tid) {
-				c->tlast = t;
+			if (t->tgid == tgid && t->tid == tid)
 				return t;
-			}
 		}
 	}
 	if ((c->nthreads + 1) * 2 > c->thash_cap && thash_grow(c))
@@ -140,7 +135,6 @@ static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
 	     s = (s + 1) & (c->thash_cap - 1))
 		;
 	c->thash[s] = c->nthreads;
-	c->tlast = t;
 	return t;
 }
 
@@ -267,11 +261,16 @@ static void flow_void(struct cthread *t)
 static int on_call(void *ctx, const struct bft_call_event *ev)
 {
 	struct coll *c = ctx;
-	struct cthread *t = thread_get(c, ev->tgid, ev->tid);
+	struct cthread *t = *ev->user;
 	struct method *me;
 
-	if (!t)
-		return -ENOMEM;
+	if (!t) {
+		/* once per thread: the call tree keeps it for us */
+		t = thread_get(c, ev->tgid, ev->tid);
+		if (!t)
+			return -ENOMEM;
+		*ev->user = t;
+	}
 	if (ev->kind == BFT_CALL_VOID) {
 		flow_void(t);
 		send_break(c);
@@ -325,8 +324,7 @@ static int on_record(void *ctx, const struct bft_record *r)
 	case BFT_REC_ENTER_NORET:
 		(void)rel_ms(c, r->time_ns);
 		/* replay of a suspended "kernel": the records are dropped */
-		if (!source_is_kernel(c->src) &&
-		    source_mode(c) == BFT_MODE_SUSPENDED) {
+		if (c->replay_suspended) {
 			c->suspended_dropped += r->kind == BFT_REC_EXIT ?
 						r->value : 1;
 			return 0;
@@ -371,13 +369,22 @@ int pipeline_init(struct coll *c, unsigned int ncpus)
 	return bft_calltree_init(&c->ct, &co);
 }
 
+/* Nothing a merge's callbacks do changes the mode: look once per merge. */
+static void look_at_mode(struct coll *c)
+{
+	c->replay_suspended = !source_is_kernel(c->src) &&
+			      source_mode(c) == BFT_MODE_SUSPENDED;
+}
+
 int pipeline_run(struct coll *c)
 {
+	look_at_mode(c);
 	return bft_merge_run(&c->merge);
 }
 
 int pipeline_drain(struct coll *c)
 {
+	look_at_mode(c);
 	return bft_merge_drain(&c->merge);
 }
 

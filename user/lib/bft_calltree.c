@@ -17,6 +17,7 @@ struct bft_ct_thread {
 	uint32_t tgid, tid;
 	struct frame *stack;
 	uint32_t depth, cap;
+	void *user;		/* bft_call_event.user */
 	uint8_t known;		/* the stack's bottom is the thread's bottom */
 	uint8_t voided;		/* voided since its last event */
 	uint8_t run_tok;	/* the last text token is a run: '?' or '!' */
@@ -91,20 +92,22 @@ static struct bft_ct_thread *lookup(const struct bft_calltree *ct,
 	return NULL;
 }
 
+/* The records of one CPU mostly come from the thread it ran last. */
 static struct bft_ct_thread *get_thread(struct bft_calltree *ct,
-					uint32_t tgid, uint32_t tid)
+					const struct bft_record *r)
 {
+	uint32_t *last = &ct->last[r->cpu % 16], tgid = r->tgid, tid = r->tid;
 	struct bft_ct_thread *t;
 	uint32_t s;
 
-	if (ct->last) {
-		t = &ct->threads[ct->last - 1];
+	if (*last) {
+		t = &ct->threads[*last - 1];
 		if (t->tgid == tgid && t->tid == tid)
 			return t;
 	}
 	t = lookup(ct, tgid, tid);
 	if (t) {
-		ct->last = (uint32_t)(t - ct->threads) + 1;
+		*last = (uint32_t)(t - ct->threads) + 1;
 		return t;
 	}
 	if ((ct->nthreads + 1) * 2 > ct->hash_cap && rehash(ct))
@@ -129,7 +132,7 @@ static struct bft_ct_thread *get_thread(struct bft_calltree *ct,
 		s = (s + 1) & (ct->hash_cap - 1);
 	ct->hash[s] = ++ct->nthreads;
 	ct->st.threads++;
-	ct->last = ct->nthreads;
+	*last = ct->nthreads;
 	return t;
 }
 
@@ -163,7 +166,7 @@ static int text_run(struct bft_ct_thread *t, char c, uint64_t k)
 	return bft_buf_append(&t->text, tok, (size_t)n);
 }
 
-static int call(struct bft_calltree *ct, const struct bft_ct_thread *t,
+static int call(struct bft_calltree *ct, struct bft_ct_thread *t,
 		unsigned int kind, const struct frame *f, uint32_t depth,
 		uint64_t time_ns)
 {
@@ -180,13 +183,14 @@ static int call(struct bft_calltree *ct, const struct bft_ct_thread *t,
 	ev.kind = (uint16_t)kind;
 	ev.noret = (uint8_t)f->noret;
 	ev.cause = 0;
+	ev.user = &t->user;
 	return ct->o.on_call(ct->o.ctx, &ev);
 }
 
 static int enter(struct bft_calltree *ct, const struct bft_record *r,
 		 int noret)
 {
-	struct bft_ct_thread *t = get_thread(ct, r->tgid, r->tid);
+	struct bft_ct_thread *t = get_thread(ct, r);
 	struct frame *f;
 
 	if (!t)
@@ -218,7 +222,7 @@ static int enter(struct bft_calltree *ct, const struct bft_record *r,
 
 static int exits(struct bft_calltree *ct, const struct bft_record *r)
 {
-	struct bft_ct_thread *t = get_thread(ct, r->tgid, r->tid);
+	struct bft_ct_thread *t = get_thread(ct, r);
 	uint64_t n = r->value;
 	int ret;
 
@@ -278,6 +282,7 @@ static int void_all(struct bft_calltree *ct, const struct bft_record *r)
 		ev.kind = BFT_CALL_VOID;
 		ev.noret = 0;
 		ev.cause = (uint8_t)r->kind;
+		ev.user = &t->user;
 		t->depth = 0;
 		t->known = 0;
 		if (ct->o.text) {

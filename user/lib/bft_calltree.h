@@ -56,6 +56,12 @@ struct bft_call_event {
 	uint16_t kind;		/* enum bft_call_kind */
 	uint8_t noret;		/* the frame is a NORET frame */
 	uint8_t cause;		/* VOID: BFT_REC_BREAK, BFT_REC_LOST or BFT_REC_GAP */
+	/*
+	 * The consumer's slot for the thread: NULL until on_call stores there
+	 * what it keeps per thread, so it need not look the thread up again.
+	 * Valid during the callback only.
+	 */
+	void **user;
 };
 
 struct bft_calltree_opts {
@@ -88,7 +94,8 @@ struct bft_calltree {
 	uint32_t nthreads, threads_cap;
 	uint32_t *hash;		/* open addressing: thread index + 1 */
 	uint32_t hash_cap;
-	uint32_t last;		/* cache: index of the last thread + 1 */
+	/* cache: index + 1 of the last thread of each CPU (cpu modulo 16) */
+	uint32_t last[16];
 };
 
 int bft_calltree_init(struct bft_calltree *ct,

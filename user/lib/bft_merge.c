@@ -14,10 +14,7 @@ struct bft_merge_cpu {
 	struct bft_stream dec;
 };
 
-static int push_cb(void *ctx, const struct bft_record *r)
-{
-	return bft_merge_push(ctx, r);
-}
+static int push_cb(void *ctx, const struct bft_record *r);
 
 /* The decoders share one context, the merger; the user's is err_ctx. */
 static int error_cb(void *ctx, const struct bft_stream_error *e)
@@ -141,16 +138,10 @@ static int grow(struct bft_merge_cpu *q)
 	return 0;
 }
 
-int bft_merge_push(struct bft_merge *m, const struct bft_record *r)
+/* Queue r on q, the queue of CPU c, which is open and at most at r's time. */
+static inline int enqueue(struct bft_merge *m, struct bft_merge_cpu *q,
+			  uint32_t c, const struct bft_record *r)
 {
-	struct bft_merge_cpu *q;
-	uint32_t c = r->cpu;
-
-	if (c >= m->o.ncpus)
-		return -EINVAL;
-	q = &m->cpu[c];
-	if (q->closed || r->time_ns < q->wm)
-		return -EINVAL;
 	q->wm = r->time_ns;
 	if (!(m->o.kinds & BFT_REC_BIT(r->kind)))
 		return 0;
@@ -165,6 +156,30 @@ int bft_merge_push(struct bft_merge *m, const struct bft_record *r)
 	if (++m->queued > m->st.max_queued)
 		m->st.max_queued = m->queued;
 	return 0;
+}
+
+int bft_merge_push(struct bft_merge *m, const struct bft_record *r)
+{
+	struct bft_merge_cpu *q;
+	uint32_t c = r->cpu;
+
+	if (c >= m->o.ncpus)
+		return -EINVAL;
+	q = &m->cpu[c];
+	if (q->closed || r->time_ns < q->wm)
+		return -EINVAL;
+	return enqueue(m, q, c, r);
+}
+
+/* From a CPU's decoder, which bft_merge_feed only runs while it is open. */
+static int push_cb(void *ctx, const struct bft_record *r)
+{
+	struct bft_merge *m = ctx;
+	struct bft_merge_cpu *q = &m->cpu[r->cpu];
+
+	if (r->time_ns < q->wm)	/* bft_merge_advance promised later */
+		return -EINVAL;
+	return enqueue(m, q, r->cpu, r);
 }
 
 int bft_merge_feed(struct bft_merge *m, uint32_t cpu, const void *buf,
@@ -227,6 +242,12 @@ static inline void limit_add(struct limit *l, uint64_t t, uint32_t cpu)
 	}
 }
 
+/*
+ * The top CPU's records are taken one after another, without going through
+ * the heap, while each sorts before the heads of the top's children (the
+ * earliest of the other CPUs): a CPU's records mostly come in runs.  The
+ * heap is in order whenever on_record is called.
+ */
 int bft_merge_run(struct bft_merge *m)
 {
 	struct limit lim = { .none = 1 };
@@ -237,31 +258,56 @@ int bft_merge_run(struct bft_merge *m)
 			limit_add(&lim, m->cpu[c].wm, c);
 	while (m->heap_len) {
 		struct bft_merge_cpu *q;
-		struct bft_record rec;
-		int r;
+		uint64_t nt = UINT64_MAX;	/* the next CPU's head */
+		uint32_t nc = UINT32_MAX, k;
 
 		c = m->heap[0];
 		q = &m->cpu[c];
-		rec = q->q[q->head];
-		if (!lim.none && (rec.time_ns > lim.t ||
-				  (rec.time_ns == lim.t && c > lim.cpu)))
-			break;
-		q->head = (q->head + 1) & (q->cap - 1);
-		m->queued--;
-		if (--q->len) {
-			sift_down(m, 0);
-		} else {
-			m->heap[0] = m->heap[--m->heap_len];
-			if (m->heap_len)
-				sift_down(m, 0);
-			q->head = 0;
-			if (!q->closed)
-				limit_add(&lim, q->wm, c);
+		for (k = 1; k <= 2 && k < m->heap_len; k++) {
+			const struct bft_record *h = head_of(m, m->heap[k]);
+
+			if (h->time_ns < nt ||
+			    (h->time_ns == nt && m->heap[k] < nc)) {
+				nt = h->time_ns;
+				nc = m->heap[k];
+			}
 		}
-		m->st.emitted++;
-		r = m->o.on_record(m->o.ctx, &rec);
-		if (r)
-			return r;
+		for (;;) {
+			const struct bft_record *h = &q->q[q->head];
+			struct bft_record rec;
+			int r;
+
+			if (!lim.none && (h->time_ns > lim.t ||
+					  (h->time_ns == lim.t && c > lim.cpu)))
+				return 0;
+			rec = *h;
+			q->head = (q->head + 1) & (q->cap - 1);
+			m->queued--;
+			m->st.emitted++;
+			if (!--q->len) {
+				m->heap[0] = m->heap[--m->heap_len];
+				if (m->heap_len)
+					sift_down(m, 0);
+				q->head = 0;
+				if (!q->closed)
+					limit_add(&lim, q->wm, c);
+				r = m->o.on_record(m->o.ctx, &rec);
+				if (r)
+					return r;
+				break;
+			}
+			h = &q->q[q->head];
+			if (h->time_ns > nt || (h->time_ns == nt && c > nc)) {
+				sift_down(m, 0);
+				r = m->o.on_record(m->o.ctx, &rec);
+				if (r)
+					return r;
+				break;
+			}
+			r = m->o.on_record(m->o.ctx, &rec);
+			if (r)
+				return r;
+		}
 	}
 	return 0;
 }

@@ -216,8 +216,21 @@ static void fill(const struct bft_stream *s, struct bft_record *rec,
 	rec->value2 = 0;
 }
 
+static int aborted(struct bft_stream *s, const struct bft_record *rec, int r)
+{
+	s->stopped = 1;
+	s->stop_ret = r;
+	s->err.code = BFT_SERR_ABORTED;
+	s->err.offset = rec->offset;
+	s->err.expected = s->err.got = 0;
+	snprintf(s->err.msg, sizeof(s->err.msg),
+		 "cpu %u offset %" PRIu64 ": %s (%d)", s->o.cpu, rec->offset,
+		 err_names[BFT_SERR_ABORTED], r);
+	return STEP_STOP;
+}
+
 /* Hand a record to the user; returns STEP_STOP if the user aborted. */
-static int emit(struct bft_stream *s, const struct bft_record *rec)
+static inline int emit(struct bft_stream *s, const struct bft_record *rec)
 {
 	int r;
 
@@ -228,15 +241,7 @@ static int emit(struct bft_stream *s, const struct bft_record *rec)
 	r = s->o.on_record(s->o.ctx, rec);
 	if (likely(!r))
 		return 0;
-	s->stopped = 1;
-	s->stop_ret = r;
-	s->err.code = BFT_SERR_ABORTED;
-	s->err.offset = rec->offset;
-	s->err.expected = s->err.got = 0;
-	snprintf(s->err.msg, sizeof(s->err.msg),
-		 "cpu %u offset %" PRIu64 ": %s (%d)", s->o.cpu, rec->offset,
-		 err_names[BFT_SERR_ABORTED], r);
-	return STEP_STOP;
+	return aborted(s, rec, r);
 }
 
 /*
