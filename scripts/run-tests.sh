@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The project's test command (`make test`, and CI through .ci/run): install
 # what is missing, build the module for every kernel, the tools and the
-# selftests, run the native unit tests, then the selftests in a guest on each
-# kernel.  Every TAP result line of every suite is counted; a step that fails
-# without a failing TAP line of its own (build error, crash, guest that does
-# not boot, kernel log with warnings) counts as one failure.  The last line is
+# selftests, run the native unit tests and the packaging checks (make
+# install, DKMS, the flame graph in headless Chromium), then the selftests in
+# a guest on each kernel.  Every TAP result line of every suite is counted; a
+# step that fails without a failing TAP line of its own (build error, crash,
+# guest that does not boot, kernel log with warnings) counts as one failure.  The last line is
 # "N passed, M failed"; the exit status is non-zero if M > 0.
 #
 # Logs of every step: build/logs/.  Environment:
@@ -177,6 +178,21 @@ if ((user_ok)); then
 else
 	echo "==> skipping the native unit tests: the user-space build failed"
 fi
+
+# --- packaging (native) ---------------------------------------------------
+packaging_step() { # name cmd...
+	test_step "$@"
+	if ((step_rc != 0 && step_nok == 0)); then
+		fail "$1: exit $step_rc with no failing test reported"
+	fi
+}
+if ((user_ok)); then
+	packaging_step "make install" bash scripts/test-install.sh
+else
+	echo "==> skipping the make install checks: the user-space build failed"
+fi
+packaging_step "dkms" bash scripts/test-dkms.sh
+packaging_step "flame graph in chromium" bash scripts/test-flame-render.sh
 
 selftests_ok=0
 build_step "make -C selftests/bftrace" make -C selftests/bftrace -j"$jobs" && selftests_ok=1

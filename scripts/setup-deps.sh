@@ -19,6 +19,8 @@ packages=(
 	libmnl-dev libelf-dev libdw-dev libbpf-dev libiberty-dev libjansson-dev
 	# peers and real programs the tests and benchmarks trace
 	bpftrace valgrind sqlite3 linux-perf iproute2
+	# packaging checks: DKMS builds, man pages, the flame graph in a browser
+	dkms man-db chromium
 )
 
 missing=()

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The flame graph must render in a real browser: scripts/flamegraph.py draws
+# scripts/fixtures/flame.folded, headless Chromium screenshots the SVG, and
+# scripts/flame-render-check.py compares the picture with the SVG (coverage,
+# each frame's fill at its place, the distinct fills).  The SVG, the PNG and
+# Chromium's log stay in build/flame-render/ for inspection.  Output is TAP.
+#
+# Environment: BFT_CHROMIUM, the browser to run (default: chromium).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$root"
+out=$root/build/flame-render
+fixture=scripts/fixtures/flame.folded
+chromium=${BFT_CHROMIUM:-chromium}
+rm -rf "$out"
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# shellcheck source=scripts/tap.sh
+. scripts/tap.sh
+
+if python3 scripts/flamegraph.py --title "bftrace flame graph fixture" \
+	<"$fixture" >"$out/flame.svg" 2>"$out/flamegraph.err" && [[ -s $out/flame.svg ]]; then
+	ok "flamegraph.py renders $fixture"
+else
+	not_ok "flamegraph.py renders $fixture"
+	sed 's/^/# /' "$out/flamegraph.err"
+	tap_finish
+fi
+
+if ! command -v "$chromium" >/dev/null; then
+	not_ok "$chromium is installed (scripts/setup-deps.sh installs it)"
+	tap_finish
+fi
+# Root needs --no-sandbox; a private profile keeps the run from touching
+# (or depending on) the user's.  Chromium logs D-Bus errors on a machine
+# without a session bus; they go to the log, not the TAP stream.
+rc=0
+timeout -k 10 120 "$chromium" --headless --no-sandbox --disable-gpu \
+	--user-data-dir="$tmp/profile" --hide-scrollbars \
+	--screenshot="$out/flame.png" --window-size=1200,800 \
+	"file://$out/flame.svg" >"$out/chromium.log" 2>&1 || rc=$?
+if ((rc == 0)) && [[ -s $out/flame.png ]]; then
+	ok "headless $chromium screenshots the SVG"
+else
+	why="exit $rc"
+	((rc != 124)) || why="timed out after 120 s"
+	not_ok "headless $chromium screenshots the SVG ($why)"
+	tail -n 20 "$out/chromium.log" | sed 's/^/# /'
+fi
+
+# The fixture's widest leaf is labelled in full; the C++ name checks that
+# '<' and '>' reach the SVG escaped and come back out of the parser whole.
+crc=0
+check_out=$(python3 scripts/flame-render-check.py --start $((tap_n + 1)) \
+	--label sqlite3_step --frame 'kv::Cache<std::string>::get' \
+	--size 1200x800 "$out/flame.svg" "$out/flame.png" 2>&1) || crc=$?
+printf '%s\n' "$check_out"
+tap_n=$((tap_n + $(grep -cE '^(not )?ok [0-9]+' <<<"$check_out" || true)))
+check_nok=$(grep -cE '^not ok [0-9]+' <<<"$check_out" || true)
+tap_nfail=$((tap_nfail + check_nok))
+if ((crc != 0 && check_nok == 0)); then
+	not_ok "scripts/flame-render-check.py failed (exit $crc) without a failing check"
+fi
+echo "# screenshot: ${out#"$root"/}/flame.png"
+tap_finish
