@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "bft_varint.h"
 #include "bfp_config.h"
@@ -132,19 +133,22 @@ int bfp_encode(struct bft_buf *out, unsigned int version,
 #define BFP_EXIT_LEN(version)	((version) == 1 ? 17 : 16)
 #define BFP_CALL_MAX		17
 
+/* Spelled so that gcc makes each one a byte swap and one store. */
 static inline uint8_t *bfp_be32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap32(v);
+#endif
+	memcpy(p, &v, 4);
 	return p + 4;
 }
 
 static inline uint8_t *bfp_be16(uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap16(v);
+#endif
+	memcpy(p, &v, 2);
 	return p + 2;
 }
 
