@@ -7,6 +7,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/namei.h>
+#include <linux/percpu.h>
 #include <linux/slab.h>
 #include <linux/uprobes.h>
 
@@ -151,9 +152,10 @@ static int bft_probe_parse(struct nlattr *nest, u32 idx, struct bft_elf *elf,
 	p->method_id = nla_get_u32(tb[BFT_P_METHOD_ID]);
 	p->flags = nla_get_u32(tb[BFT_P_FLAGS]);
 	p->name = kstrdup(nla_data(tb[BFT_P_NAME]), GFP_KERNEL);
-	if (!p->name) {
-		kfree(p);
-		return -ENOMEM;
+	p->hits = alloc_percpu(u64);
+	if (!p->name || !p->hits) {
+		err = -ENOMEM;
+		goto free_name;
 	}
 	path = nla_data(tb[BFT_P_PATH]);
 
@@ -221,6 +223,7 @@ static int bft_probe_parse(struct nlattr *nest, u32 idx, struct bft_elf *elf,
 put:
 	path_put(&p->path);
 free_name:
+	free_percpu(p->hits);
 	kfree(p->name);
 	kfree(p);
 	return err;
@@ -261,7 +264,6 @@ static int bft_batch_register(struct bft_target *t, struct list_head *batch,
 		return -EMSGSIZE;
 	list_for_each_entry_safe(p, pn, batch, node) {
 		p->target = t;
-		atomic64_set(&p->hits, 0);
 		err = bft_probe_register(p);
 		/* the kernel-internal ENOTSUPP (e.g. an instruction uprobes
 		 * cannot handle) means nothing to user space

@@ -316,7 +316,7 @@ static int bft_put_live_method(struct sk_buff *skb,
 		.method_id = p->method_id,
 		.offset = p->offset,
 		.flags = p->flags,
-		.hits = atomic64_read(&p->hits),
+		.hits = bft_probe_hits(p),
 		.name = p->name,
 	};
 

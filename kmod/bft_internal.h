@@ -10,6 +10,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/path.h>
+#include <linux/reciprocal_div.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/uprobes.h>
@@ -67,6 +68,7 @@ struct bft_ring {
 	/* writer state, under @lock */
 	u64 time;		/* stream time, ns, never ahead of the clock */
 	u32 res;		/* TIME unit, ns */
+	struct reciprocal_value res_recip;	/* divides by @res */
 	pid_t tgid, tid;	/* thread of the last THREAD record */
 	unsigned long nsw;	/* its context switch count then */
 	bool have_thread;
@@ -140,7 +142,7 @@ struct bft_probe {
 	u32 method_id;
 	u32 flags;
 	char *name;
-	atomic64_t hits;
+	u64 __percpu *hits;	/* per CPU: handlers on two CPUs share no line */
 #if BFT_UPROBE_GEN >= 2
 	struct uprobe *uprobe;
 #endif
@@ -174,6 +176,7 @@ struct bft_target *bft_target_new(pid_t tgid, struct netlink_ext_ack *extack);
 void bft_target_free_if_empty(struct bft_target *t);
 int bft_probe_register(struct bft_probe *p);
 void bft_probe_free(struct bft_probe *p);
+u64 bft_probe_hits(const struct bft_probe *p);
 void bft_target_detach(struct bft_target *t);
 void bft_detach_all(void);
 int bft_targets_signal(int sig);

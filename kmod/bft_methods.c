@@ -35,7 +35,7 @@ void bft_method_retire(struct bft_probe *p, pid_t tgid, char *buf)
 	m->method_id = p->method_id;
 	m->offset = p->offset;
 	m->flags = p->flags | BFT_PF_GONE;
-	m->hits = atomic64_read(&p->hits);
+	m->hits = bft_probe_hits(p);
 	m->path = m->strings;
 	strcpy(m->path, path);
 	m->name = m->path + strlen(path) + 1;

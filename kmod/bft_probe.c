@@ -3,6 +3,7 @@
  * Targets and their probes: the uprobe handlers, registration, and
  * teardown.  Everything here except the handlers runs under bft_lock.
  */
+#include <linux/percpu.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
@@ -48,7 +49,7 @@ static int bft_entry_handler(BFT_HANDLER_ARGS)
 	depth = bft_uretprobe_depth();
 	if (bft_too_deep(depth))
 		return 0;
-	atomic64_inc(&p->hits);
+	this_cpu_inc(*p->hits);
 	if (!(p->flags & BFT_PF_RETURN) || depth >= BFT_URETPROBE_DEPTH)
 		bft_ring_record(BFT_REC_NORET, p->method_id);
 	else
@@ -119,8 +120,20 @@ static void bft_probes_unregister_sync(void)
 void bft_probe_free(struct bft_probe *p)
 {
 	path_put(&p->path);
+	free_percpu(p->hits);
 	kfree(p->name);
 	kfree(p);
+}
+
+/* Racy against running handlers, as any count of a live probe is. */
+u64 bft_probe_hits(const struct bft_probe *p)
+{
+	unsigned int cpu;
+	u64 n = 0;
+
+	for_each_possible_cpu(cpu)
+		n += READ_ONCE(*per_cpu_ptr(p->hits, cpu));
+	return n;
 }
 
 struct bft_target *bft_target_find(pid_t tgid)

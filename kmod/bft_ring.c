@@ -10,9 +10,11 @@
  *   ......|#########################|.............
  *         ^ reader copies from here ^ writers append here, under lock
  *
- * [tail, head) holds whole records only: a writer builds everything one
- * uprobe hit produces in a local buffer and publishes it with one store
- * of head, or drops it whole and counts the loss.
+ * [tail, head) holds whole records only: a writer encodes everything one
+ * uprobe hit produces past head, where no reader looks, and publishes it
+ * with one store of head.  In the common case (same thread, nothing owed,
+ * room up to the end of the array) it encodes in place; otherwise into a
+ * local buffer that is copied in, or dropped whole with the loss counted.
  *
  * Exits of one thread that follow each other within one time unit form a
  * run; the run stays in the writer state (@run) and becomes one EXIT record
@@ -21,6 +23,7 @@
 #include <linux/math64.h>
 #include <linux/percpu.h>
 #include <linux/poll.h>
+#include <linux/reciprocal_div.h>
 #include <linux/sched.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
@@ -33,6 +36,8 @@ static DEFINE_PER_CPU(struct bft_ring, bft_rings);
 
 /* Room for every record one hit can produce: LOST, SYNC, BREAK, THREAD, event. */
 #define BFT_HIT_MAX (5 * BFT_RECORD_MAX)
+/* ... and on the fast path: a sealed EXIT run, a TIME, the event. */
+#define BFT_FAST_MAX (3 * BFT_RECORD_MAX)
 
 struct bft_recbuf {
 	u8 b[BFT_HIT_MAX];
@@ -97,6 +102,39 @@ static void bft_ring_seal(struct bft_ring *r)
 	r->run = 0;
 }
 
+static void bft_ring_set_res(struct bft_ring *r, u32 res)
+{
+	r->res = res;
+	r->res_recip = reciprocal_value(res);
+}
+
+/*
+ * Whole time units in @delta ns, exactly delta / res rounded down.  Every
+ * hit needs this; a multiplication is far cheaper than a 64-bit divide,
+ * and gaps of 4 s or more are rare enough to divide.
+ */
+static u64 bft_ring_units(const struct bft_ring *r, u64 delta)
+{
+	if (delta < r->res)
+		return 0;
+	if (delta <= U32_MAX)
+		return reciprocal_divide((u32)delta, r->res_recip);
+	return div_u64(delta, r->res);
+}
+
+/* The event itself; an exit's byte waits in the run (bft_ring_seal()). */
+static inline unsigned int bft_put_event(u8 *p, enum bft_rec kind, u32 id)
+{
+	unsigned int n;
+
+	if (kind == BFT_REC_ENTER)
+		return bft_put_packed(p, BFT_F_ENTER, id);
+	if (kind != BFT_REC_NORET)
+		return 0;
+	n = bft_put_esc(p, BFT_ESC_ENTER_NORET);
+	return n + bft_put_varint(p + n, id);
+}
+
 /* Records owed before anything else: LOST, then SYNC, then BREAK. */
 static void bft_put_owed(struct bft_ring *r, struct bft_recbuf *rb, u64 now)
 {
@@ -134,13 +172,8 @@ static void bft_put_when(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
 		p += bft_put_varint(p, now - rb->time);
 		rb->time = now;
 	} else {
-		units = div_u64(now - rb->time, r->res);
-		if (units > BFT_TIME_SHORT_MAX) {
-			p += bft_put_esc(p, BFT_ESC_TIME);
-			p += bft_put_varint(p, units);
-		} else if (units) {
-			p += bft_put_esc(p, BFT_ESC_TIME_SHORT - 1 + units);
-		}
+		units = bft_ring_units(r, now - rb->time);
+		p += bft_put_units(p, units);
 		rb->time += units * r->res;
 	}
 	rb->len = p - rb->b;
@@ -164,18 +197,96 @@ static u64 bft_ring_now(struct bft_ring *r)
 }
 
 /*
+ * The common hit: the same thread as the last record here, nothing owed,
+ * and room for BFT_FAST_MAX bytes both free and before the end of the
+ * array.  The records then cannot fail to fit, so they are encoded
+ * straight into the ring, past head, and published at once.  Under lock.
+ * False if the slow path must run; else *@used is the ring's fill.
+ */
+static __always_inline bool bft_ring_fast(struct bft_ring *r,
+					  enum bft_rec kind, u32 id, u64 units,
+					  u32 *used)
+{
+	/* pairs with smp_store_release(&r->tail) in bft_ring_read() */
+	u64 tail = smp_load_acquire(&r->tail);
+	u64 head = r->head;
+	u32 pos = head & (r->size - 1);
+	u8 *start, *p;
+
+	if (r->size - pos < BFT_FAST_MAX ||
+	    r->size - (u32)(head - tail) < BFT_FAST_MAX)
+		return false;
+	start = r->data + pos;
+	p = start;
+	if (r->run) {
+		p += bft_put_packed(p, BFT_F_EXIT, r->run - 1);
+		r->written += r->run;
+		r->run = 0;
+	}
+	p += bft_put_units(p, units);
+	r->time += units * r->res;
+	p += bft_put_event(p, kind, id);
+	if (kind == BFT_REC_EXIT)
+		r->run = 1;	/* its byte goes out when the run is sealed */
+	else
+		r->written++;
+	head += p - start;
+	/* pairs with smp_load_acquire(&r->head) in the reader */
+	smp_store_release(&r->head, head);
+	r->bytes_written += p - start;
+	*used = head - tail;
+	return true;
+}
+
+/*
+ * Everything else: a new thread, owed records, a ring (nearly) full or
+ * about to wrap.  Returns the bytes now in the ring, or 0 on a drop.
+ */
+static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
+				  u32 id, u64 now, unsigned long nsw,
+				  bool new_thread)
+{
+	struct task_struct *tsk = current;
+	struct bft_recbuf rb;
+
+	bft_ring_seal(r);
+	rb.len = 0;
+	rb.time = r->time;
+	bft_put_owed(r, &rb, now);
+	bft_put_when(r, &rb, now, new_thread);
+	rb.len += bft_put_event(rb.b + rb.len, kind, id);
+	if (!bft_ring_put(r, rb.b, rb.len)) {
+		bft_ring_drop(r, 1);
+		return 0;
+	}
+	bft_ring_commit_owed(r, &rb);
+	if (new_thread) {
+		r->have_thread = true;
+		r->tgid = tsk->tgid;
+		r->tid = tsk->pid;
+		r->nsw = nsw;
+	}
+	if (kind == BFT_REC_EXIT)
+		r->run = 1;	/* its byte goes out when the run is sealed */
+	else
+		r->written++;
+	return r->head - READ_ONCE(r->tail);
+}
+
+/*
  * Called from uprobe handlers: process context, preemptible, any CPU.
- * Preemption is off only inside the lock.
+ * Preemption is off only inside the lock, which the flush work and the
+ * control path take from other CPUs.
  */
 void bft_ring_record(enum bft_rec kind, u32 id)
 {
 	struct task_struct *tsk = current;
-	struct bft_recbuf rb;
 	struct bft_ring *r;
 	unsigned long nsw;
-	bool new_thread, wake = false;
+	bool new_thread;
+	u32 used = 0;
 	int mode;
-	u64 now;
+	u64 now, units;
 
 	preempt_disable();
 	r = this_cpu_ptr(&bft_rings);
@@ -194,43 +305,20 @@ void bft_ring_record(enum bft_rec kind, u32 id)
 		     r->tid != tsk->pid || r->nsw != nsw;
 	r->produced++;
 
-	if (kind == BFT_REC_EXIT && r->run && !new_thread &&
-	    now - r->time < r->res) {
-		r->run++;
-		goto out;
+	if (likely(!new_thread && !r->pending_lost)) {
+		units = bft_ring_units(r, now - r->time);
+		if (kind == BFT_REC_EXIT && r->run && !units) {
+			r->run++;
+			goto out;
+		}
+		if (bft_ring_fast(r, kind, id, units, &used))
+			goto out;
 	}
-	bft_ring_seal(r);
-
-	rb.len = 0;
-	rb.time = r->time;
-	bft_put_owed(r, &rb, now);
-	bft_put_when(r, &rb, now, new_thread);
-	if (kind == BFT_REC_ENTER) {
-		rb.len += bft_put_packed(rb.b + rb.len, BFT_F_ENTER, id);
-	} else if (kind == BFT_REC_NORET) {
-		rb.len += bft_put_esc(rb.b + rb.len, BFT_ESC_ENTER_NORET);
-		rb.len += bft_put_varint(rb.b + rb.len, id);
-	}
-	if (!bft_ring_put(r, rb.b, rb.len)) {
-		bft_ring_drop(r, 1);
-		goto out;
-	}
-	bft_ring_commit_owed(r, &rb);
-	if (new_thread) {
-		r->have_thread = true;
-		r->tgid = tsk->tgid;
-		r->tid = tsk->pid;
-		r->nsw = nsw;
-	}
-	if (kind == BFT_REC_EXIT)
-		r->run = 1;	/* its byte goes out when the run is sealed */
-	else
-		r->written++;
-	wake = r->head - READ_ONCE(r->tail) >= bft_ring_watermark(r);
+	used = bft_ring_slow(r, kind, id, now, nsw, new_thread);
 out:
 	spin_unlock(&r->lock);
 	preempt_enable();
-	if (wake && wq_has_sleeper(&r->wait))
+	if (used && used >= bft_ring_watermark(r) && wq_has_sleeper(&r->wait))
 		wake_up_interruptible(&r->wait);
 }
 
@@ -276,7 +364,7 @@ static void bft_rings_mark(u8 brk, bool restart)
 
 		spin_lock(&r->lock);
 		if (restart) {
-			r->res = READ_ONCE(bft_opts.time_res_ns);
+			bft_ring_set_res(r, READ_ONCE(bft_opts.time_res_ns));
 			r->have_thread = false;
 		}
 		bft_ring_mark(r, now, brk);
@@ -498,7 +586,7 @@ static void bft_ring_reset(struct bft_ring *r, u8 *data, u32 size)
 	r->head = 0;
 	r->tail = 0;
 	r->time = 0;
-	r->res = READ_ONCE(bft_opts.time_res_ns);
+	bft_ring_set_res(r, READ_ONCE(bft_opts.time_res_ns));
 	r->have_thread = false;
 	r->need_sync = true;
 	r->pending_lost = 0;

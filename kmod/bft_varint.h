@@ -44,4 +44,17 @@ static inline unsigned int bft_put_esc(u8 *p, u8 kind)
 	return 2;
 }
 
+/* Stream time += @units time units: nothing, TIME_SHORT or TIME. */
+static inline unsigned int bft_put_units(u8 *p, u64 units)
+{
+	unsigned int n;
+
+	if (!units)
+		return 0;
+	if (units <= BFT_TIME_SHORT_MAX)
+		return bft_put_esc(p, BFT_ESC_TIME_SHORT - 1 + units);
+	n = bft_put_esc(p, BFT_ESC_TIME);
+	return n + bft_put_varint(p + n, units);
+}
+
 #endif /* BFT_VARINT_H */
