@@ -16,6 +16,8 @@
  *                ("e<id>" entry, "x<id>" exit, "x?" exit with no frame
  *                after a break, "x!" exit naming no open frame, "|" stacks
  *                void), for comparing trees exactly
+ *   methods.txt  "<id> <calls> <signature>" per method, by id: the key to
+ *                calls.txt
  *
  * Times are the protocol's: milliseconds since the agent's hello.
  */
@@ -47,6 +49,7 @@ struct rthread {
 	bool leaf_pending;	/* the top frame is printed once we know */
 	bool seen;		/* has had an event */
 	bool named_in_json;
+	bool mapped;		/* MapThreadName received */
 	uint32_t last_time;
 	uint32_t root;		/* folded-stack trie root */
 	uint64_t calls;
@@ -83,6 +86,9 @@ struct route {
 	uint32_t pid_default;
 	uint64_t calls, exits, orphans, mismatched, voids, voided_frames;
 	uint64_t exceptions_seen, markers, lost, unclosed;
+	/* Events routed before the map that names their method or thread:
+	 * the agent broke "map before first use". */
+	uint64_t unmapped_method_uses, unnamed_thread_uses;
 };
 
 static void bprintf(struct bft_buf *b, const char *fmt, ...)
@@ -267,7 +273,10 @@ void route_map_thread(struct route *r, uint16_t thread, uint32_t time,
 	struct rthread *th = thread_get(r, thread);
 
 	(void)time;
-	if (!th || (th->name && !strcmp(th->name, name) && !fresh))
+	if (!th)
+		return;
+	th->mapped = true;
+	if (th->name && !strcmp(th->name, name) && !fresh)
 		return;
 	if (!fresh)
 		th->renames++;
@@ -441,6 +450,7 @@ static void do_exit(struct route *r, struct rthread *th, uint32_t method,
 void route_event(struct route *r, const struct pending *p)
 {
 	struct rthread *th = NULL;
+	struct method *m;
 	char tmp[24];
 
 	if (p->id != BFP_MARKER) {
@@ -449,6 +459,9 @@ void route_event(struct route *r, const struct pending *p)
 			return;
 		th->seen = true;
 		th->last_time = p->time;
+		r->unnamed_thread_uses += !th->mapped;
+		m = method_get(r, p->method, false);
+		r->unmapped_method_uses += !m || !m->mapped;
 	}
 	if (p->time > r->last_time)
 		r->last_time = p->time;
@@ -653,6 +666,9 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 	fprintf(f, "exits:         %" PRIu64 " without a frame, %" PRIu64
 		" not matching the stack\n", r->orphans, r->mismatched);
 	fprintf(f, "open at end:   %" PRIu64 " frames\n", r->unclosed);
+	fprintf(f, "before map:    %" PRIu64 " events of an unmapped method, %"
+		PRIu64 " of an unnamed thread\n", r->unmapped_method_uses,
+		r->unnamed_thread_uses);
 	fprintf(f, "messages:      %" PRIu64 " sequenced, %" PRIu64
 		" heartbeats (last mode %c)\n", t->routed, t->heartbeats,
 		t->last_mode ? t->last_mode : '-');
@@ -677,6 +693,32 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 			method_name(r, top[i]->id, tmp, sizeof(tmp)));
 	}
 	free(top);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const struct method *x = *(struct method *const *)a;
+	const struct method *y = *(struct method *const *)b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void write_methods(struct route *r, FILE *f)
+{
+	struct method **v = calloc(r->mcount + 1, sizeof(*v));
+	uint32_t i, n = 0;
+	char tmp[24];
+
+	if (!v)
+		return;
+	for (i = 0; i < r->mcap; i++)
+		if (r->methods[i].used_slot)
+			v[n++] = &r->methods[i];
+	qsort(v, n, sizeof(*v), cmp_id);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%" PRIu32 " %" PRIu64 " %s\n", v[i]->id, v[i]->calls,
+			method_name(r, v[i]->id, tmp, sizeof(tmp)));
+	free(v);
 }
 
 int route_finish(struct route *r, const struct trace *t, FILE *out)
@@ -726,6 +768,11 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 			fprintf(f, "%s:%.*s\n", th->name, (int)th->canon.len,
 				(const char *)th->canon.data);
 		}
+		fclose(f);
+	}
+	f = open_out(r, "methods.txt");
+	if (f) {
+		write_methods(r, f);
 		fclose(f);
 	}
 	f = open_out(r, "folded.txt");

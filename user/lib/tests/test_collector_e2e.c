@@ -207,6 +207,13 @@ static void run_pair(struct __test_metadata *_metadata,
 		show_log(self->log);
 	free(calls);
 	free(expected);
+	/* Every method and thread was mapped before its first event. */
+	snprintf(path, sizeof(path), "%s/trace-1/summary.txt", self->hqout);
+	calls = slurp(path, NULL);
+	ASSERT_NE(NULL, calls);
+	EXPECT_NE(NULL, strstr(calls, "before map:    0 events of an "
+			       "unmapped method, 0 of an unnamed thread\n"));
+	free(calls);
 	snprintf(path, sizeof(path), "%s/trace-1/trace.json", self->hqout);
 	check_chrome(_metadata, path);
 }

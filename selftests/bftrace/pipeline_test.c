@@ -1,0 +1,856 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The whole pipeline on a real kernel: bfhq listens, bfcollector drains the
+ * rings and speaks Bytefrog to it, bfctl attaches to the calltree target.
+ * What bfhq rebuilds, and what the collector's .flow files decode to, must
+ * equal the target's known structure (targets/calltree_shape.h) thread for
+ * thread, with every sequence number delivered and every method and thread
+ * mapped before its first event.
+ *
+ * The faults that need a kernel are here too: HQ going away mid-trace must
+ * suspend recording until the collector is back, and a collector killed
+ * mid-trace must leave the module ready for the next one.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "kselftest_harness.h"
+#include "bft_flow.h"
+#include "bft_selftest.h"
+#include "calltree_shape.h"
+
+/* Under TCG everything is slow; these bound a stuck tool, not a fast one. */
+#define TOOL_EXIT_MS	120000
+#define MODE_WAIT_MS	30000
+
+/* ---- the expected trace ------------------------------------------------ */
+
+/*
+ * One thread's calls as "e:fn x:fn ..." with every frame closed: the
+ * Bytefrog stream and the .flow files carry an exit for every entry, even
+ * for frames past the kernel's return-probe limit (the collector writes
+ * those exits where they belong).
+ */
+struct calls {
+	char text[16384];
+	size_t len;
+	unsigned int ncalls;
+};
+
+static void c_put(struct calls *c, char kind, const char *fn)
+{
+	int n = snprintf(c->text + c->len, sizeof(c->text) - c->len, "%s%c:%s",
+			 c->len ? " " : "", kind, fn);
+
+	if (n < 0 || (size_t)n >= sizeof(c->text) - c->len)
+		abort();	/* sized for calltree_shape.h */
+	c->len += (size_t)n;
+	c->ncalls += kind == 'e';
+}
+
+static void c_leaf(struct calls *c, const char *fn)
+{
+	c_put(c, 'e', fn);
+	c_put(c, 'x', fn);
+}
+
+static void c_b(struct calls *c)
+{
+	c_put(c, 'e', CT_FN_B);
+	c_leaf(c, CT_FN_C);
+	c_put(c, 'x', CT_FN_B);
+}
+
+static void c_recurse(struct calls *c, int n, bool even)
+{
+	const char *fn = even ? CT_FN_EVEN : CT_FN_ODD;
+
+	c_put(c, 'e', fn);
+	if (n > 0)
+		c_recurse(c, n - 1, !even);
+	c_put(c, 'x', fn);
+}
+
+/* expect[0]: the main thread; expect[1 + k]: worker k. */
+static void expected_calls(struct calls expect[1 + CT_NR_THREADS])
+{
+	memset(expect, 0, sizeof(*expect) * (1 + CT_NR_THREADS));
+	for (int i = 0; i < CT_NEST_REPS; i++) {
+		c_put(&expect[0], 'e', CT_FN_A);
+		c_b(&expect[0]);
+		c_leaf(&expect[0], CT_FN_C);
+		c_leaf(&expect[0], CT_FN_LIB);
+		c_put(&expect[0], 'x', CT_FN_A);
+	}
+	c_recurse(&expect[0], CT_RECUR_DEPTH, true);
+	for (int k = 0; k < CT_NR_THREADS; k++) {
+		struct calls *c = &expect[1 + k];
+
+		c_put(c, 'e', CT_FN_THREAD_BODY);
+		for (int i = 0; i <= k; i++)
+			c_leaf(c, CT_FN_T_LEAF);
+		c_b(c);
+		c_put(c, 'x', CT_FN_THREAD_BODY);
+	}
+}
+
+/* ---- what a tool wrote -------------------------------------------------- */
+
+struct names {
+	struct { uint64_t id; char *fn; } v[64];
+	unsigned int n;
+};
+
+/* Method signatures are "object!function": keep the function. */
+static int names_add(struct names *nm, uint64_t id, const char *sig,
+		     size_t len)
+{
+	const char *bang = memchr(sig, '!', len);
+
+	if (nm->n == 64)
+		return -ENOSPC;
+	if (bang) {
+		len -= (size_t)(bang + 1 - sig);
+		sig = bang + 1;
+	}
+	nm->v[nm->n].id = id;
+	nm->v[nm->n].fn = strndup(sig, len);
+	return nm->v[nm->n++].fn ? 0 : -ENOMEM;
+}
+
+static const char *names_get(const struct names *nm, uint64_t id)
+{
+	for (unsigned int i = 0; i < nm->n; i++)
+		if (nm->v[i].id == id)
+			return nm->v[i].fn;
+	return NULL;
+}
+
+static void names_free(struct names *nm)
+{
+	for (unsigned int i = 0; i < nm->n; i++)
+		free(nm->v[i].fn);
+	nm->n = 0;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t cap = 0, len = 0, n;
+
+	if (!f)
+		return NULL;
+	do {
+		if (len + 4096 + 1 > cap) {
+			char *b = realloc(buf, cap = 2 * cap + 8192);
+
+			if (!b) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = b;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n);
+	fclose(f);
+	buf[len] = '\0';
+	return buf;
+}
+
+/*
+ * Which expected thread a rebuilt one is: 0 for main, 1 + k for worker k,
+ * -1 if it matches none not yet taken.
+ */
+static int match_thread(const struct calls *expect, bool taken[],
+			const char *got)
+{
+	for (int i = 0; i < 1 + CT_NR_THREADS; i++) {
+		if (!taken[i] && !strcmp(expect[i].text, got)) {
+			taken[i] = true;
+			return i;
+		}
+	}
+	return -1;
+}
+
+/* ---- processes ------------------------------------------------------- */
+
+static char *tool_path(const char *name)
+{
+	char rel[64];
+
+	/* build/selftests/targets/../../user/<name> = build/user/<name> */
+	snprintf(rel, sizeof(rel), "../../user/%s", name);
+	return bst_target_path(rel);
+}
+
+/* Run argv[0] (a tool of build/user) with output to log; its pid or -1. */
+static pid_t spawn(const char *const *argv, const char *log)
+{
+	char *path = tool_path(argv[0]);
+	pid_t pid;
+
+	if (!path)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	free(path);
+	return pid;
+}
+
+/* Its exit status (0..255), 128 + signal, or -ETIMEDOUT (then killed). */
+static int wait_exit(pid_t pid, int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) :
+			       128 + WTERMSIG(st);
+		if (r < 0)
+			return -errno;
+		if (bst_now_ns() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -ETIMEDOUT;
+		}
+		bst_sleep_ms(20);
+	}
+}
+
+static bool port_listening(int port, int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000;
+	struct sockaddr_in a = {
+		.sin_family = AF_INET, .sin_port = htons(port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+
+	do {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		bool ok = fd >= 0 &&
+			  !connect(fd, (struct sockaddr *)&a, sizeof(a));
+
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			return true;
+		bst_sleep_ms(50);
+	} while (bst_now_ns() < end);
+	return false;
+}
+
+static int kernel_mode(struct bst_session *s)
+{
+	struct bft_nl_status st;
+	int mode;
+
+	if (bft_nl_get_status(s->nl, &st))
+		return -1;
+	mode = st.mode;
+	bft_nl_status_free(&st);
+	return mode;
+}
+
+static bool wait_mode(struct bst_session *s, int want, int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000;
+
+	do {
+		if (kernel_mode(s) == want)
+			return true;
+		bst_sleep_ms(50);
+	} while (bst_now_ns() < end);
+	return false;
+}
+
+static void show_log(const char *path)
+{
+	char *text = slurp(path);
+	char *line, *save = NULL;
+
+	if (!text)
+		return;
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "#   | %s\n", line);
+	free(text);
+}
+
+/* ---- the fixture ------------------------------------------------------ */
+
+FIXTURE(pipeline) {
+	struct bst_session s;
+	struct bst_proc target;
+	char dir[64], hqout[128], flow[128], log[128], port_s[16];
+	int port;
+	pid_t hq, coll;
+	pid_t tgid;		/* the target's, kept after it is reaped */
+	struct calls expect[1 + CT_NR_THREADS];
+};
+
+FIXTURE_VARIANT(pipeline) {
+	const char *protocol;
+	const char *senders;
+};
+
+/* The two dialects, each with one and with several connections. */
+FIXTURE_VARIANT_ADD(pipeline, bytefrog_v1_one_connection) {
+	.protocol = "1", .senders = "1",
+};
+
+FIXTURE_VARIANT_ADD(pipeline, codepulse_v2_four_connections) {
+	.protocol = "2", .senders = "4",
+};
+
+FIXTURE_SETUP(pipeline)
+{
+	struct bft_nl_opt depth;
+
+	ASSERT_EQ(0, bst_session_open(&self->s));
+	/* The recursion must not be cut by BFT_OPT_MAX_DEPTH (0: no limit). */
+	ASSERT_EQ(0, bft_nl_get_opt(self->s.nl, BFT_OPT_MAX_DEPTH, &depth));
+	if (depth.value && depth.value <= CT_RECUR_DEPTH + 1)
+		ASSERT_EQ(0, bst_set_opt(&self->s, BFT_OPT_MAX_DEPTH,
+					 depth.min == 0 ? 0 : depth.max));
+	strcpy(self->dir, "/tmp/bft-pipeline-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->hqout, sizeof(self->hqout), "%s/hq", self->dir);
+	snprintf(self->flow, sizeof(self->flow), "%s/flow", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/log", self->dir);
+	ASSERT_EQ(0, mkdir(self->flow, 0755));
+	/* Loopback only; a port per test run so a lingering socket of an
+	 * earlier run cannot answer. */
+	self->port = 20000 + (getpid() * 7 + (int)(bst_now_ns() % 997)) % 20000;
+	snprintf(self->port_s, sizeof(self->port_s), "%d", self->port);
+	expected_calls(self->expect);
+}
+
+FIXTURE_TEARDOWN(pipeline)
+{
+	char cmd[200];
+
+	if (self->coll > 0)
+		wait_exit(self->coll, 1);
+	if (self->hq > 0)
+		wait_exit(self->hq, 1);
+	bst_proc_kill(&self->target);
+	bst_session_close(&self->s);
+	if (!getenv("BFT_KEEP")) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
+		if (system(cmd))
+			fprintf(stderr, "# could not remove %s\n", self->dir);
+	}
+}
+
+static pid_t start_hq(FIXTURE_DATA(pipeline) *self, const char *senders)
+{
+	const char *argv[] = {
+		"bfhq", "--listen", "127.0.0.1", "--port", self->port_s,
+		"--output", self->hqout, "--start", "--count", "1",
+		"--timeout", "240", "--data-senders", senders, "-v", NULL,
+	};
+
+	return spawn(argv, self->log);
+}
+
+static pid_t start_collector(FIXTURE_DATA(pipeline) *self,
+			     const char *protocol)
+{
+	char hq[32];
+	const char *argv[] = {
+		"bfcollector", "--hq", hq, "--protocol", protocol,
+		"--output", self->flow, "--until-exit", NULL,
+	};
+
+	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
+	return spawn(argv, self->log);
+}
+
+static int bfctl_attach(FIXTURE_DATA(pipeline) *self)
+{
+	char pid[16];
+	const char *argv[] = {
+		"bfctl", "attach", "--pid", pid, "-p", "calltree:ct_*",
+		"-p", "libbftgt*:" CT_FN_LIB, NULL,
+	};
+	pid_t p;
+
+	snprintf(pid, sizeof(pid), "%d", self->tgid);
+	p = spawn(argv, self->log);
+	return p < 0 ? -1 : wait_exit(p, TOOL_EXIT_MS);
+}
+
+/* bfhq's calls.txt with names from its methods.txt: thread matched to the
+ * model, or a failure. */
+static void check_hq_trees(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(pipeline) *self, const char *trace)
+{
+	char path[256], *methods, *calls, *line, *save = NULL;
+	struct names nm = { 0 };
+	bool taken[1 + CT_NR_THREADS] = { 0 };
+	unsigned int nthreads = 0;
+
+	snprintf(path, sizeof(path), "%s/methods.txt", trace);
+	methods = slurp(path);
+	ASSERT_NE(NULL, methods);
+	for (line = strtok_r(methods, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long id, ncalls;
+		int off = 0;
+
+		ASSERT_EQ(2, sscanf(line, "%llu %llu %n", &id, &ncalls, &off));
+		ASSERT_EQ(0, names_add(&nm, id, line + off,
+				       strlen(line + off)));
+	}
+	free(methods);
+
+	snprintf(path, sizeof(path), "%s/calls.txt", trace);
+	calls = slurp(path);
+	ASSERT_NE(NULL, calls);
+	save = NULL;
+	for (line = strtok_r(calls, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *tok, *tsave = NULL, *body = strrchr(line, ':');
+		struct calls got = { 0 };
+		int who;
+
+		ASSERT_NE(NULL, body);
+		*body++ = '\0';
+		for (tok = strtok_r(body, " ", &tsave); tok;
+		     tok = strtok_r(NULL, " ", &tsave)) {
+			const char *fn = names_get(&nm, strtoull(tok + 1,
+								 NULL, 10));
+
+			/* "x?", "x!", "|": cut stacks; never expected */
+			ASSERT_TRUE((tok[0] == 'e' || tok[0] == 'x') && fn)
+				TH_LOG("thread %s: event '%s'", line, tok);
+			c_put(&got, tok[0], fn);
+		}
+		who = match_thread(self->expect, taken, got.text);
+		EXPECT_LE(0, who)
+			TH_LOG("bfhq thread '%s' matches no expected thread:\n"
+			       "# got  %.300s ...", line, got.text);
+		nthreads++;
+	}
+	free(calls);
+	names_free(&nm);
+	EXPECT_EQ(1 + CT_NR_THREADS, nthreads);
+}
+
+/* Every B has its E, nested, per thread; returns the number of B. */
+static unsigned int check_chrome(struct __test_metadata *_metadata,
+				 const char *trace)
+{
+	char path[256];
+	json_error_t jerr;
+	json_t *root, *events, *ev;
+	struct { json_int_t tid; const char *stack[256]; int depth; } th[16];
+	unsigned int nth = 0, nb = 0;
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/trace.json", trace);
+	root = json_load_file(path, 0, &jerr);
+	EXPECT_NE(NULL, root) TH_LOG("trace.json: %s (line %d)", jerr.text,
+				     jerr.line);
+	if (!root)
+		return 0;
+	events = json_object_get(root, "traceEvents");
+	EXPECT_TRUE(json_is_array(events));
+	json_array_foreach(events, i, ev) {
+		const char *ph = json_string_value(json_object_get(ev, "ph"));
+		const char *name = json_string_value(json_object_get(ev,
+								     "name"));
+		json_int_t tid = json_integer_value(json_object_get(ev, "tid"));
+		unsigned int t;
+
+		if (!ph || (strcmp(ph, "B") && strcmp(ph, "E")))
+			continue;
+		for (t = 0; t < nth && th[t].tid != tid; t++)
+			;
+		if (t == nth) {
+			if (nth == 16)
+				break;
+			th[nth].tid = tid;
+			th[nth++].depth = 0;
+		}
+		if (*ph == 'B') {
+			if (th[t].depth == 256)
+				break;
+			th[t].stack[th[t].depth++] = name;
+			nb++;
+		} else {
+			EXPECT_LT(0, th[t].depth) TH_LOG("E with no B, tid %lld",
+							 (long long)tid);
+			if (th[t].depth <= 0)
+				break;
+			th[t].depth--;
+			EXPECT_STREQ(th[t].stack[th[t].depth], name);
+		}
+	}
+	EXPECT_EQ(json_array_size(events), i) TH_LOG("too deep or too many threads");
+	for (unsigned int k = 0; k < nth; k++) {
+		EXPECT_EQ(0, th[k].depth) TH_LOG("tid %lld: %d B without E",
+						 (long long)th[k].tid,
+						 th[k].depth);
+	}
+	json_decref(root);
+	return nb;
+}
+
+/* ---- the .flow files ----------------------------------------------- */
+
+struct flow_ctx {
+	const struct names *nm;
+	struct calls got;
+	const char *stack[512];
+	unsigned int depth;
+	bool bad;
+};
+
+static int flow_id(void *arg, const char *key, size_t keylen, uint64_t id)
+{
+	return names_add(arg, id, key, keylen);
+}
+
+static int flow_event(void *arg, const struct bft_flow_event *ev)
+{
+	struct flow_ctx *f = arg;
+
+	if (ev->kind == BFT_FLOW_ENTER) {
+		const char *fn = names_get(f->nm, ev->value);
+
+		if (!fn || f->depth == 512) {
+			f->bad = true;
+			return -EINVAL;
+		}
+		f->stack[f->depth++] = fn;
+		c_put(&f->got, 'e', fn);
+		return 0;
+	}
+	for (uint64_t n = 0; n < ev->value; n++) {
+		if (!f->depth) {
+			f->bad = true;
+			return -EINVAL;
+		}
+		c_put(&f->got, 'x', f->stack[--f->depth]);
+	}
+	return 0;
+}
+
+static void check_flow(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(pipeline) *self)
+{
+	char path[256], *threads, *line, *save = NULL;
+	struct names nm = { 0 };
+	struct bft_ids_error ierr = { 0 };
+	bool taken[1 + CT_NR_THREADS] = { 0 };
+	unsigned int nthreads = 0;
+
+	snprintf(path, sizeof(path), "%s/ids.properties", self->flow);
+	ASSERT_EQ(0, bft_ids_read_file(path, flow_id, &nm, &ierr))
+		TH_LOG("ids.properties line %u: %s", ierr.line, ierr.msg);
+	snprintf(path, sizeof(path), "%s/threads", self->flow);
+	threads = slurp(path);
+	ASSERT_NE(NULL, threads);
+	for (line = strtok_r(threads, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct flow_ctx f = { .nm = &nm };
+		struct bft_flow_error ferr = { 0 };
+		unsigned int tid, tgid;
+		int rc, who;
+
+		if (line[0] == '#')
+			continue;
+		ASSERT_EQ(2, sscanf(line, "%u %u", &tid, &tgid));
+		if ((pid_t)tgid != self->tgid)
+			continue;
+		snprintf(path, sizeof(path), "%s/thread-%u.flow", self->flow,
+			 tid);
+		rc = bft_flow_read_file(path, BFT_FLOW_STRICT |
+					BFT_FLOW_BALANCED, flow_event, &f,
+					&ferr);
+		EXPECT_EQ(0, rc) TH_LOG("%s at %llu: %s", path,
+					(unsigned long long)ferr.offset,
+					f.bad ? "unknown id or unbalanced" :
+					ferr.msg);
+		EXPECT_EQ(0, f.depth) TH_LOG("%s: %u frames left open", path,
+					     f.depth);
+		who = match_thread(self->expect, taken, f.got.text);
+		EXPECT_LE(0, who)
+			TH_LOG("%s matches no expected thread:\n# got  %.300s",
+			       path, f.got.text);
+		nthreads++;
+	}
+	free(threads);
+	names_free(&nm);
+	EXPECT_EQ(1 + CT_NR_THREADS, nthreads);
+}
+
+static unsigned int expected_ncalls(const struct calls *expect)
+{
+	unsigned int n = 0;
+
+	for (int i = 0; i < 1 + CT_NR_THREADS; i++)
+		n += expect[i].ncalls;
+	return n;
+}
+
+/* summary.txt says the trace is whole: nothing lost, cut or unmapped. */
+static void check_summary(struct __test_metadata *_metadata,
+			  const char *trace, unsigned int ncalls)
+{
+	char path[256], want[128], *sum;
+
+	snprintf(path, sizeof(path), "%s/summary.txt", trace);
+	sum = slurp(path);
+	ASSERT_NE(NULL, sum);
+	snprintf(want, sizeof(want), "calls:         %u (exits %u)\n",
+		 ncalls, ncalls);
+	EXPECT_NE(NULL, strstr(sum, want)) TH_LOG("want '%s'", want);
+	/* gap-free: exactly one sequence number per entry and per exit */
+	snprintf(want, sizeof(want), "messages:      %u sequenced,",
+		 2 * ncalls);
+	EXPECT_NE(NULL, strstr(sum, want)) TH_LOG("want '%s'", want);
+	EXPECT_NE(NULL, strstr(sum, "status:        complete\n"));
+	EXPECT_NE(NULL, strstr(sum, "losses:        0 events lost by the "
+			       "agent, 0 sequence numbers missing in 0 gaps, "
+			       "0 late\n"));
+	EXPECT_NE(NULL, strstr(sum, "data breaks:   0 "));
+	EXPECT_NE(NULL, strstr(sum, "exits:         0 without a frame, 0 "
+			       "not matching the stack\n"));
+	EXPECT_NE(NULL, strstr(sum, "open at end:   0 frames\n"));
+	EXPECT_NE(NULL, strstr(sum, "before map:    0 events of an unmapped "
+			       "method, 0 of an unnamed thread\n"));
+	EXPECT_NE(NULL, strstr(sum, "classes:       2 transformed, 0 "
+			       "ignored, 0 failed\n"));
+	if (_metadata->passed == 0)
+		fprintf(stderr, "# %s", sum);
+	free(sum);
+}
+
+TEST_F_TIMEOUT(pipeline, hq_and_flow_files_equal_the_call_structure, 300)
+{
+	char trace[200];
+	unsigned int nb;
+	int rc;
+
+	self->hq = start_hq(self, variant->senders);
+	ASSERT_LT(0, self->hq);
+	ASSERT_TRUE(port_listening(self->port, 10000));
+	ASSERT_EQ(0, bst_proc_start(&self->target, "calltree", NULL, false,
+				    10000));
+	self->tgid = self->target.pid;
+	self->coll = start_collector(self, variant->protocol);
+	ASSERT_LT(0, self->coll);
+	/* bfhq --start: recording begins once the collector is configured */
+	ASSERT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS))
+		show_log(self->log);
+	rc = bfctl_attach(self);
+	ASSERT_EQ(0, rc) show_log(self->log);
+	ASSERT_EQ(0, bst_proc_send(&self->target, 'r'));
+	ASSERT_EQ(0, bst_proc_wait_line(&self->target, CT_LINE_DONE, 60000));
+	ASSERT_EQ(0, bst_proc_send(&self->target, 'q'));
+	ASSERT_EQ(0, bst_proc_wait_exit(&self->target, 10000));
+
+	/* --until-exit: the collector ends once the target is gone and HQ
+	 * has everything; bfhq --count 1 ends with that trace. */
+	rc = wait_exit(self->coll, TOOL_EXIT_MS);
+	self->coll = 0;
+	if (rc)
+		show_log(self->log);
+	ASSERT_EQ(0, rc);
+	rc = wait_exit(self->hq, TOOL_EXIT_MS);
+	self->hq = 0;
+	if (rc)
+		show_log(self->log);
+	ASSERT_EQ(0, rc);
+
+	snprintf(trace, sizeof(trace), "%s/trace-1", self->hqout);
+	check_summary(_metadata, trace, expected_ncalls(self->expect));
+	check_hq_trees(_metadata, self, trace);
+	nb = check_chrome(_metadata, trace);
+	EXPECT_EQ(expected_ncalls(self->expect), nb);
+	check_flow(_metadata, self);
+	if (!_metadata->passed)
+		show_log(self->log);
+}
+
+/* ---- faults that need a kernel ------------------------------------ */
+
+static int attach_spinner(FIXTURE_DATA(pipeline) *self)
+{
+	char pid[16];
+	const char *argv[] = {
+		"bfctl", "attach", "--pid", pid, "-p", "spinner:spin_fn", NULL,
+	};
+	pid_t p;
+
+	snprintf(pid, sizeof(pid), "%d", self->tgid);
+	p = spawn(argv, self->log);
+	return p < 0 ? -1 : wait_exit(p, TOOL_EXIT_MS);
+}
+
+/* A spinner under trace, bfhq (--count n) and a collector running. */
+static void start_spinning_trace(struct __test_metadata *_metadata,
+				 FIXTURE_DATA(pipeline) *self,
+				 const FIXTURE_VARIANT(pipeline) *variant,
+				 const char *count)
+{
+	const char *spin_argv[] = { "-t", "2", "-d", "200", NULL };
+	const char *hq_argv[] = {
+		"bfhq", "--port", self->port_s, "--output", self->hqout,
+		"--start", "--count", count, "--timeout", "240",
+		"--data-senders", variant->senders, NULL,
+	};
+
+	self->hq = spawn(hq_argv, self->log);
+	ASSERT_LT(0, self->hq);
+	ASSERT_TRUE(port_listening(self->port, 10000));
+	ASSERT_EQ(0, bst_proc_start(&self->target, "spinner", spin_argv, true,
+				    10000));
+	self->tgid = self->target.pid;
+	self->coll = start_collector(self, variant->protocol);
+	ASSERT_LT(0, self->coll);
+	ASSERT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS))
+		show_log(self->log);
+	ASSERT_EQ(0, attach_spinner(self)) show_log(self->log);
+	ASSERT_EQ(0, bst_spin_wait_calls(&self->target, 200, 30000));
+}
+
+/* The spinner exits; the collector (--until-exit) and bfhq end cleanly. */
+static void end_spinning_trace(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(pipeline) *self)
+{
+	int rc;
+
+	bst_proc_kill(&self->target);
+	rc = wait_exit(self->coll, TOOL_EXIT_MS);
+	self->coll = 0;
+	EXPECT_EQ(0, rc) show_log(self->log);
+	rc = wait_exit(self->hq, TOOL_EXIT_MS);
+	self->hq = 0;
+	EXPECT_EQ(0, rc) show_log(self->log);
+}
+
+/*
+ * A trace bfhq wrote: complete, and every exit closed an open frame.  One
+ * cut short by a killed collector may have had no events yet.
+ */
+static char *consistent_trace(struct __test_metadata *_metadata,
+			      const char *trace, bool want_events)
+{
+	char path[256], *calls, *sum;
+
+	snprintf(path, sizeof(path), "%s/calls.txt", trace);
+	calls = slurp(path);
+	EXPECT_NE(NULL, calls) TH_LOG("%s", path);
+	if (calls) {
+		EXPECT_EQ(NULL, strstr(calls, "x!"));
+		if (want_events)
+			EXPECT_NE(NULL, strstr(calls, " e"));
+		free(calls);
+	}
+	snprintf(path, sizeof(path), "%s/summary.txt", trace);
+	sum = slurp(path);
+	EXPECT_NE(NULL, sum) TH_LOG("%s", path);
+	if (sum) {
+		EXPECT_NE(NULL, strstr(sum, "status:        complete\n"))
+			TH_LOG("%s", sum);
+		EXPECT_NE(NULL, strstr(sum, "0 sequence numbers missing in 0 "
+				       "gaps")) TH_LOG("%s", sum);
+	}
+	return sum;
+}
+
+TEST_F_TIMEOUT(pipeline, hq_lost_mid_trace_suspends_until_it_is_back, 300)
+{
+	const char *hq_argv[] = {
+		"bfhq", "--port", self->port_s, "--output", NULL,
+		"--start", "--count", "1", "--timeout", "240",
+		"--data-senders", variant->senders, NULL,
+	};
+	char out2[160], trace[200], *sum;
+
+	start_spinning_trace(_metadata, self, variant, "1");
+	kill(self->hq, SIGKILL);
+	wait_exit(self->hq, 5000);
+	/* the collector notices and suspends recording in the kernel */
+	EXPECT_TRUE(wait_mode(&self->s, BFT_MODE_SUSPENDED, MODE_WAIT_MS))
+		show_log(self->log);
+	snprintf(out2, sizeof(out2), "%s/hq2", self->dir);
+	hq_argv[4] = out2;
+	self->hq = spawn(hq_argv, self->log);
+	ASSERT_LT(0, self->hq);
+	/* reconnected with its backoff, and recording again */
+	EXPECT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, 60000))
+		show_log(self->log);
+	EXPECT_EQ(0, bst_spin_wait_calls(&self->target, 200, 30000));
+	end_spinning_trace(_metadata, self);
+	snprintf(trace, sizeof(trace), "%s/trace-1", out2);
+	sum = consistent_trace(_metadata, trace, true);
+	/* the data break sent after reconnecting */
+	if (sum)
+		EXPECT_EQ(NULL, strstr(sum, "data breaks:   0 "))
+			TH_LOG("%s", sum);
+	free(sum);
+	if (!_metadata->passed)
+		show_log(self->log);
+}
+
+TEST_F_TIMEOUT(pipeline, collector_killed_and_restarted, 300)
+{
+	char trace[200], *log, *sum;
+	int rc;
+
+	start_spinning_trace(_metadata, self, variant, "2");
+	kill(self->coll, SIGKILL);
+	rc = wait_exit(self->coll, 5000);
+	EXPECT_EQ(128 + SIGKILL, rc);
+	/* The rings keep recording with nobody reading: what does not fit
+	 * is counted, and the next collector must get every CPU's ring. */
+	bst_sleep_ms(500);
+	self->coll = start_collector(self, variant->protocol);
+	ASSERT_LT(0, self->coll);
+	EXPECT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS));
+	EXPECT_EQ(0, bst_spin_wait_calls(&self->target, 200, 30000));
+	end_spinning_trace(_metadata, self);
+	snprintf(trace, sizeof(trace), "%s/hq/trace-1", self->dir);
+	free(consistent_trace(_metadata, trace, false));
+	snprintf(trace, sizeof(trace), "%s/hq/trace-2", self->dir);
+	sum = consistent_trace(_metadata, trace, true);
+	free(sum);
+	log = slurp(self->log);
+	ASSERT_NE(NULL, log);
+	EXPECT_EQ(NULL, strstr(log, "busy")) TH_LOG("a ring stayed bound");
+	free(log);
+	if (!_metadata->passed)
+		show_log(self->log);
+}
+
+TEST_HARNESS_MAIN
