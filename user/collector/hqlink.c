@@ -482,7 +482,7 @@ int hq_connect(struct coll *c)
 		c->data[i].fd = -1;
 	for (i = 0; i < c->ndata; i++) {
 		err = open_data(c, i, coll_now_ms() + c->o.handshake_ms);
-		if (err == -EPROTO || c->stopping)
+		if (err == -EPROTO || c->exit_code)
 			goto fatal;
 		if (err)
 			goto down;
@@ -502,11 +502,9 @@ down:
 	err = err ? err : -ECONNRESET;
 	goto out;
 fatal:
-	if (!c->stopping) {
-		close_all(c);
-		c->hq = HQ_NONE;
-		c->stopping = true;
-	}
+	close_all(c);
+	c->hq = HQ_NONE;
+	c->stopping = true;
 	if (!c->exit_code)
 		c->exit_code = EXIT_PROTOCOL;
 	err = -EPROTO;

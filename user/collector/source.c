@@ -62,6 +62,12 @@ uint8_t source_mode(struct coll *c)
 
 /* ---- kernel ---- */
 
+static bool session_running(uint8_t mode)
+{
+	return mode == BFT_MODE_TRACING || mode == BFT_MODE_PAUSED ||
+	       mode == BFT_MODE_SUSPENDED;
+}
+
 static int method_cb(const struct bft_nl_method *m, void *arg)
 {
 	struct coll *c = arg;
@@ -69,7 +75,16 @@ static int method_cb(const struct bft_nl_method *m, void *arg)
 
 	if (methods_add(&c->methods, m->method_id, m->path, m->name, m->offset))
 		return -ENOMEM;
-	c->src->had_targets = true;	/* a probe means a target */
+	/*
+	 * START forgets retired probes, so while a session runs a retired
+	 * one is a target of this session that is already gone (a short
+	 * process can come and go between two refreshes).  Outside a
+	 * session it is from an earlier one: named, nothing more, or
+	 * --until-exit would finish before anything is attached.
+	 */
+	if ((m->flags & BFT_PF_GONE) && !session_running(c->src->mode))
+		return 0;
+	c->src->had_targets = true;
 	news = methods_object(&c->methods, m->path, BFP_CLASS_TRANSFORMED);
 	if (news && c->hq == HQ_UP) {
 		struct bfp_msg msg = { .id = BFP_CLASS_TRANSFORMED,
@@ -147,6 +162,7 @@ int source_open_kernel(struct coll *c, char *err, size_t errlen)
 			return e;
 		}
 	} else {
+		update_status(c);	/* the mode decides what a dump means */
 		e = source_refresh_methods(c);
 		if (e) {
 			snprintf(err, errlen, "method table: %s",
