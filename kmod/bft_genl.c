@@ -280,24 +280,29 @@ static int bft_cmd_opt(struct sk_buff *req, struct genl_info *info)
 	return bft_reply_send(skb, hdr, info);
 }
 
+/* @path is resolved here, in the reader's context, live or retired. */
 static int bft_put_method(struct sk_buff *skb, struct netlink_callback *cb,
-			  const struct bft_method *m)
+			  const struct bft_method *m, const char *name,
+			  const struct path *file, char *buf)
 {
 	void *hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
 				cb->nlh->nlmsg_seq, &bft_family, NLM_F_MULTI,
 				BFT_CMD_GET_METHODS);
 	struct nlattr *nest = NULL;
+	char *path = d_path(file, buf, BFT_PATH_MAX);
 
+	if (IS_ERR(path))
+		path = "";
 	if (!hdr)
 		return -EMSGSIZE;
 	if (!nla_put_u32(skb, BFT_A_TGID, m->tgid))
 		nest = nla_nest_start(skb, BFT_A_PROBE);
 	if (!nest ||
 	    nla_put_u32(skb, BFT_P_METHOD_ID, m->method_id) ||
-	    nla_put_string(skb, BFT_P_PATH, m->path) ||
+	    nla_put_string(skb, BFT_P_PATH, path) ||
 	    nla_put_u64_64bit(skb, BFT_P_OFFSET, m->offset, BFT_P_PAD) ||
 	    nla_put_u32(skb, BFT_P_FLAGS, m->flags) ||
-	    nla_put_string(skb, BFT_P_NAME, m->name) ||
+	    nla_put_string(skb, BFT_P_NAME, name) ||
 	    nla_put_u64_64bit(skb, BFT_P_HITS, m->hits, BFT_P_PAD)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
@@ -317,13 +322,9 @@ static int bft_put_live_method(struct sk_buff *skb,
 		.offset = p->offset,
 		.flags = p->flags,
 		.hits = bft_probe_hits(p),
-		.name = p->name,
 	};
 
-	m.path = d_path(&p->path, buf, BFT_PATH_MAX);
-	if (IS_ERR(m.path))
-		m.path = "";
-	return bft_put_method(skb, cb, &m);
+	return bft_put_method(skb, cb, &m, p->name, &p->path, buf);
 }
 
 /* cb->args[0]: how many entries earlier calls have sent. */
@@ -353,7 +354,7 @@ static int bft_dump_methods(struct sk_buff *skb, struct netlink_callback *cb)
 	list_for_each_entry(m, &bft_retired, node) {
 		if (i++ < done)
 			continue;
-		err = bft_put_method(skb, cb, m);
+		err = bft_put_method(skb, cb, m, m->name, &m->path, buf);
 		if (err)
 			goto out;
 		cb->args[0] = i;

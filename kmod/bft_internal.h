@@ -156,15 +156,15 @@ struct bft_method {
 	u64 offset;
 	u32 flags;		/* with BFT_PF_GONE */
 	u64 hits;
-	char *path, *name;	/* both in @strings */
-	char strings[];
+	struct path path;	/* pinned until forgotten */
+	char name[];
 };
 
 /* Bounds the memory of retired entries; the oldest go first. */
 #define BFT_MAX_RETIRED 65536
 
 extern struct list_head bft_retired;
-void bft_method_retire(struct bft_probe *p, pid_t tgid, char *buf);
+void bft_method_retire(struct bft_probe *p, pid_t tgid);
 void bft_methods_forget(void);
 
 extern struct list_head bft_targets;

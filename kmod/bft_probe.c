@@ -212,16 +212,13 @@ static void bft_targets_detach(struct list_head *ts)
 	struct bft_probe *p, *pn;
 	struct bft_target *t, *tn;
 
-	char *buf = kmalloc(BFT_PATH_MAX, GFP_KERNEL);
-
 	list_for_each_entry(t, ts, node)
 		list_for_each_entry(p, &t->probes, node)
 			bft_probe_unregister_nosync(p);
 	bft_probes_unregister_sync();
 	list_for_each_entry_safe(t, tn, ts, node) {
 		list_for_each_entry_safe(p, pn, &t->probes, node) {
-			if (buf)
-				bft_method_retire(p, t->tgid, buf);
+			bft_method_retire(p, t->tgid);
 			list_del(&p->node);
 			bft_probe_free(p);
 		}
@@ -229,7 +226,6 @@ static void bft_targets_detach(struct list_head *ts)
 		t->nr_probes = 0;
 		bft_target_free(t);
 	}
-	kfree(buf);
 }
 
 void bft_target_detach(struct bft_target *t)

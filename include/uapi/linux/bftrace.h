@@ -116,7 +116,8 @@
  *     it drains, often after the target exited or tracing stopped, so a
  *     detached probe's entry stays in the dump, with BFT_PF_GONE in its
  *     flags, until the next BFT_CMD_START (at most 65536 such entries,
- *     the oldest dropped first).
+ *     the oldest dropped first).  BFT_P_PATH is resolved against the
+ *     reader's root for live and detached entries alike.
  *
  * BFT_CMD_EVENT             (multicast on BFT_MCGRP_EVENTS, never a request)
  *     BFT_A_EVENT (BFT_EV_*), then:
