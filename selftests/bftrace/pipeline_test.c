@@ -368,17 +368,6 @@ FIXTURE_TEARDOWN(pipeline)
 	}
 }
 
-static pid_t start_hq(FIXTURE_DATA(pipeline) *self, const char *senders)
-{
-	const char *argv[] = {
-		"bfhq", "--listen", "127.0.0.1", "--port", self->port_s,
-		"--output", self->hqout, "--start", "--count", "1",
-		"--timeout", "240", "--data-senders", senders, "-v", NULL,
-	};
-
-	return spawn(argv, self->log);
-}
-
 static pid_t start_collector(FIXTURE_DATA(pipeline) *self,
 			     const char *protocol)
 {
@@ -392,18 +381,51 @@ static pid_t start_collector(FIXTURE_DATA(pipeline) *self,
 	return spawn(argv, self->log);
 }
 
-static int bfctl_attach(FIXTURE_DATA(pipeline) *self)
+/* bfctl attach --pid <target> -p PATTERN...; its exit status. */
+static int bfctl_attach(FIXTURE_DATA(pipeline) *self,
+			const char *const *patterns)
 {
+	const char *argv[16] = { "bfctl", "attach", "--pid" };
 	char pid[16];
-	const char *argv[] = {
-		"bfctl", "attach", "--pid", pid, "-p", "calltree:ct_*",
-		"-p", "libbftgt*:" CT_FN_LIB, NULL,
-	};
+	int n = 3;
 	pid_t p;
 
 	snprintf(pid, sizeof(pid), "%d", self->tgid);
+	argv[n++] = pid;
+	for (; *patterns && n < 14; patterns++) {
+		argv[n++] = "-p";
+		argv[n++] = *patterns;
+	}
 	p = spawn(argv, self->log);
 	return p < 0 ? -1 : wait_exit(p, TOOL_EXIT_MS);
+}
+
+/*
+ * bfhq (ending after count traces), the target, then the collector: back
+ * once recording runs, bfhq --start having started the collector.
+ */
+static void start_pipeline(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(pipeline) *self,
+			   const FIXTURE_VARIANT(pipeline) *variant,
+			   const char *target, const char *const *targv,
+			   bool shm, const char *count)
+{
+	const char *hq_argv[] = {
+		"bfhq", "--port", self->port_s, "--output", self->hqout,
+		"--start", "--count", count, "--timeout", "240",
+		"--data-senders", variant->senders, "-v", NULL,
+	};
+
+	self->hq = spawn(hq_argv, self->log);
+	ASSERT_LT(0, self->hq);
+	ASSERT_TRUE(port_listening(self->port, 10000));
+	ASSERT_EQ(0, bst_proc_start(&self->target, target, targv, shm,
+				    10000));
+	self->tgid = self->target.pid;
+	self->coll = start_collector(self, variant->protocol);
+	ASSERT_LT(0, self->coll);
+	ASSERT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS))
+		show_log(self->log);
 }
 
 /* bfhq's calls.txt with names from its methods.txt: thread matched to the
@@ -660,18 +682,9 @@ TEST_F_TIMEOUT(pipeline, hq_and_flow_files_equal_the_call_structure, 300)
 	unsigned int nb;
 	int rc;
 
-	self->hq = start_hq(self, variant->senders);
-	ASSERT_LT(0, self->hq);
-	ASSERT_TRUE(port_listening(self->port, 10000));
-	ASSERT_EQ(0, bst_proc_start(&self->target, "calltree", NULL, false,
-				    10000));
-	self->tgid = self->target.pid;
-	self->coll = start_collector(self, variant->protocol);
-	ASSERT_LT(0, self->coll);
-	/* bfhq --start: recording begins once the collector is configured */
-	ASSERT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS))
-		show_log(self->log);
-	rc = bfctl_attach(self);
+	start_pipeline(_metadata, self, variant, "calltree", NULL, false, "1");
+	rc = bfctl_attach(self, (const char *const[]){
+		"calltree:ct_*", "libbftgt*:" CT_FN_LIB, NULL });
 	ASSERT_EQ(0, rc) show_log(self->log);
 	ASSERT_EQ(0, bst_proc_send(&self->target, 'r'));
 	ASSERT_EQ(0, bst_proc_wait_line(&self->target, CT_LINE_DONE, 60000));
@@ -703,43 +716,18 @@ TEST_F_TIMEOUT(pipeline, hq_and_flow_files_equal_the_call_structure, 300)
 
 /* ---- faults that need a kernel ------------------------------------ */
 
-static int attach_spinner(FIXTURE_DATA(pipeline) *self)
-{
-	char pid[16];
-	const char *argv[] = {
-		"bfctl", "attach", "--pid", pid, "-p", "spinner:spin_fn", NULL,
-	};
-	pid_t p;
-
-	snprintf(pid, sizeof(pid), "%d", self->tgid);
-	p = spawn(argv, self->log);
-	return p < 0 ? -1 : wait_exit(p, TOOL_EXIT_MS);
-}
-
-/* A spinner under trace, bfhq (--count n) and a collector running. */
+/* A spinner under trace, bfhq (--count count) and a collector running. */
 static void start_spinning_trace(struct __test_metadata *_metadata,
 				 FIXTURE_DATA(pipeline) *self,
 				 const FIXTURE_VARIANT(pipeline) *variant,
 				 const char *count)
 {
 	const char *spin_argv[] = { "-t", "2", "-d", "200", NULL };
-	const char *hq_argv[] = {
-		"bfhq", "--port", self->port_s, "--output", self->hqout,
-		"--start", "--count", count, "--timeout", "240",
-		"--data-senders", variant->senders, NULL,
-	};
 
-	self->hq = spawn(hq_argv, self->log);
-	ASSERT_LT(0, self->hq);
-	ASSERT_TRUE(port_listening(self->port, 10000));
-	ASSERT_EQ(0, bst_proc_start(&self->target, "spinner", spin_argv, true,
-				    10000));
-	self->tgid = self->target.pid;
-	self->coll = start_collector(self, variant->protocol);
-	ASSERT_LT(0, self->coll);
-	ASSERT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS))
-		show_log(self->log);
-	ASSERT_EQ(0, attach_spinner(self)) show_log(self->log);
+	start_pipeline(_metadata, self, variant, "spinner", spin_argv, true,
+		       count);
+	ASSERT_EQ(0, bfctl_attach(self, (const char *const[]){
+		"spinner:spin_fn", NULL })) show_log(self->log);
 	ASSERT_EQ(0, bst_spin_wait_calls(&self->target, 200, 30000));
 }
 
