@@ -213,9 +213,16 @@ static void syms_free(struct raw_syms *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Function symbols of the table of type (SHT_SYMTAB or SHT_DYNSYM). */
-static int read_funcs(Elf *e, Elf64_Word type, unsigned int src,
-		      struct raw_syms *out)
+#define SYMTABS_OF(t)	(1u << (t))	/* SHT_SYMTAB, SHT_DYNSYM: a bit each */
+
+/*
+ * Call fn for each named symbol (but no undefined one) of the symbol
+ * tables whose SYMTABS_OF bits are in tables, until fn returns nonzero;
+ * that value is returned, else 0.
+ */
+static int walk_syms(Elf *e, unsigned int tables,
+		     int (*fn)(void *ctx, const GElf_Sym *sym,
+			       const char *name), void *ctx)
 {
 	Elf_Scn *scn = NULL;
 
@@ -223,7 +230,8 @@ static int read_funcs(Elf *e, Elf64_Word type, unsigned int src,
 		GElf_Shdr sh;
 		Elf_Data *d;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
+		if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize ||
+		    sh.sh_type >= 32 || !(tables & SYMTABS_OF(sh.sh_type)))
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (!d)
@@ -231,20 +239,44 @@ static int read_funcs(Elf *e, Elf64_Word type, unsigned int src,
 		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
 			GElf_Sym sym;
 			const char *name;
+			int rc;
 
 			if (!gelf_getsym(d, (int)i, &sym) ||
-			    GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-			    !sym.st_size || sym.st_shndx == SHN_UNDEF ||
-			    sym.st_shndx == SHN_ABS || sym.st_shndx == SHN_COMMON)
+			    sym.st_shndx == SHN_UNDEF)
 				continue;
 			name = elf_strptr(e, sh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
-			if (syms_push(out, &sym, name, src))
-				return -ENOMEM;
+			rc = fn(ctx, &sym, name);
+			if (rc)
+				return rc;
 		}
 	}
 	return 0;
+}
+
+struct funcs_ctx {
+	struct raw_syms *out;
+	unsigned int src;
+};
+
+static int take_func(void *arg, const GElf_Sym *sym, const char *name)
+{
+	struct funcs_ctx *c = arg;
+
+	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || !sym->st_size ||
+	    sym->st_shndx == SHN_ABS || sym->st_shndx == SHN_COMMON)
+		return 0;
+	return syms_push(c->out, sym, name, c->src) ? -ENOMEM : 0;
+}
+
+/* Function symbols of the table of type (SHT_SYMTAB or SHT_DYNSYM). */
+static int read_funcs(Elf *e, Elf64_Word type, unsigned int src,
+		      struct raw_syms *out)
+{
+	struct funcs_ctx c = { .out = out, .src = src };
+
+	return walk_syms(e, SYMTABS_OF(type), take_func, &c);
 }
 
 /* ---- separate debug files ----------------------------------------------- */
@@ -556,11 +588,26 @@ out:
 	return rc;
 }
 
+struct named_ctx {
+	const char *name;
+	uint64_t vaddr;
+};
+
+static int find_named(void *arg, const GElf_Sym *sym, const char *name)
+{
+	struct named_ctx *c = arg;
+
+	if (strcmp(name, c->name))
+		return 0;
+	c->vaddr = sym->st_value;
+	return 1;
+}
+
 int bft_elf_symbol(const char *open_path, const char *name, uint64_t *vaddr,
 		   uint64_t *load_min, char *err, size_t errlen)
 {
+	struct named_ctx want;
 	struct elf_info in;
-	Elf_Scn *scn = NULL;
 	Elf *e;
 	int fd, rc;
 
@@ -574,32 +621,13 @@ int bft_elf_symbol(const char *open_path, const char *name, uint64_t *vaddr,
 	for (size_t i = 0; i < in.nload; i++)
 		if (in.load[i].p_vaddr < *load_min)
 			*load_min = in.load[i].p_vaddr & ~(uint64_t)4095;
-	rc = fail(err, errlen, -ENOENT, "%s: no symbol %s", open_path, name);
-	while (rc && (scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize ||
-		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
-			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d)
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *n;
-
-			if (!gelf_getsym(d, (int)i, &sym) ||
-			    sym.st_shndx == SHN_UNDEF)
-				continue;
-			n = elf_strptr(e, sh.sh_link, sym.st_name);
-			if (n && !strcmp(n, name)) {
-				*vaddr = sym.st_value;
-				rc = 0;
-				break;
-			}
-		}
-	}
+	want.name = name;
+	if (walk_syms(e, SYMTABS_OF(SHT_DYNSYM) | SYMTABS_OF(SHT_SYMTAB),
+		      find_named, &want))
+		*vaddr = want.vaddr;
+	else
+		rc = fail(err, errlen, -ENOENT, "%s: no symbol %s", open_path,
+			  name);
 out:
 	elf_info_free(&in);
 	elf_end(e);
