@@ -154,6 +154,7 @@ int source_open_kernel(struct coll *c, char *err, size_t errlen)
 	e = bft_rings_open(&s->rings, c->o.device, s->ncpus, err, errlen);
 	if (e)
 		return e;
+	update_status(c);	/* the mode decides what a dump means */
 	if (c->o.methods_file) {
 		e = methods_load_file(&c->methods, c->o.methods_file);
 		if (e) {
@@ -162,7 +163,6 @@ int source_open_kernel(struct coll *c, char *err, size_t errlen)
 			return e;
 		}
 	} else {
-		update_status(c);	/* the mode decides what a dump means */
 		e = source_refresh_methods(c);
 		if (e) {
 			snprintf(err, errlen, "method table: %s",
@@ -170,7 +170,6 @@ int source_open_kernel(struct coll *c, char *err, size_t errlen)
 			return e;
 		}
 	}
-	update_status(c);
 	return 0;
 }
 
