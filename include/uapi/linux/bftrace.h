@@ -119,6 +119,17 @@
  *     the oldest dropped first).  BFT_P_PATH is resolved against the
  *     reader's root for live and detached entries alike.
  *
+ * BFT_CMD_GET_EXCEPTIONS    (any user; a dump)
+ *     one message per exception type seen by a BFT_PF_HOOK_THROW probe:
+ *     BFT_A_TGID and a BFT_A_EXC nest holding BFT_X_ID (the id that
+ *     BFT_ESC_THROW records carry) and BFT_X_NAME (the type's name as
+ *     std::type_info::name() gives it, i.e. mangled without the "_Z":
+ *     "St13runtime_error").  Ids are numbered from 1 in the order types
+ *     are first thrown, per module, not per target.  Entries stay until
+ *     the next BFT_CMD_START.  Past BFT_MAX_EXC_TYPES types, or when the
+ *     name cannot be read from the target, a THROW carries type 0
+ *     (unknown).
+ *
  * BFT_CMD_EVENT             (multicast on BFT_MCGRP_EVENTS, never a request)
  *     BFT_A_EVENT (BFT_EV_*), then:
  *       BFT_EV_HEARTBEAT     BFT_A_MODE, BFT_A_FILL_PERMILLE (fullest
@@ -226,11 +237,62 @@
  *       arrives: that EXIT first closes every NORET frame on top of the
  *       stack, then one ordinary frame.  So no exit is ever attributed to
  *       the wrong frame.          example: method 5:  46 00  05
+ *   BFT_ESC_THROW (7): type, how
+ *       The thread throws: written when a BFT_PF_HOOK_THROW, _RETHROW or
+ *       _FORCED probe hits, so the thread's innermost open frame is the
+ *       one that throws.  type: a BFT_CMD_GET_EXCEPTIONS id, or 0 when
+ *       unknown (always 0 for a rethrow, which throws the exception the
+ *       thread caught last, and for a forced unwind).  how: BFT_THROW_*.
+ *       It closes no frame.  Counts as one event in seq.
+ *       example: type 2 thrown:  47 00  02 01
+ *   BFT_ESC_UNWIND (8): n, reason
+ *       n frames of this thread were left without returning: each of the
+ *       n times, every ENTER_NORET frame on top of the thread's stack is
+ *       closed, then one ENTER frame, exactly as an EXIT run of n would
+ *       close them, but the frames did not return.  reason: BFT_UNWIND_*.
+ *       CATCH is written at the start of the catch block (so the
+ *       frames are closed at the time of the catch), LONGJMP at the
+ *       longjmp, FOUND just before the ENTER of a later probe hit that
+ *       found the frames gone: frames a C++ exception unwound before a
+ *       traced destructor or cleanup ran, or frames left by a jump that
+ *       no hook saw.  Counts as one event in seq.  Closing more frames
+ *       than the thread has open (frames entered before a SYNC the
+ *       reader started at, or before a BREAK) is like an orphan exit:
+ *       counted and dropped.
+ *       example: 2 frames left by a caught exception:  48 00  02 01
  *   BFT_ESC_TIME_SHORT (0x20..0x3f): no payload
  *       Stream time += (kind - 0x1f) * res_ns, i.e. 1 to 32 units.
  *       example: 3 units:  62 00
  *
- * 2.3 Memory ordering (kmod/ring.c).  The handler on CPU n and the flush
+ * 2.3 Exceptions and non-local exits.
+ *
+ *   A return probe replaces the return address in the probed frame's
+ *   stack slot with the address of the kernel's return trampoline.  An
+ *   unwinder that walks the stack (C++ exceptions, pthread_cancel) finds
+ *   no unwind information for the trampoline and gives up: the program
+ *   calls std::terminate.  The hooks prevent that:
+ *   - BFT_PF_HOOK_UNWIND, _FORCED (the unwinder's entry points): the real
+ *     return address of every pending return probe of the thread is
+ *     written back into its slot, where the slot still holds the
+ *     trampoline, so the unwinder sees the real callers.
+ *   - BFT_PF_HOOK_CATCH (__cxa_begin_catch): the frames the exception
+ *     left are closed with one BFT_ESC_UNWIND (CATCH); the frames still
+ *     on the stack get the trampoline back, so their exits are recorded.
+ *     The probe also carries a return probe of its own, so that the
+ *     kernel drops the left frames' return instances at this very point.
+ *   - BFT_PF_HOOK_LONGJMP: the jump's target stack pointer is read from
+ *     the jmp_buf (glibc's pointer mangling undone); the frames below it
+ *     are closed with one BFT_ESC_UNWIND (LONGJMP).
+ *   - Any probe with a return probe: frames whose return instance the
+ *     kernel is about to drop because they are gone are closed first with
+ *     one BFT_ESC_UNWIND (FOUND), unless a hook closed them already.
+ *   So every frame that was entered with ENTER is closed exactly once:
+ *   by an EXIT, or by an UNWIND.  A frame left by a jump that no hook saw
+ *   (swapcontext, a custom unwinder) and then passed by a returning
+ *   outer frame is still misattributed: the kernel drops its return
+ *   instance without telling any handler.
+ *
+ * 2.4 Memory ordering (kmod/bft_ring.c).  The handler on CPU n and the flush
  * work serialise on ring n's spinlock; the reader takes it only to snapshot
  * the head.  Bytes in [tail, head) are never written; the producer's
  * smp_load_acquire(tail) pairs with the reader's smp_store_release(tail)
@@ -253,6 +315,8 @@
 #define BFT_NAME_MAX		512	/* BFT_P_NAME, with its NUL */
 #define BFT_PATH_MAX		4096	/* BFT_P_PATH, with its NUL */
 #define BFT_MAX_TARGETS		64
+#define BFT_EXC_NAME_MAX	256	/* BFT_X_NAME, with its NUL */
+#define BFT_MAX_EXC_TYPES	1024
 
 enum bft_cmd {
 	BFT_CMD_UNSPEC,
@@ -270,6 +334,7 @@ enum bft_cmd {
 	BFT_CMD_SET_OPT,
 	BFT_CMD_GET_METHODS,
 	BFT_CMD_EVENT,
+	BFT_CMD_GET_EXCEPTIONS,
 	__BFT_CMD_MAX,
 };
 
@@ -299,6 +364,7 @@ enum bft_attr {
 	BFT_A_FILL_PERMILLE,	/* u32 */
 	BFT_A_ERRNO,		/* s32, a positive errno */
 	BFT_A_PAD,
+	BFT_A_EXC,		/* nest: BFT_X_* */
 	__BFT_A_MAX,
 };
 
@@ -322,8 +388,34 @@ enum bft_probe_attr {
 #define BFT_PF_ENTRY	(1U << 0)	/* record ENTER */
 #define BFT_PF_RETURN	(1U << 1)	/* record EXIT; needs BFT_PF_ENTRY */
 #define BFT_PF_ALL	(BFT_PF_ENTRY | BFT_PF_RETURN)
+/*
+ * Hooks (section 2.3): a probe on a function of the target's C++ runtime,
+ * C library or unwinder, whose handler keeps the return probes of the
+ * thread consistent with its stack.  At most one hook bit per probe; a
+ * hook may be combined with BFT_PF_ENTRY/BFT_PF_RETURN when the function
+ * is also traced (the hook acts first).  A hook alone records no ENTER.
+ */
+#define BFT_PF_HOOK_UNWIND	(1U << 2)	/* _Unwind_RaiseException & co. */
+#define BFT_PF_HOOK_CATCH	(1U << 3)	/* __cxa_begin_catch */
+#define BFT_PF_HOOK_THROW	(1U << 4)	/* __cxa_throw */
+#define BFT_PF_HOOK_RETHROW	(1U << 5)	/* __cxa_rethrow */
+#define BFT_PF_HOOK_FORCED	(1U << 6)	/* _Unwind_ForcedUnwind */
+#define BFT_PF_HOOK_LONGJMP	(1U << 7)	/* longjmp, siglongjmp, ... */
+#define BFT_PF_HOOKS	(BFT_PF_HOOK_UNWIND | BFT_PF_HOOK_CATCH |	\
+			 BFT_PF_HOOK_THROW | BFT_PF_HOOK_RETHROW |	\
+			 BFT_PF_HOOK_FORCED | BFT_PF_HOOK_LONGJMP)
 /* In BFT_CMD_GET_METHODS only: the probe is detached (see there). */
 #define BFT_PF_GONE	(1U << 31)
+
+/* Inside BFT_A_EXC (BFT_CMD_GET_EXCEPTIONS). */
+enum bft_exc_attr {
+	BFT_X_UNSPEC,
+	BFT_X_ID,		/* u32: the type id of BFT_ESC_THROW */
+	BFT_X_NAME,		/* NUL-terminated string, < BFT_EXC_NAME_MAX */
+	__BFT_X_MAX,
+};
+
+#define BFT_X_MAX (__BFT_X_MAX - 1)
 
 enum bft_result_attr {
 	BFT_R_UNSPEC,
@@ -420,6 +512,13 @@ enum bft_event {
 #define BFT_FEAT_SUSPEND	(1ULL << 4)
 #define BFT_FEAT_EVENTS		(1ULL << 5)	/* multicast group */
 #define BFT_FEAT_READ		(1ULL << 6)	/* read() on /dev/bftrace */
+/*
+ * The BFT_PF_HOOK_* flags, BFT_ESC_THROW/UNWIND and BFT_CMD_GET_EXCEPTIONS:
+ * this kernel's return instances can be read and repaired (section 2.3).
+ * Without it, a tool must not put return probes on code that C++
+ * exceptions unwind through.
+ */
+#define BFT_FEAT_UNWIND		(1ULL << 7)
 
 /* 2.2: escape records */
 #define BFT_ESC_LEAD		0x40	/* | kind; then 0x00 */
@@ -430,11 +529,24 @@ enum bft_event {
 #define BFT_ESC_LOST		4
 #define BFT_ESC_BREAK		5
 #define BFT_ESC_ENTER_NORET	6
+#define BFT_ESC_THROW		7
+#define BFT_ESC_UNWIND		8
 #define BFT_ESC_TIME_SHORT	0x20	/* 0x20..0x3f: 1..32 units */
 #define BFT_TIME_SHORT_MAX	32
 
 #define BFT_BREAK_SUSPEND	1
 #define BFT_BREAK_STOP		2
+
+/* BFT_ESC_THROW: how */
+#define BFT_THROW_THROW		1	/* __cxa_throw */
+#define BFT_THROW_RETHROW	2	/* __cxa_rethrow: the caught one again */
+#define BFT_THROW_FORCED	3	/* _Unwind_ForcedUnwind (pthread_exit,
+					 * pthread_cancel) */
+
+/* BFT_ESC_UNWIND: reason */
+#define BFT_UNWIND_CATCH	1	/* a catch block was entered */
+#define BFT_UNWIND_LONGJMP	2	/* a longjmp left the frames */
+#define BFT_UNWIND_FOUND	3	/* found left at a later probe hit */
 
 /* A record is at most this long: a ring never holds a longer one. */
 #define BFT_RECORD_MAX		32
