@@ -316,7 +316,16 @@ static struct joss_classdesc *new_class_desc(struct joss *j)
 	}
 	if (!skip_annotation(j))
 		return NULL;
+	/*
+	 * A superclass is read inside its subclass: count it like nested
+	 * content, or a chain of descriptors exhausts the stack.
+	 */
+	if (++j->depth > JOSS_MAX_DEPTH) {
+		bad(j, "class descriptors nested too deeply");
+		return NULL;
+	}
 	d->super = class_desc(j);
+	j->depth--;
 	if (j->code)
 		return NULL;
 	return d;
