@@ -358,6 +358,18 @@ static int add_time(struct bft_stream *s, uint64_t units, uint64_t mul,
 	return 0;
 }
 
+/*
+ * The fast path may add up to BFT_TIME_SHORT_MAX units without a check of
+ * its own.  Written as a division so that it cannot overflow itself (a
+ * SYNC may carry any unit up to 2^64 - 1); when it does not hold, the
+ * record takes the slow path, whose add_time() refuses the overflow, so the
+ * result is the same wherever the input was split.
+ */
+static inline bool short_time_fits(const struct bft_stream *s)
+{
+	return s->res_ns <= (UINT64_MAX - s->time_ns) / BFT_TIME_SHORT_MAX;
+}
+
 /* Apply a parsed record of len bytes at stream offset off and emit it. */
 static int apply(struct bft_stream *s, const struct raw *raw, int len,
 		 uint64_t off)
@@ -571,8 +583,7 @@ static int run(struct bft_stream *s, const uint8_t *p, size_t n, size_t *used)
 		if ((b & 0xe0) == (BFT_ESC_LEAD | BFT_ESC_TIME_SHORT) &&
 		    i + 1 < n && p[i + 1] == 0 && likely(s->synced) &&
 		    likely(!s->resyncing) &&
-		    likely(s->time_ns <= UINT64_MAX -
-					 BFT_TIME_SHORT_MAX * s->res_ns)) {
+		    likely(short_time_fits(s))) {
 			struct bft_record rec;
 			uint64_t units = (b & BFT_ESC_KIND_MASK) -
 					 (BFT_ESC_TIME_SHORT - 1);
