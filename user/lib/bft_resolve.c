@@ -573,7 +573,9 @@ int bft_object_load(struct bft_object *o, const char *path,
 	if (rc)
 		goto out;
 	o->nsyms = syms.n;
-	qsort(syms.v, syms.n, sizeof(*syms.v), cmp_raw);
+	/* no function symbols: syms.v is NULL, which qsort must not get */
+	if (syms.n)
+		qsort(syms.v, syms.n, sizeof(*syms.v), cmp_raw);
 	rc = merge(o, &syms, &main, o->debug_path ? &dbg : NULL, fd, opts);
 out:
 	if (rc == -ENOMEM)

@@ -143,4 +143,31 @@ TEST(short_time_up_to_the_last_nanosecond_is_exact)
 	rec_log_free(&l);
 }
 
+/* An ELF header and nothing else: no segments, no sections, no symbols. */
+TEST(an_elf_file_without_functions_loads_empty)
+{
+	char path[] = "/tmp/bft-nofuncs-XXXXXX";
+	Elf64_Ehdr eh = {
+		.e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64,
+			     ELFDATA2LSB, EV_CURRENT },
+		.e_type = ET_DYN,
+		.e_machine = EM_X86_64,
+		.e_version = EV_CURRENT,
+		.e_ehsize = sizeof(Elf64_Ehdr),
+	};
+	struct bft_object o;
+	char err[200] = "";
+	int fd = mkstemp(path);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)sizeof(eh), write(fd, &eh, sizeof(eh)));
+	close(fd);
+	EXPECT_EQ(0, bft_object_load(&o, NULL, path, NULL, err, sizeof(err)))
+		TH_LOG("%s", err);
+	EXPECT_EQ(0u, o.nfuncs);
+	EXPECT_EQ(0u, o.nsyms);
+	bft_object_free(&o);
+	unlink(path);
+}
+
 TEST_HARNESS_MAIN
