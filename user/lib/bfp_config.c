@@ -238,6 +238,10 @@ static int add_string_value(struct bfp_strlist *l, const struct joss_value *v,
 {
 	if (!v || v->kind != JOSS_STRING)
 		return cfail(e, "%s: an element is not a string", field);
+	/* A pattern is a C string: a NUL would cut it without a word. */
+	if (memchr(v->str, 0, v->len))
+		return cfail(e, "%s: an element holds a NUL character (C0 80)",
+			     field);
 	return strlist_addn(l, v->str, v->len) ? -ENOMEM : 0;
 }
 

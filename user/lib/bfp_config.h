@@ -11,6 +11,11 @@
  * Version 2 carries it as JSON, keys sorted, no whitespace, as JSON-B
  * writes it (jansson does the JSON).
  *
+ * A list string is a C string: one holding NUL (C0 80 in version 1,
+ * \u0000 in version 2) is refused, not cut.  Version 1 writes a string
+ * whose modified UTF-8 exceeds 65535 bytes as TC_LONGSTRING, as Java does,
+ * so whatever decodes also encodes.
+ *
  * Decoders fill a struct bfp_config the caller later releases with
  * bfp_config_free(); they return 0, -EPROTO with a message in err (size
  * errlen), or -ENOMEM.

@@ -795,9 +795,23 @@ void joss_w_handle(struct joss_writer *w)
 
 void joss_w_string(struct joss_writer *w, const char *s)
 {
-	joss_w_u8(w, TC_STRING);
+	size_t n = strlen(s), len = bfp_mutf8_encode(s, n, NULL, 0);
+
+	if (len <= BFP_UTF_MAX) {
+		joss_w_u8(w, TC_STRING);
+		joss_w_handle(w);
+		joss_w_utf(w, s);
+		return;
+	}
+	/* As writeObject does for a string whose encoding needs more. */
+	joss_w_u8(w, TC_LONGSTRING);
 	joss_w_handle(w);
-	joss_w_utf(w, s);
+	joss_w_u64(w, len);
+	if (!w->err)
+		w->err = bft_buf_reserve(w->out, len);
+	if (!w->err)
+		w->out->len += bfp_mutf8_encode(s, n, w->out->data + w->out->len,
+						len);
 }
 
 bool joss_w_shared(struct joss_writer *w, const char *key)

@@ -141,7 +141,10 @@ void joss_w_u16(struct joss_writer *w, uint16_t v);
 void joss_w_u32(struct joss_writer *w, uint32_t v);
 void joss_w_u64(struct joss_writer *w, uint64_t v);
 void joss_w_utf(struct joss_writer *w, const char *s);
-/* A new string object: TC_STRING, a handle, the text. */
+/*
+ * A new string object: TC_STRING, a handle, the text; TC_LONGSTRING if its
+ * modified UTF-8 exceeds 65535 bytes.
+ */
 void joss_w_string(struct joss_writer *w, const char *s);
 /*
  * A shared string or class descriptor: if key was written before, write

@@ -170,4 +170,80 @@ TEST(an_elf_file_without_functions_loads_empty)
 	unlink(path);
 }
 
+static int encode_one(struct bft_buf *out, const char *pattern)
+{
+	struct bfp_config c;
+	int err;
+
+	bfp_config_init(&c);
+	err = bfp_strlist_add(&c.inclusions, pattern);
+	if (!err)
+		err = bfp_config_encode_java(&c, out);
+	bfp_config_free(&c);
+	return err;
+}
+
+TEST(a_list_string_over_64k_round_trips_as_a_long_string)
+{
+	size_t n = 70000;
+	char *s = malloc(n + 1);
+	struct bft_buf b = { 0 }, again = { 0 };
+	struct bfp_config c;
+	char err[200] = "";
+
+	ASSERT_NE(NULL, s);
+	memset(s, 'x', n);
+	s[0] = '^';
+	s[n] = 0;
+	ASSERT_EQ(0, encode_one(&b, s));
+	ASSERT_EQ(0, bfp_config_decode_java(b.data, b.len, &c, err,
+					    sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(1u, c.inclusions.n);
+	EXPECT_EQ(n, strlen(c.inclusions.v[0]));
+	EXPECT_EQ(0, strcmp(s, c.inclusions.v[0]));
+	/* and what was decoded encodes to the same bytes */
+	ASSERT_EQ(0, bfp_config_encode_java(&c, &again));
+	ASSERT_EQ(b.len, again.len);
+	EXPECT_EQ(0, memcmp(b.data, again.data, b.len));
+	bfp_config_free(&c);
+	bft_buf_free(&b);
+	bft_buf_free(&again);
+	free(s);
+}
+
+TEST(a_nul_inside_a_list_string_is_refused_not_cut)
+{
+	static const uint8_t marker[] = { 0, 6, 'a', '#', '#', 'b', 'c', 'd' };
+	struct bft_buf b = { 0 };
+	struct bfp_config c;
+	char err[200] = "";
+	uint8_t *at = NULL;
+	size_t i;
+
+	ASSERT_EQ(0, encode_one(&b, "a##bcd"));
+	for (i = 0; i + sizeof(marker) <= b.len; i++)
+		if (!memcmp(b.data + i, marker, sizeof(marker)))
+			at = b.data + i;
+	ASSERT_NE(NULL, at);
+	at[3] = 0xc0;	/* modified UTF-8 for U+0000 */
+	at[4] = 0x80;
+	EXPECT_EQ(-EPROTO, bfp_config_decode_java(b.data, b.len, &c, err,
+						  sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "NUL")) TH_LOG("%s", err);
+	EXPECT_EQ(0u, c.inclusions.n);
+	bft_buf_free(&b);
+}
+
+TEST(a_nul_inside_a_json_list_string_is_refused_too)
+{
+	static const char json[] =
+		"{\"inclusions\":[\"a\\u0000b\"],\"runId\":1}";
+	struct bfp_config c;
+	char err[200] = "";
+
+	EXPECT_EQ(-EPROTO, bfp_config_decode_json(json, sizeof(json) - 1, &c,
+						  err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "JSON")) TH_LOG("%s", err);
+}
+
 TEST_HARNESS_MAIN
