@@ -276,6 +276,8 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 		send_break(c);
 		return 0;
 	}
+	if (ev->kind == BFT_CALL_THROW)
+		return 0;
 	me = method_of(c, ev->id);
 	if (!me)
 		return -ENOMEM;

@@ -107,7 +107,7 @@ static const char *name_of(struct rec *x, uint32_t id, char *buf, size_t len)
 
 static void print_event(struct rec *x, const struct bft_call_event *ev)
 {
-	static const char *const kinds[] = { "enter", "exit", "void" };
+	static const char *const kinds[] = { "enter", "exit", "void", "throw" };
 	char buf[32];
 	uint64_t t = ev->time_ns - x->first_ns;
 
@@ -122,7 +122,9 @@ static void print_event(struct rec *x, const struct bft_call_event *ev)
 		out_u64("depth", NULL, ev->depth);
 		out_u64("id", NULL, ev->id);
 		out_text("%*s%s ", (int)(2 * (ev->depth ? ev->depth - 1 : 0)), "",
-			 ev->kind == BFT_CALL_ENTER ? ">" : "<");
+			 ev->kind == BFT_CALL_ENTER ? ">" :
+			 ev->kind == BFT_CALL_THROW ? "!" :
+			 ev->unwound ? "<~" : "<");
 		out_str("name", "%s\n", name_of(x, ev->id, buf, sizeof(buf)));
 	}
 	out_end();
@@ -147,7 +149,7 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 			return -ENOMEM;
 		if (ev->kind == BFT_CALL_ENTER)
 			mc->calls++;
-		else
+		else if (ev->kind == BFT_CALL_EXIT)
 			mc->exits++;
 	}
 	if (x->events)

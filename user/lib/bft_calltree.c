@@ -20,7 +20,8 @@ struct bft_ct_thread {
 	void *user;		/* bft_call_event.user */
 	uint8_t known;		/* the stack's bottom is the thread's bottom */
 	uint8_t voided;		/* voided since its last event */
-	uint8_t run_tok;	/* the last text token is a run: '?' or '!' */
+	uint8_t run_tok;	/* the last text token is a run: "x?", "u!"... */
+	uint8_t run_c;
 	uint64_t run_len;	/* ... of this many exits */
 	size_t run_at;		/* ... starting at this text offset */
 	struct bft_buf text;
@@ -145,30 +146,35 @@ static int text_tok(struct bft_ct_thread *t, char c, uint64_t id)
 	return bft_buf_append(&t->text, tok, (size_t)n);
 }
 
-/* k more orphan ('?') or unbalanced ('!') exits: "x?" once, "x?*N" for N. */
-static int text_run(struct bft_ct_thread *t, char c, uint64_t k)
+/*
+ * k more orphan ('?') or unbalanced ('!') exits (x) or unwinds (u): "x?"
+ * once, "x?*N" for N.
+ */
+static int text_run(struct bft_ct_thread *t, char x, char c, uint64_t k)
 {
 	char tok[40];
 	int n;
 
-	if (t->run_tok == c) {
+	if (t->run_tok == x && t->run_c == c) {
 		t->text.len = t->run_at;
 		t->run_len += k;
 	} else {
-		t->run_tok = (uint8_t)c;
+		t->run_tok = (uint8_t)x;
+		t->run_c = (uint8_t)c;
 		t->run_len = k;
 		t->run_at = t->text.len;
 	}
 	if (t->run_len == 1)
-		n = snprintf(tok, sizeof(tok), " x%c", c);
+		n = snprintf(tok, sizeof(tok), " %c%c", x, c);
 	else
-		n = snprintf(tok, sizeof(tok), " x%c*%" PRIu64, c, t->run_len);
+		n = snprintf(tok, sizeof(tok), " %c%c*%" PRIu64, x, c,
+			     t->run_len);
 	return bft_buf_append(&t->text, tok, (size_t)n);
 }
 
 static int call(struct bft_calltree *ct, struct bft_ct_thread *t,
 		unsigned int kind, const struct frame *f, uint32_t depth,
-		uint64_t time_ns)
+		uint64_t time_ns, unsigned int unwound)
 {
 	struct bft_call_event ev;
 
@@ -180,9 +186,12 @@ static int call(struct bft_calltree *ct, struct bft_ct_thread *t,
 	ev.tid = t->tid;
 	ev.id = f->id;
 	ev.depth = depth;
+	ev.exc = 0;
 	ev.kind = (uint16_t)kind;
 	ev.noret = (uint8_t)f->noret;
 	ev.cause = 0;
+	ev.how = 0;
+	ev.unwound = (uint8_t)unwound;
 	ev.user = &t->user;
 	return ct->o.on_call(ct->o.ctx, &ev);
 }
@@ -217,13 +226,19 @@ static int enter(struct bft_calltree *ct, const struct bft_record *r,
 		ct->st.max_depth = t->depth;
 	if (ct->o.text && text_tok(t, noret ? 'n' : 'e', f->id))
 		return -ENOMEM;
-	return call(ct, t, BFT_CALL_ENTER, f, t->depth, r->time_ns);
+	return call(ct, t, BFT_CALL_ENTER, f, t->depth, r->time_ns, 0);
 }
 
-static int exits(struct bft_calltree *ct, const struct bft_record *r)
+/*
+ * An EXIT run of r->value, or an UNWIND of r->value frames (unwound: its
+ * reason), which closes frames the same way.
+ */
+static int exits(struct bft_calltree *ct, const struct bft_record *r,
+		 unsigned int unwound)
 {
 	struct bft_ct_thread *t = get_thread(ct, r);
 	uint64_t n = r->value;
+	char x = unwound ? 'u' : 'x';
 	int ret;
 
 	if (!t)
@@ -233,12 +248,16 @@ static int exits(struct bft_calltree *ct, const struct bft_record *r)
 		const struct frame *f = &t->stack[t->depth - 1];
 		int ordinary = !f->noret;
 
-		ct->st.exits++;
+		if (unwound)
+			ct->st.unwound++;
+		else
+			ct->st.exits++;
 		if (!ordinary)
 			ct->st.noret_closed++;
-		if (ct->o.text && text_tok(t, 'x', f->id))
+		if (ct->o.text && text_tok(t, x, f->id))
 			return -ENOMEM;
-		ret = call(ct, t, BFT_CALL_EXIT, f, t->depth, r->time_ns);
+		ret = call(ct, t, BFT_CALL_EXIT, f, t->depth, r->time_ns,
+			   unwound);
 		t->depth--;
 		if (ret)
 			return ret;
@@ -249,14 +268,50 @@ static int exits(struct bft_calltree *ct, const struct bft_record *r)
 	/* the stack ran out: every remaining exit closes nothing we saw */
 	if (t->known) {
 		ct->st.unbalanced += n;
-		if (ct->o.text && text_run(t, '!', n))
+		if (ct->o.text && text_run(t, x, '!', n))
 			return -ENOMEM;
 	} else {
 		ct->st.orphans += n;
-		if (ct->o.text && text_run(t, '?', n))
+		if (ct->o.text && text_run(t, x, '?', n))
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+static int throw(struct bft_calltree *ct, const struct bft_record *r)
+{
+	static const char how_tok[] = { 't', 't', 'r', 'f' };
+	struct bft_ct_thread *t = get_thread(ct, r);
+	struct frame none = { 0 };
+	const struct frame *f = &none;
+	struct bft_call_event ev;
+
+	if (!t)
+		return -ENOMEM;
+	t->voided = 0;
+	ct->st.throws++;
+	if (t->depth)
+		f = &t->stack[t->depth - 1];
+	if (ct->o.text &&
+	    text_tok(t, how_tok[r->value2 < sizeof(how_tok) ? r->value2 : 0],
+		     r->value))
+		return -ENOMEM;
+	if (!ct->o.on_call)
+		return 0;
+	ev.time_ns = r->time_ns;
+	ev.enter_ns = f->enter_ns;
+	ev.tgid = t->tgid;
+	ev.tid = t->tid;
+	ev.id = f->id;
+	ev.depth = t->depth;
+	ev.exc = (uint32_t)r->value;
+	ev.kind = BFT_CALL_THROW;
+	ev.noret = (uint8_t)f->noret;
+	ev.cause = 0;
+	ev.how = (uint8_t)r->value2;
+	ev.unwound = 0;
+	ev.user = &t->user;
+	return ct->o.on_call(ct->o.ctx, &ev);
 }
 
 static int void_all(struct bft_calltree *ct, const struct bft_record *r)
@@ -279,9 +334,12 @@ static int void_all(struct bft_calltree *ct, const struct bft_record *r)
 		ev.tid = t->tid;
 		ev.id = 0;
 		ev.depth = t->depth;
+		ev.exc = 0;
 		ev.kind = BFT_CALL_VOID;
 		ev.noret = 0;
 		ev.cause = (uint8_t)r->kind;
+		ev.how = 0;
+		ev.unwound = 0;
 		ev.user = &t->user;
 		t->depth = 0;
 		t->known = 0;
@@ -307,7 +365,12 @@ int bft_calltree_feed(struct bft_calltree *ct, const struct bft_record *r)
 	case BFT_REC_ENTER_NORET:
 		return enter(ct, r, 1);
 	case BFT_REC_EXIT:
-		return exits(ct, r);
+		return exits(ct, r, 0);
+	case BFT_REC_UNWIND:
+		/* the decoder admits reasons 1..3 only: never 0 */
+		return exits(ct, r, r->value2 ? (unsigned int)r->value2 : 1);
+	case BFT_REC_THROW:
+		return throw(ct, r);
 	case BFT_REC_BREAK:
 	case BFT_REC_LOST:
 	case BFT_REC_GAP:

@@ -15,6 +15,14 @@
  *                   when the thread's older history is unknown (since the
  *                   start, or since a break), else an unbalanced exit (an
  *                   error in the trace).  Either is counted, nothing emitted.
+ *   THROW type, how  the thread throws from its innermost open frame;
+ *                   BFT_CALL_THROW naming that frame (id 0, depth 0 if the
+ *                   stack is empty).  No frame is closed.
+ *   UNWIND n, reason  n frames were left without returning: closed exactly
+ *                   as an EXIT run of n closes them, each with a
+ *                   BFT_CALL_EXIT whose unwound is the reason.  Closing
+ *                   more frames than are open counts orphans (or
+ *                   unbalanced exits) as an EXIT run does.
  *   BREAK, LOST, GAP   every thread's stack is void: its frames are dropped
  *                   without exit events, its older history becomes unknown,
  *                   and one BFT_CALL_VOID per known thread says so.
@@ -25,9 +33,11 @@
  *
  * With opts.text, it also keeps a canonical per-thread textual trace, one
  * line per thread in tid order (then tgid):
- *     tid 1235: e5 n6 x6 x5 | x? x!
+ *     tid 1235: e5 n6 x6 x5 | x? x! e7 e8 t3 u8 x7
  *   eN enter of N, nN NORET enter of N, xN exit closing a frame of N,
- *   x? orphan exit, x! unbalanced exit, | stacks voided.
+ *   x? orphan exit, x! unbalanced exit, | stacks voided, tT throw of
+ *   type T (rT a rethrow, fT a forced unwind), uN a frame of N closed by
+ *   an UNWIND (u? and u! as x? and x!).
  *
  * Functions return 0, -ENOMEM, or the nonzero value on_call returned.
  */
@@ -43,6 +53,7 @@ enum bft_call_kind {
 	BFT_CALL_ENTER,
 	BFT_CALL_EXIT,
 	BFT_CALL_VOID,
+	BFT_CALL_THROW,
 };
 
 struct bft_call_event {
@@ -50,12 +61,18 @@ struct bft_call_event {
 	uint64_t enter_ns;	/* EXIT: time of the frame's enter */
 	uint32_t tgid;
 	uint32_t tid;
-	uint32_t id;		/* ENTER: id entered; EXIT: id of the frame closed */
-	uint32_t depth;		/* ENTER/EXIT: stack depth with the frame on it
-				 * (1 = outermost); VOID: frames dropped */
+	uint32_t id;		/* ENTER: id entered; EXIT: id of the frame
+				 * closed; THROW: id of the innermost open
+				 * frame, 0 if none */
+	uint32_t depth;		/* ENTER/EXIT/THROW: stack depth with the frame
+				 * on it (1 = outermost); VOID: frames dropped */
+	uint32_t exc;		/* THROW: exception type id, 0 if unknown */
 	uint16_t kind;		/* enum bft_call_kind */
 	uint8_t noret;		/* the frame is a NORET frame */
 	uint8_t cause;		/* VOID: BFT_REC_BREAK, BFT_REC_LOST or BFT_REC_GAP */
+	uint8_t how;		/* THROW: BFT_THROW_* */
+	uint8_t unwound;	/* EXIT: 0 if the frame returned, else the
+				 * BFT_UNWIND_* reason it was left for */
 	/*
 	 * The consumer's slot for the thread: NULL until on_call stores there
 	 * what it keeps per thread, so it need not look the thread up again.
@@ -75,9 +92,11 @@ struct bft_calltree_stats {
 	uint64_t enters;
 	uint64_t noret_enters;
 	uint64_t exits;		/* frames closed by EXIT runs */
-	uint64_t noret_closed;	/* of which NORET frames */
-	uint64_t orphans;
-	uint64_t unbalanced;
+	uint64_t noret_closed;	/* NORET frames closed, by EXIT or UNWIND */
+	uint64_t unwound;	/* frames closed by UNWIND records */
+	uint64_t throws;	/* THROW records */
+	uint64_t orphans;	/* exits or unwinds past an unknown bottom */
+	uint64_t unbalanced;	/* ... past a known bottom */
 	uint64_t voids;		/* BREAK/LOST/GAP records seen */
 	uint64_t voided_frames;
 	uint64_t threads;

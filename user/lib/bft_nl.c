@@ -1335,10 +1335,12 @@ static const char *const cmd_names[] = {
 	[BFT_CMD_SET_OPT]	= "set_opt",
 	[BFT_CMD_GET_METHODS]	= "get_methods",
 	[BFT_CMD_EVENT]		= "event",
+	[BFT_CMD_GET_EXCEPTIONS] = "get_exceptions",
 };
 
 static const char *const feat_names[] = {
 	"entry", "return", "noret", "pause", "suspend", "events", "read",
+	"unwind",
 };
 
 _Static_assert(sizeof(opt_names) / sizeof(opt_names[0]) == BFT_OPT_MAX + 1,

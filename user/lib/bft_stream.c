@@ -34,6 +34,8 @@ static const char *const kind_names[BFT_REC__COUNT] = {
 	[BFT_REC_LOST] = "LOST",
 	[BFT_REC_BREAK] = "BREAK",
 	[BFT_REC_GAP] = "GAP",
+	[BFT_REC_THROW] = "THROW",
+	[BFT_REC_UNWIND] = "UNWIND",
 };
 
 const char *bft_rec_kind_name(unsigned int kind)
@@ -89,6 +91,8 @@ static const signed char esc_fields[BFT_ESC_TIME_SHORT] = {
 	[BFT_ESC_LOST] = 1,
 	[BFT_ESC_BREAK] = 1,
 	[BFT_ESC_ENTER_NORET] = 1,
+	[BFT_ESC_THROW] = 2,
+	[BFT_ESC_UNWIND] = 2,
 };
 
 static const unsigned char esc_rec[BFT_ESC_TIME_SHORT] = {
@@ -98,6 +102,8 @@ static const unsigned char esc_rec[BFT_ESC_TIME_SHORT] = {
 	[BFT_ESC_LOST] = BFT_REC_LOST,
 	[BFT_ESC_BREAK] = BFT_REC_BREAK,
 	[BFT_ESC_ENTER_NORET] = BFT_REC_ENTER_NORET,
+	[BFT_ESC_THROW] = BFT_REC_THROW,
+	[BFT_ESC_UNWIND] = BFT_REC_UNWIND,
 };
 
 static int parse_escape(const uint8_t *p, size_t n, struct raw *raw)
@@ -147,6 +153,23 @@ static int parse_escape(const uint8_t *p, size_t n, struct raw *raw)
 		if (raw->v[0] > UINT32_MAX) {
 			raw->bad = raw->v[0];
 			return -BFT_SERR_ID_RANGE;
+		}
+		break;
+	case BFT_ESC_THROW:
+		if (raw->v[0] > UINT32_MAX) {
+			raw->bad = raw->v[0];
+			return -BFT_SERR_ID_RANGE;
+		}
+		if (raw->v[1] < BFT_THROW_THROW || raw->v[1] > BFT_THROW_FORCED) {
+			raw->bad = raw->v[1];
+			return -BFT_SERR_FIELD_RANGE;
+		}
+		break;
+	case BFT_ESC_UNWIND:
+		if (raw->v[0] == 0 || raw->v[1] < BFT_UNWIND_CATCH ||
+		    raw->v[1] > BFT_UNWIND_FOUND) {
+			raw->bad = raw->v[1];
+			return -BFT_SERR_FIELD_RANGE;
 		}
 		break;
 	}
@@ -410,6 +433,26 @@ static int apply(struct bft_stream *s, const struct raw *raw, int len,
 				s->st.noret_enters++;
 		}
 		break;
+	case BFT_REC_THROW:
+	case BFT_REC_UNWIND:
+		if (unlikely(!s->threaded)) {
+			if (fail(s, BFT_SERR_NO_THREAD, off, 0, 0,
+				 ": %s before any THREAD record",
+				 kind_names[raw->kind]) != BFT_STREAM_RESYNC)
+				return STEP_STOP;
+			return start_resync(s);
+		}
+		fill(s, &rec, raw->kind, off);
+		rec.value = raw->v[0];
+		rec.value2 = raw->v[1];
+		/* one event each in seq, whatever n an UNWIND closes */
+		s->seq++;
+		s->st.events++;
+		if (raw->kind == BFT_REC_THROW)
+			s->st.throws++;
+		else
+			s->st.unwinds++;
+		break;
 	case BFT_REC_SYNC:
 		r = apply_sync(s, raw, off, 0);
 		return r ? r : len;
@@ -464,19 +507,29 @@ static int parse_error(struct bft_stream *s, int code, const struct raw *raw,
 		detail = buf;
 		break;
 	case BFT_SERR_ID_RANGE:
-		snprintf(buf, sizeof(buf), ": %" PRIu64, raw->bad);
+		snprintf(buf, sizeof(buf), ": %s%" PRIu64,
+			 p[1] == 0 && (p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_THROW ?
+			 "THROW type " : "", raw->bad);
 		detail = buf;
 		break;
 	case BFT_SERR_FIELD_RANGE:
-		if (p[1] == 0 && (p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_SYNC)
+		detail = buf;
+		if (p[1] != 0)
+			detail = ": EXIT run longer than 2^64 - 1";
+		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_SYNC)
 			detail = ": SYNC res_ns is 0";
-		else if (p[1] == 0)
+		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_THROW)
+			snprintf(buf, sizeof(buf), ": THROW how %" PRIu64,
+				 raw->bad);
+		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_UNWIND &&
+			 raw->v[0] == 0)
+			detail = ": UNWIND of 0 frames";
+		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_UNWIND)
+			snprintf(buf, sizeof(buf), ": UNWIND reason %" PRIu64,
+				 raw->bad);
+		else
 			snprintf(buf, sizeof(buf),
 				 ": THREAD id %" PRIu64 " beyond u32", raw->bad);
-		else
-			detail = ": EXIT run longer than 2^64 - 1";
-		if (!detail)
-			detail = buf;
 		break;
 	default:
 		snprintf(buf, sizeof(buf), ": first byte 0x%02x", p[0]);

@@ -14,14 +14,16 @@
  *     stream time becomes current + delta_ns and later TIME deltas count
  *     units from there).  Events carry the time of the last of these.
  *   - thread: (tgid, tid) of the last THREAD record.
- *   - seq: events (ENTER, ENTER_NORET, each exit of an EXIT run) plus LOST
- *     counts since the last SYNC, added to that SYNC's seq.  The next SYNC
- *     must carry exactly this value.
+ *   - seq: events (ENTER, ENTER_NORET, THROW, UNWIND, each exit of an EXIT
+ *     run) plus LOST counts since the last SYNC, added to that SYNC's seq.
+ *     The next SYNC must carry exactly this value.
  *
  * Validation.  Each of these is an error (enum bft_stream_err):
  *   a varint longer than 10 bytes or beyond 64 bits; an overlong varint other
  *   than the escape form; escape kind 0 or an unknown kind; an ENTER or
- *   ENTER_NORET id beyond u32; a tgid/tid beyond u32; res_ns 0; a stream time
+ *   ENTER_NORET id or a THROW type beyond u32; a tgid/tid beyond u32;
+ *   res_ns 0; a THROW how or an UNWIND reason that is not a BFT_THROW_* /
+ *   BFT_UNWIND_* value; an UNWIND of 0 frames; a stream time
  *   that would overflow u64; any record before the first SYNC; an event
  *   while the thread is unknown (no THREAD since the start or the last
  *   resync; a plain SYNC keeps the thread); a SYNC whose seq
@@ -65,6 +67,10 @@ enum bft_rec_kind {
 	BFT_REC_LOST,		/* value: events lost */
 	BFT_REC_BREAK,		/* value: reason, BFT_BREAK_* */
 	BFT_REC_GAP,		/* synthetic: value: seq expected, value2: seq got */
+	BFT_REC_THROW,		/* value: exception type id (0: unknown),
+				 * value2: how, BFT_THROW_* */
+	BFT_REC_UNWIND,		/* value: frames left (>= 1), value2: reason,
+				 * BFT_UNWIND_* */
 	BFT_REC__COUNT
 };
 
@@ -73,7 +79,8 @@ enum bft_rec_kind {
 #define BFT_REC_CALLTREE_KINDS						\
 	(BFT_REC_BIT(BFT_REC_ENTER) | BFT_REC_BIT(BFT_REC_EXIT) |	\
 	 BFT_REC_BIT(BFT_REC_ENTER_NORET) | BFT_REC_BIT(BFT_REC_LOST) |	\
-	 BFT_REC_BIT(BFT_REC_BREAK) | BFT_REC_BIT(BFT_REC_GAP))
+	 BFT_REC_BIT(BFT_REC_BREAK) | BFT_REC_BIT(BFT_REC_GAP) |	\
+	 BFT_REC_BIT(BFT_REC_THROW) | BFT_REC_BIT(BFT_REC_UNWIND))
 
 struct bft_record {
 	uint64_t time_ns;	/* stream time of this record, after it applied */
@@ -97,8 +104,9 @@ enum bft_stream_err {
 	BFT_SERR_VARINT_OVERLONG,
 	BFT_SERR_KIND_ZERO,
 	BFT_SERR_KIND_UNKNOWN,
-	BFT_SERR_ID_RANGE,	/* method id > UINT32_MAX */
-	BFT_SERR_FIELD_RANGE,	/* tgid/tid > u32, res_ns 0, time overflow */
+	BFT_SERR_ID_RANGE,	/* method id or THROW type > UINT32_MAX */
+	BFT_SERR_FIELD_RANGE,	/* tgid/tid > u32, res_ns 0, time overflow,
+				 * THROW how, UNWIND n 0 or reason */
 	BFT_SERR_BEFORE_SYNC,
 	BFT_SERR_NO_THREAD,
 	BFT_SERR_SEQ_GAP,	/* expected/got set */
@@ -141,10 +149,13 @@ struct bft_stream_stats {
 	uint64_t bytes;		/* fed */
 	uint64_t records;	/* decoded, GAP included */
 	uint64_t by_kind[BFT_REC__COUNT];
-	uint64_t events;	/* enters + noret enters + exits */
+	uint64_t events;	/* enters + noret enters + exits + throws +
+				 * unwinds: what seq counts besides LOST */
 	uint64_t enters;
 	uint64_t noret_enters;
 	uint64_t exits;		/* each exit of each run */
+	uint64_t throws;	/* THROW records */
+	uint64_t unwinds;	/* UNWIND records (not the frames they close) */
 	uint64_t lost;		/* sum of LOST counts */
 	uint64_t breaks;
 	uint64_t gaps;		/* sequence gaps and resyncs */

@@ -176,6 +176,35 @@ int bft_writer_exit(struct bft_writer *w, uint64_t t, uint32_t tgid,
 	return 0;
 }
 
+/* THROW and UNWIND: an escape with two fields, one event of the thread. */
+static int write_event2(struct bft_writer *w, uint64_t t, uint32_t tgid,
+			uint32_t tid, unsigned int kind, uint64_t a, uint64_t b)
+{
+	int r = prepare(w, &t);
+
+	if (!r)
+		r = advance(w, t, 1, tgid, tid);
+	if (!r)
+		r = put_esc(w, kind, 2, a, b, 0);
+	if (r)
+		return r;
+	w->seq++;
+	w->events++;
+	return 0;
+}
+
+int bft_writer_throw(struct bft_writer *w, uint64_t t, uint32_t tgid,
+		     uint32_t tid, uint32_t type, unsigned int how)
+{
+	return write_event2(w, t, tgid, tid, BFT_ESC_THROW, type, how);
+}
+
+int bft_writer_unwind(struct bft_writer *w, uint64_t t, uint32_t tgid,
+		      uint32_t tid, uint64_t n, unsigned int reason)
+{
+	return write_event2(w, t, tgid, tid, BFT_ESC_UNWIND, n, reason);
+}
+
 void bft_writer_sched_out(struct bft_writer *w)
 {
 	w->threaded = 0;

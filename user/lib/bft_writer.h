@@ -19,7 +19,8 @@
  *     the run is sealed (bft_writer_seal, bft_writer_sync).
  *   - LOST and BREAK bring the stream time up to their time first, like
  *     events; BREAK also forgets the thread.
- *   - seq counts ENTER, ENTER_NORET, every exit and every lost event.
+ *   - seq counts ENTER, ENTER_NORET, THROW, UNWIND, every exit and every
+ *     lost event.
  * Times are CLOCK_MONOTONIC ns; a time earlier than the stream time is taken
  * as the stream time (a CPU's clock never goes back).
  *
@@ -58,6 +59,12 @@ int bft_writer_enter_noret(struct bft_writer *w, uint64_t t, uint32_t tgid,
 /* One function return of (tgid, tid) at time t. */
 int bft_writer_exit(struct bft_writer *w, uint64_t t, uint32_t tgid,
 		    uint32_t tid);
+/* THROW of type (0: unknown), how: BFT_THROW_*. */
+int bft_writer_throw(struct bft_writer *w, uint64_t t, uint32_t tgid,
+		     uint32_t tid, uint32_t type, unsigned int how);
+/* UNWIND: n frames of (tgid, tid) left, reason: BFT_UNWIND_*. */
+int bft_writer_unwind(struct bft_writer *w, uint64_t t, uint32_t tgid,
+		      uint32_t tid, uint64_t n, unsigned int reason);
 /* The current thread was scheduled out: its next event writes THREAD. */
 void bft_writer_sched_out(struct bft_writer *w);
 /* Seal the open run and write a SYNC at t: the flush timer's heartbeat. */

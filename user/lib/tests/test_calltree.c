@@ -59,9 +59,26 @@ static int feed(struct bft_calltree *ct, uint64_t *t, uint32_t tid,
 	return bft_calltree_feed(ct, &r);
 }
 
+static int feed2(struct bft_calltree *ct, uint64_t *t, uint32_t tid,
+		 unsigned int kind, uint64_t value, uint64_t value2)
+{
+	struct bft_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.time_ns = (*t)++;
+	r.tgid = 1234;
+	r.tid = tid;
+	r.kind = (uint16_t)kind;
+	r.value = value;
+	r.value2 = value2;
+	return bft_calltree_feed(ct, &r);
+}
+
 #define E(tid, id)	ASSERT_EQ(0, feed(&self->ct, &self->t, tid, BFT_REC_ENTER, id))
 #define N(tid, id)	ASSERT_EQ(0, feed(&self->ct, &self->t, tid, BFT_REC_ENTER_NORET, id))
 #define X(tid, n)	ASSERT_EQ(0, feed(&self->ct, &self->t, tid, BFT_REC_EXIT, n))
+#define T(tid, type, how)	ASSERT_EQ(0, feed2(&self->ct, &self->t, tid, BFT_REC_THROW, type, how))
+#define U(tid, n, why)	ASSERT_EQ(0, feed2(&self->ct, &self->t, tid, BFT_REC_UNWIND, n, why))
 #define REC(kind)	ASSERT_EQ(0, feed(&self->ct, &self->t, 0, kind, 1))
 
 #define EXPECT_TEXT(want) do {						\
@@ -255,6 +272,147 @@ TEST_F(ct, many_threads_and_deep_stacks)
 	EXPECT_EQ(2000u, bft_calltree_stats(&self->ct)->threads);
 	EXPECT_EQ(200000u, bft_calltree_stats(&self->ct)->exits);
 	EXPECT_EQ(0u, bft_calltree_stats(&self->ct)->orphans);
+}
+
+TEST_F(ct, throw_names_the_innermost_frame_and_closes_nothing)
+{
+	E(7, 1);
+	E(7, 2);
+	N(7, 3);
+	self->calls.n = 0;
+	T(7, 5, BFT_THROW_THROW);
+	ASSERT_EQ(1, self->calls.n);
+	EXPECT_EQ(BFT_CALL_THROW, self->calls.ev[0].kind);
+	EXPECT_EQ(3u, self->calls.ev[0].id);
+	EXPECT_EQ(3u, self->calls.ev[0].depth);
+	EXPECT_TRUE(self->calls.ev[0].noret);
+	EXPECT_EQ(5u, self->calls.ev[0].exc);
+	EXPECT_EQ(BFT_THROW_THROW, self->calls.ev[0].how);
+	EXPECT_EQ(1002u, self->calls.ev[0].enter_ns);
+	EXPECT_EQ(1003u, self->calls.ev[0].time_ns);
+	EXPECT_EQ(3, bft_calltree_depth(&self->ct, 1234, 7));
+	EXPECT_EQ(1u, bft_calltree_stats(&self->ct)->throws);
+	EXPECT_TEXT("tid 7: e1 e2 n3 t5\n");
+}
+
+TEST_F(ct, throw_on_an_empty_stack_names_no_frame)
+{
+	T(4, 0, BFT_THROW_RETHROW);
+	T(4, 0, BFT_THROW_FORCED);
+	ASSERT_EQ(2, self->calls.n);
+	EXPECT_EQ(0u, self->calls.ev[0].id);
+	EXPECT_EQ(0u, self->calls.ev[0].depth);
+	EXPECT_EQ(0u, self->calls.ev[0].enter_ns);
+	EXPECT_EQ(BFT_THROW_RETHROW, self->calls.ev[0].how);
+	EXPECT_EQ(BFT_THROW_FORCED, self->calls.ev[1].how);
+	EXPECT_TEXT("tid 4: r0 f0\n");
+}
+
+TEST_F(ct, unwind_closes_frames_like_an_exit_run_marked_unwound)
+{
+	E(7, 1);
+	E(7, 2);
+	E(7, 3);
+	T(7, 2, BFT_THROW_THROW);
+	self->calls.n = 0;
+	U(7, 2, BFT_UNWIND_CATCH);
+	ASSERT_EQ(2, self->calls.n);
+	EXPECT_EQ(BFT_CALL_EXIT, self->calls.ev[0].kind);
+	EXPECT_EQ(3u, self->calls.ev[0].id);
+	EXPECT_EQ(3u, self->calls.ev[0].depth);
+	EXPECT_EQ(BFT_UNWIND_CATCH, self->calls.ev[0].unwound);
+	EXPECT_EQ(2u, self->calls.ev[1].id);
+	EXPECT_EQ(BFT_UNWIND_CATCH, self->calls.ev[1].unwound);
+	EXPECT_EQ(1004u, self->calls.ev[1].time_ns);
+	X(7, 1);
+	ASSERT_EQ(3, self->calls.n);
+	EXPECT_EQ(0u, self->calls.ev[2].unwound);
+	EXPECT_EQ(1u, self->calls.ev[2].id);
+	EXPECT_TEXT("tid 7: e1 e2 e3 t2 u3 u2 x1\n");
+	EXPECT_EQ(2u, bft_calltree_stats(&self->ct)->unwound);
+	EXPECT_EQ(1u, bft_calltree_stats(&self->ct)->exits);
+	EXPECT_EQ(0u, bft_calltree_stats(&self->ct)->orphans);
+}
+
+TEST_F(ct, unwind_closes_noret_frames_on_top_then_one_ordinary_each_time)
+{
+	E(7, 1);
+	N(7, 2);
+	E(7, 3);
+	N(7, 4);
+	N(7, 5);
+	U(7, 1, BFT_UNWIND_LONGJMP);	/* 5, 4, then 3; 2 stays */
+	EXPECT_EQ(2, bft_calltree_depth(&self->ct, 1234, 7));
+	U(7, 1, BFT_UNWIND_FOUND);	/* 2, then 1 */
+	EXPECT_EQ(0, bft_calltree_depth(&self->ct, 1234, 7));
+	EXPECT_TEXT("tid 7: e1 n2 e3 n4 n5 u5 u4 u3 u2 u1\n");
+	EXPECT_EQ(5u, bft_calltree_stats(&self->ct)->unwound);
+	EXPECT_EQ(3u, bft_calltree_stats(&self->ct)->noret_closed);
+	ASSERT_EQ(10, self->calls.n);
+	EXPECT_EQ(BFT_UNWIND_LONGJMP, self->calls.ev[5].unwound);
+	EXPECT_EQ(BFT_UNWIND_LONGJMP, self->calls.ev[7].unwound);
+	EXPECT_EQ(BFT_UNWIND_FOUND, self->calls.ev[9].unwound);
+	EXPECT_TRUE(self->calls.ev[8].noret);
+}
+
+TEST_F(ct, unwind_past_the_open_frames_counts_orphans)
+{
+	E(9, 1);
+	U(9, 3, BFT_UNWIND_CATCH);
+	U(9, 2, BFT_UNWIND_CATCH);
+	X(9, 1);
+	U(9, UINT64_MAX, BFT_UNWIND_LONGJMP);	/* counted, not looped */
+	EXPECT_TEXT("tid 9: e1 u1 u?*4 x? u?*18446744073709551615\n");
+	EXPECT_EQ(4u + 1u + UINT64_MAX, bft_calltree_stats(&self->ct)->orphans);
+	EXPECT_EQ(1u, bft_calltree_stats(&self->ct)->unwound);
+	ASSERT_EQ(2, self->calls.n);
+}
+
+TEST(unwind_past_a_known_bottom_is_unbalanced)
+{
+	struct bft_calltree ct;
+	struct bft_calltree_opts o = { .text = true, .start_known = true };
+	uint64_t t = 0;
+	char *s;
+
+	ASSERT_EQ(0, bft_calltree_init(&ct, &o));
+	ASSERT_EQ(0, feed(&ct, &t, 5, BFT_REC_ENTER, 1));
+	ASSERT_EQ(0, feed2(&ct, &t, 5, BFT_REC_UNWIND, 3, BFT_UNWIND_CATCH));
+	ASSERT_EQ(0, feed(&ct, &t, 5, BFT_REC_EXIT, 1));
+	s = bft_calltree_text(&ct);
+	ASSERT_NE(NULL, s);
+	EXPECT_STREQ("tid 5: e1 u1 u!*2 x!\n", s);
+	EXPECT_EQ(3u, bft_calltree_stats(&ct)->unbalanced);
+	free(s);
+	bft_calltree_free(&ct);
+}
+
+TEST_F(ct, throw_and_unwind_after_a_break_touch_no_voided_frame)
+{
+	E(1, 10);
+	E(1, 11);
+	REC(BFT_REC_BREAK);
+	T(1, 3, BFT_THROW_THROW);
+	U(1, 2, BFT_UNWIND_CATCH);
+	EXPECT_TEXT("tid 1: e10 e11 | t3 u?*2\n");
+	ASSERT_EQ(4, self->calls.n);
+	EXPECT_EQ(BFT_CALL_THROW, self->calls.ev[3].kind);
+	EXPECT_EQ(0u, self->calls.ev[3].id);
+	/* a later break voids the thread again: it had an event since */
+	REC(BFT_REC_LOST);
+	EXPECT_EQ(5, self->calls.n);
+}
+
+TEST_F(ct, callback_value_stops_an_unwind)
+{
+	E(1, 1);
+	E(1, 2);
+	E(1, 3);
+	self->calls.stop_at = 4;
+	EXPECT_EQ(3, feed2(&self->ct, &self->t, 1, BFT_REC_UNWIND, 3,
+			   BFT_UNWIND_CATCH));
+	EXPECT_EQ(4, self->calls.n);
+	EXPECT_EQ(2, bft_calltree_depth(&self->ct, 1234, 1));
 }
 
 TEST_HARNESS_MAIN

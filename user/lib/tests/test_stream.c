@@ -221,7 +221,7 @@ struct err_case {
 
 static const struct err_case err_cases[] = {
 	{ "kind 0", SYNC0 "40 00", BFT_SERR_KIND_ZERO, 8, "escape byte 0x40" },
-	{ "kind 7", SYNC0 "47 00 01", BFT_SERR_KIND_UNKNOWN, 8, "0x47" },
+	{ "kind 9", SYNC0 "49 00 01", BFT_SERR_KIND_UNKNOWN, 8, "0x49" },
 	{ "kind 0x1f", SYNC0 "5f 00", BFT_SERR_KIND_UNKNOWN, 8, "0x5f" },
 	{ "enter before sync", "81", BFT_SERR_BEFORE_SYNC, 0, "ENTER" },
 	{ "thread before sync", THR, BFT_SERR_BEFORE_SYNC, 0, "THREAD" },
@@ -352,7 +352,7 @@ TEST(resync_skips_garbage_to_next_sync_and_marks_a_gap)
 	const struct bft_stream_stats *st;
 
 	/* enter, garbage (unknown kind), events lost in it, then a SYNC */
-	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 47 00 81 81 ff 41 "
+	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 49 00 81 81 ff 41 "
 				"41 00 06 90 8b 40 01 " THR "82", &l,
 				BFT_STREAM_RESYNC, &s));
 	ASSERT_EQ(1u, l.nerr);
@@ -397,7 +397,7 @@ TEST(resync_from_stream_start_finds_first_sync)
 TEST(resync_candidate_split_across_feeds_is_found)
 {
 	uint8_t b[64];
-	int n = hex_parse("47 00 aa bb " SYNC0 THR "83", b, sizeof(b));
+	int n = hex_parse("49 00 aa bb " SYNC0 THR "83", b, sizeof(b));
 	int cut;
 
 	ASSERT_GT(n, 0);
@@ -445,7 +445,7 @@ TEST(record_callback_can_abort_the_feed)
 TEST(policy_applies_without_error_callback)
 {
 	uint8_t b[64];
-	int n = hex_parse(SYNC0 "47 00 " SYNC0, b, sizeof(b));
+	int n = hex_parse(SYNC0 "49 00 " SYNC0, b, sizeof(b));
 	struct bft_stream_opts o = { .policy = BFT_STREAM_RESYNC };
 	struct bft_stream s;
 
@@ -546,6 +546,223 @@ TEST(garbage_and_mutations_never_crash)
 			EXPECT_NE(0, bft_stream_last_error(&s)->msg[0]);
 		rec_log_free(&l);
 	}
+}
+
+/*
+ * The THROW and UNWIND examples of bftrace.h 2.2, between two enters and
+ * a SYNC whose seq counts each of them as one event:
+ *   SYNC0, THREAD 1234/1235                  (SYNC0 THR below)
+ *   ENTER 1, ENTER 2                         81 82
+ *   THROW type 2, how throw                  47 00 02 01
+ *   UNWIND 2 frames, reason catch            48 00 02 01
+ *   SYNC seq 4                               41 00 04 c0 84 3d e8 07
+ */
+#define EXC_HEX SYNC0 THR "81 82 47 00 02 01 48 00 02 01 " \
+	"41 00 04 c0 84 3d e8 07"
+
+static void check_exc(struct __test_metadata *_metadata,
+		      const struct rec_log *l)
+{
+	ASSERT_EQ(7u, l->n);
+	EXPECT_EQ(BFT_REC_THROW, l->r[4].kind);
+	EXPECT_EQ(2u, l->r[4].value);
+	EXPECT_EQ(BFT_THROW_THROW, l->r[4].value2);
+	EXPECT_EQ(BFT_ESC_THROW, l->r[4].esc);
+	EXPECT_EQ(17u, l->r[4].offset);
+	EXPECT_EQ(2u, l->r[4].seq);
+	EXPECT_EQ(1235u, l->r[4].tid);
+	EXPECT_EQ(BFT_REC_UNWIND, l->r[5].kind);
+	EXPECT_EQ(2u, l->r[5].value);
+	EXPECT_EQ(BFT_UNWIND_CATCH, l->r[5].value2);
+	EXPECT_EQ(BFT_ESC_UNWIND, l->r[5].esc);
+	EXPECT_EQ(21u, l->r[5].offset);
+	EXPECT_EQ(3u, l->r[5].seq);
+	EXPECT_EQ(BFT_REC_SYNC, l->r[6].kind);
+	EXPECT_EQ(4u, l->r[6].value);
+}
+
+TEST(throw_and_unwind_examples_decode_as_one_event_each)
+{
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+	const struct bft_stream_stats *st;
+
+	ASSERT_EQ(0, decode_hex(EXC_HEX, &l, BFT_STREAM_STOP, &s));
+	EXPECT_EQ(0u, l.nerr);
+	check_exc(_metadata, &l);
+	st = bft_stream_stats(&s);
+	EXPECT_EQ(1u, st->throws);
+	EXPECT_EQ(1u, st->unwinds);
+	EXPECT_EQ(4u, st->events);
+	EXPECT_EQ(2u, st->enters);
+	EXPECT_EQ(0u, st->exits);	/* an UNWIND is no exit */
+	EXPECT_EQ(1u, st->by_kind[BFT_REC_THROW]);
+	EXPECT_EQ(1u, st->by_kind[BFT_REC_UNWIND]);
+	EXPECT_EQ(0u, st->gaps);
+	EXPECT_EQ(4u, bft_stream_seq(&s));
+	rec_log_free(&l);
+}
+
+TEST(throw_and_unwind_split_at_every_byte_decode_the_same)
+{
+	uint8_t b[64];
+	int n = hex_parse(EXC_HEX, b, sizeof(b));
+	size_t cut, chunk;
+
+	ASSERT_GT(n, 0);
+	for (cut = 0; cut <= (size_t)n; cut++) {
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+
+		stream_open(&s, &l, 0, BFT_STREAM_STOP);
+		ASSERT_EQ(0, bft_stream_feed(&s, b, cut));
+		ASSERT_EQ(0, bft_stream_feed(&s, b + cut, (size_t)n - cut));
+		ASSERT_EQ(0, bft_stream_finish(&s));
+		check_exc(_metadata, &l);
+		rec_log_free(&l);
+	}
+	for (chunk = 1; chunk <= 5; chunk++) {
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+
+		stream_open(&s, &l, 0, BFT_STREAM_STOP);
+		ASSERT_EQ(0, stream_decode(&s, b, (size_t)n, chunk));
+		check_exc(_metadata, &l);
+		rec_log_free(&l);
+	}
+}
+
+TEST(writer_produces_throw_and_unwind_examples)
+{
+	struct bft_writer w;
+	char got[128];
+	const uint8_t *p;
+	size_t len;
+
+	ASSERT_EQ(0, bft_writer_init(&w, 1000, 0));
+	ASSERT_EQ(0, bft_writer_sync(&w, 1000000));
+	ASSERT_EQ(0, bft_writer_enter(&w, 1000000, 1234, 1235, 1));
+	ASSERT_EQ(0, bft_writer_throw(&w, 1000000, 1234, 1235, 2,
+				      BFT_THROW_THROW));
+	ASSERT_EQ(0, bft_writer_unwind(&w, 1000000, 1234, 1235, 2,
+				       BFT_UNWIND_CATCH));
+	ASSERT_EQ(0, bft_writer_sync(&w, 1000000));
+	p = bft_writer_data(&w, &len);
+	EXPECT_STREQ("410000c0843de807" "4200d209d30900" "81" "47000201"
+		     "48000201" "4100" "03" "c0843de807",
+		     hex_format(p, len, got));
+	EXPECT_EQ(3u, bft_writer_seq(&w));
+	bft_writer_free(&w);
+}
+
+/* An EXIT run counts n events, an UNWIND of n frames only one. */
+TEST(sync_after_unwind_counts_one_event_not_n)
+{
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+
+	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 82 83 48 00 03 02 "
+				"41 00 06 c0 84 3d e8 07", &l,
+				BFT_STREAM_RESYNC, &s));
+	ASSERT_EQ(1u, l.nerr);
+	EXPECT_EQ(BFT_SERR_SEQ_GAP, l.err[0].code);
+	EXPECT_EQ(4u, l.err[0].expected);
+	EXPECT_EQ(6u, l.err[0].got);
+	EXPECT_EQ(2u, bft_stream_stats(&s)->gap_events);
+	rec_log_free(&l);
+}
+
+TEST(lost_throw_and_unwind_add_up_in_seq)
+{
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+
+	/* THROW, LOST 5, UNWIND (longjmp), THROW (forced): 1 + 5 + 1 + 1 */
+	ASSERT_EQ(0, decode_hex(SYNC0 THR "47 00 00 01 44 00 05 " THR
+				"48 00 01 02 47 00 00 03 "
+				"41 00 08 c0 84 3d e8 07", &l,
+				BFT_STREAM_STOP, &s));
+	EXPECT_EQ(0u, l.nerr);
+	EXPECT_EQ(2u, bft_stream_stats(&s)->throws);
+	EXPECT_EQ(1u, bft_stream_stats(&s)->unwinds);
+	EXPECT_EQ(5u, bft_stream_stats(&s)->lost);
+	EXPECT_EQ(3u, bft_stream_stats(&s)->events);
+	rec_log_free(&l);
+}
+
+static const struct err_case exc_err_cases[] = {
+	{ "throw without thread", SYNC0 "47 00 02 01", BFT_SERR_NO_THREAD, 8,
+	  "THROW" },
+	{ "unwind without thread", SYNC0 "48 00 02 01", BFT_SERR_NO_THREAD, 8,
+	  "UNWIND" },
+	{ "throw before sync", "47 00 02 01", BFT_SERR_BEFORE_SYNC, 0,
+	  "THROW" },
+	{ "throw type beyond u32", SYNC0 THR "47 00 80 80 80 80 10 01",
+	  BFT_SERR_ID_RANGE, 15, "THROW type 4294967296" },
+	{ "throw how 0", SYNC0 THR "47 00 02 00", BFT_SERR_FIELD_RANGE, 15,
+	  "THROW how 0" },
+	{ "throw how 4", SYNC0 THR "47 00 02 04", BFT_SERR_FIELD_RANGE, 15,
+	  "THROW how 4" },
+	{ "unwind of 0 frames", SYNC0 THR "48 00 00 01", BFT_SERR_FIELD_RANGE,
+	  15, "UNWIND of 0 frames" },
+	{ "unwind reason 0", SYNC0 THR "48 00 01 00", BFT_SERR_FIELD_RANGE, 15,
+	  "UNWIND reason 0" },
+	{ "unwind reason 9", SYNC0 THR "48 00 01 09", BFT_SERR_FIELD_RANGE, 15,
+	  "UNWIND reason 9" },
+	{ "overlong throw type", SYNC0 THR "47 00 82 00 01",
+	  BFT_SERR_VARINT_OVERLONG, 15, "overlong" },
+	{ "unwind past 64 bits", SYNC0 THR "48 00 ff ff ff ff ff ff ff ff ff 02 01",
+	  BFT_SERR_VARINT_OVERFLOW, 15, "64 bits" },
+	{ "truncated throw", SYNC0 THR "47 00 02", BFT_SERR_TRUNCATED, 15,
+	  "3 byte(s)" },
+	{ "truncated unwind", SYNC0 THR "48 00", BFT_SERR_TRUNCATED, 15,
+	  "first 0x48" },
+	{ "truncated unwind varint", SYNC0 THR "48 00 02 81", BFT_SERR_TRUNCATED,
+	  15, "4 byte(s)" },
+};
+
+TEST(malformed_throw_and_unwind_are_reported_with_offset)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(exc_err_cases) / sizeof(exc_err_cases[0]); i++) {
+		const struct err_case *c = &exc_err_cases[i];
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+
+		EXPECT_EQ(-EPROTO, decode_hex(c->hex, &l, BFT_STREAM_STOP, &s))
+			TH_LOG("%s", c->name);
+		ASSERT_EQ(1u, l.nerr) TH_LOG("%s", c->name);
+		EXPECT_EQ(c->code, l.err[0].code) TH_LOG("%s: %s", c->name,
+							   l.err[0].msg);
+		EXPECT_EQ(c->offset, l.err[0].offset) TH_LOG("%s", c->name);
+		EXPECT_NE(NULL, strstr(l.err[0].msg, c->text))
+			TH_LOG("%s: \"%s\" lacks \"%s\"", c->name,
+			       l.err[0].msg, c->text);
+		EXPECT_EQ(0u, bft_stream_stats(&s)->throws);
+		EXPECT_EQ(0u, bft_stream_stats(&s)->unwinds);
+		rec_log_free(&l);
+	}
+}
+
+/* A malformed UNWIND is skipped to the next SYNC: the gap counts it. */
+TEST(resync_over_a_bad_unwind_marks_a_gap)
+{
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+
+	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 48 00 00 01 "
+				"41 00 02 c0 84 3d e8 07 " THR "47 00 01 01",
+				&l, BFT_STREAM_RESYNC, &s));
+	ASSERT_EQ(1u, l.nerr);
+	EXPECT_EQ(BFT_SERR_FIELD_RANGE, l.err[0].code);
+	ASSERT_EQ(7u, l.n);
+	EXPECT_EQ(BFT_REC_GAP, l.r[3].kind);
+	EXPECT_EQ(1u, l.r[3].value);
+	EXPECT_EQ(2u, l.r[3].value2);
+	EXPECT_EQ(BFT_REC_THROW, l.r[6].kind);
+	EXPECT_EQ(3u, bft_stream_seq(&s));
+	rec_log_free(&l);
 }
 
 TEST_HARNESS_MAIN
