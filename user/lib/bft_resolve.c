@@ -13,6 +13,7 @@
 
 #include "bft_demangle.h"
 #include "bft_resolve.h"
+#include "bft_symclass.h"
 
 /* A symbol as read, before aliases are merged. */
 struct raw_sym {
@@ -44,6 +45,7 @@ struct elf_info {
 	uint32_t debuglink_crc;
 	bool has_debuglink;
 	bool has_symtab;
+	uint64_t entry;		/* e_entry */
 };
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -126,8 +128,11 @@ static int elf_info_read(Elf *e, struct elf_info *in, char *err, size_t errlen)
 {
 	size_t phnum, shstrndx;
 	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
 
 	memset(in, 0, sizeof(*in));
+	if (gelf_getehdr(e, &eh))
+		in->entry = eh.e_entry;
 	if (elf_getphdrnum(e, &phnum))
 		return fail(err, errlen, -ENOEXEC, "no program headers: %s",
 			    elf_errmsg(-1));
@@ -451,21 +456,61 @@ static bool in_plt(const struct elf_info *in, uint64_t addr)
 	return false;
 }
 
+static void func_free(struct bft_func *f)
+{
+	for (uint32_t k = 0; k < f->nnames; k++) {
+		free(f->names[k].raw);
+		free(f->names[k].demangled);
+	}
+	free(f->names);
+}
+
 void bft_object_free(struct bft_object *o)
 {
-	for (size_t i = 0; i < o->nfuncs; i++) {
-		for (uint32_t k = 0; k < o->funcs[i].nnames; k++) {
-			free(o->funcs[i].names[k].raw);
-			free(o->funcs[i].names[k].demangled);
-		}
-		free(o->funcs[i].names);
-	}
+	for (size_t i = 0; i < o->nfuncs; i++)
+		func_free(&o->funcs[i]);
+	for (size_t i = 0; i < o->nleft_out; i++)
+		func_free(&o->left_out[i]);
 	free(o->funcs);
+	free(o->left_out);
 	free(o->path);
 	free(o->open_path);
 	free(o->name);
 	free(o->debug_path);
 	memset(o, 0, sizeof(*o));
+}
+
+/*
+ * What the names tell about the entry at f (bft_symclass.h): a cold
+ * fragment only when every name is one (an alias that is a real name
+ * makes it a function).
+ */
+static unsigned int func_traits(const struct bft_func *f, uint64_t entry)
+{
+	unsigned int t = 0;
+	uint32_t cold = 0;
+
+	for (uint32_t k = 0; k < f->nnames; k++) {
+		cold += bft_sym_is_cold_fragment(f->names[k].raw);
+		if (bft_sym_returns_twice(f->names[k].raw))
+			t |= BFT_TRAIT_RETURNS_TWICE;
+	}
+	if (f->nnames && cold == f->nnames)
+		t |= BFT_TRAIT_COLD;
+	if (entry && f->addr == entry)
+		t |= BFT_TRAIT_ENTRY_POINT;
+	return t;
+}
+
+const char *bft_func_why(const struct bft_func *f)
+{
+	if (f->traits & BFT_TRAIT_COLD)
+		return "a cold fragment, entered by a jump: no function entry";
+	if (f->traits & BFT_TRAIT_RETURNS_TWICE)
+		return "returns twice (like setjmp): entry probe only";
+	if (f->traits & BFT_TRAIT_ENTRY_POINT)
+		return "the ELF entry point, entered with no return address: entry probe only";
+	return NULL;
 }
 
 /* Turn sorted raw symbols into one function per address.  Takes the names. */
@@ -519,6 +564,20 @@ static int merge(struct bft_object *o, struct raw_syms *s,
 			     pread(fd, head, 4, (off_t)f->offset) == 4 &&
 			     !memcmp(head, BFT_ENDBR64_BYTES, 4);
 		f->probe_offset = f->offset + (f->endbr64 && !opts->no_endbr ? 4 : 0);
+		f->traits = func_traits(f, main->entry);
+		if (f->traits & BFT_TRAIT_COLD) {
+			if (!o->left_out) {
+				o->left_out = calloc(s->n, sizeof(*o->left_out));
+				if (!o->left_out) {
+					func_free(f);
+					memset(f, 0, sizeof(*f));
+					return -ENOMEM;
+				}
+			}
+			o->left_out[o->nleft_out++] = *f;
+			memset(f, 0, sizeof(*f));
+			continue;
+		}
 		o->nfuncs++;
 	}
 	return 0;
@@ -645,50 +704,63 @@ void bft_plan_free(struct bft_plan *pl)
 		bft_object_free(&pl->objs[i]);
 	free(pl->objs);
 	free(pl->picks);
+	free(pl->left);
 	memset(pl, 0, sizeof(*pl));
+}
+
+/* Does a pattern select f: any alias, mangled or demangled? */
+static int func_selected(const struct bft_patterns *ps, const char *path,
+			 const struct bft_func *f, const char ***names,
+			 size_t *cap)
+{
+	size_t nn = 0;
+
+	if (2 * f->nnames > *cap) {
+		void *p = realloc(*names, 2 * f->nnames * sizeof(**names));
+
+		if (!p)
+			return -ENOMEM;
+		*names = p;
+		*cap = 2 * f->nnames;
+	}
+	for (uint32_t n = 0; n < f->nnames; n++) {
+		(*names)[nn++] = f->names[n].raw;
+		if (f->names[n].demangled)
+			(*names)[nn++] = f->names[n].demangled;
+	}
+	return bft_patterns_match(ps, path, *names, nn);
 }
 
 static int plan_select(struct bft_plan *pl, const struct bft_patterns *ps)
 {
-	size_t total = 0, cap = 0;
+	size_t total = 0, nleft = 0, cap = 0;
 	const char **names = NULL;
+	int rc = 0;
 
-	for (size_t i = 0; i < pl->nobjs; i++)
-		total += pl->objs[i].nfuncs;
-	pl->picks = calloc(total ? total : 1, sizeof(*pl->picks));
-	if (!pl->picks)
-		return -ENOMEM;
 	for (size_t i = 0; i < pl->nobjs; i++) {
+		total += pl->objs[i].nfuncs;
+		nleft += pl->objs[i].nleft_out;
+	}
+	pl->picks = calloc(total ? total : 1, sizeof(*pl->picks));
+	pl->left = calloc(nleft ? nleft : 1, sizeof(*pl->left));
+	if (!pl->picks || !pl->left)
+		return -ENOMEM;
+	for (size_t i = 0; i < pl->nobjs && rc >= 0; i++) {
 		const struct bft_object *o = &pl->objs[i];
 
-		for (size_t k = 0; k < o->nfuncs; k++) {
-			const struct bft_func *f = &o->funcs[k];
-			size_t nn = 0;
-
-			if (2 * f->nnames > cap) {
-				void *p = realloc(names, 2 * f->nnames * sizeof(*names));
-
-				if (!p) {
-					free(names);
-					return -ENOMEM;
-				}
-				names = p;
-				cap = 2 * f->nnames;
-			}
-			for (uint32_t n = 0; n < f->nnames; n++) {
-				names[nn++] = f->names[n].raw;
-				if (f->names[n].demangled)
-					names[nn++] = f->names[n].demangled;
-			}
-			if (bft_patterns_match(ps, o->path, names, nn)) {
-				pl->picks[pl->npicks].obj = i;
-				pl->picks[pl->npicks].func = k;
-				pl->npicks++;
-			}
+		for (size_t k = 0; k < o->nfuncs && rc >= 0; k++) {
+			rc = func_selected(ps, o->path, &o->funcs[k], &names, &cap);
+			if (rc > 0)
+				pl->picks[pl->npicks++] = (struct bft_pick){ i, k };
+		}
+		for (size_t k = 0; k < o->nleft_out && rc >= 0; k++) {
+			rc = func_selected(ps, o->path, &o->left_out[k], &names, &cap);
+			if (rc > 0)
+				pl->left[pl->nleft++] = (struct bft_pick){ i, k };
 		}
 	}
 	free(names);
-	return 0;
+	return rc < 0 ? rc : 0;
 }
 
 static int plan_grow(struct bft_plan *pl, size_t n)

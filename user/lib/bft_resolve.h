@@ -16,6 +16,11 @@
  *     matching, the preferred one (global or weak before local; then
  *     without leading '_'; then the shortest) first;
  *   - C++ names demangled (bft_demangle.h);
+ *   - no function-entry look-alikes (bft_symclass.h): gcc's cold fragments
+ *     ("foo.cold", entered by a jump) are left out, kept apart in
+ *     left_out so that tools can say so; setjmp and its kin (returns
+ *     twice) and the ELF entry point (entered with argc, not a return
+ *     address, on top of the stack) are marked for entry probes only;
  *   - the file offset from the program headers:
  *         offset = st_value - p_vaddr + p_offset
  *     and the probe offset: offset + 4 when the function starts with
@@ -58,6 +63,12 @@ struct bft_fname {
 	unsigned char bind;	/* STB_* */
 };
 
+/* struct bft_func.traits */
+#define BFT_TRAIT_RETURNS_TWICE	(1u << 0)	/* setjmp & co.: no return probe */
+#define BFT_TRAIT_ENTRY_POINT	(1u << 1)	/* e_entry: no return probe */
+#define BFT_TRAIT_COLD		(1u << 2)	/* a cold fragment: left out */
+#define BFT_TRAITS_ENTRY_ONLY	(BFT_TRAIT_RETURNS_TWICE | BFT_TRAIT_ENTRY_POINT)
+
 struct bft_func {
 	uint64_t addr;		/* link-time virtual address */
 	uint64_t size;
@@ -65,6 +76,7 @@ struct bft_func {
 	uint64_t probe_offset;	/* where the probe goes */
 	bool endbr64;
 	unsigned int src;	/* BFT_SRC_* of all its names */
+	unsigned int traits;	/* BFT_TRAIT_* */
 	struct bft_fname *names;/* names[0] is the display name */
 	uint32_t nnames;
 };
@@ -84,7 +96,12 @@ struct bft_object {
 	size_t nsyms;		/* function symbols read, before merging */
 	struct bft_func *funcs;	/* by address */
 	size_t nfuncs;
+	struct bft_func *left_out;	/* symbols that are no entries */
+	size_t nleft_out;
 };
+
+/* Why a function gets no return probe, or is left out; NULL if neither. */
+const char *bft_func_why(const struct bft_func *f);
 
 struct bft_resolve_opts {
 	const char *debug_dir;	/* NULL: BFT_RESOLVE_DEBUG_DIR */
@@ -125,6 +142,9 @@ struct bft_plan {
 	size_t nobjs;
 	struct bft_pick *picks;
 	size_t npicks;
+	/* The left-out symbols the patterns match (func indexes left_out). */
+	struct bft_pick *left;
+	size_t nleft;
 	size_t out_of_scope;	/* objects no inclusion pattern could match */
 };
 

@@ -8,7 +8,7 @@
  * next to the test binary; a fresh build is reused.  What the resolver says
  * is checked against what shares no code with it:
  *   - the number of functions against nm (distinct addresses of text
- *     symbols with a size),
+ *     symbols with a size; gcc's cold fragments apart),
  *   - the bytes at each computed file offset against the bytes the fixture
  *     process itself finds at the function's address ("X bytes" mode),
  *   - endbr64 placement against the bytes of the file.
@@ -28,11 +28,13 @@
 #include <unistd.h>
 
 #include <libelf.h>
+#include <linux/bftrace.h>
 
 #include "bft_demangle.h"
 #include "bft_maps.h"
 #include "bft_pattern.h"
 #include "bft_resolve.h"
+#include "bft_symclass.h"
 /* The 6.1 harness leaves a parameter unused; not our code to change. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
@@ -109,8 +111,12 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Distinct addresses of sized text symbols (T t W w) in an nm -S listing. */
-static long nm_functions(const char *listing)
+/*
+ * Distinct addresses of sized text symbols (T t W w) in an nm -S listing:
+ * of cold fragments ("NAME.cold", "NAME.cold.N") when cold, else of the
+ * others.
+ */
+static long nm_count(const char *listing, bool cold)
 {
 	char p[PATH_MAX], line[4096];
 	uint64_t *addrs = NULL;
@@ -124,10 +130,17 @@ static long nm_functions(const char *listing)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long addr, size;
-		char type;
+		char type, name[1024];
 
-		if (sscanf(line, "%llx %llx %c", &addr, &size, &type) != 3 ||
-		    !size || !strchr("TtWw", type))
+		if (sscanf(line, "%llx %llx %c %1023s", &addr, &size, &type,
+			   name) != 4 || !size || !strchr("TtWw", type))
+			continue;
+		/* the name as the symbol table has it, without @VERSION */
+		if (strchr(name, '@'))
+			*strchr(name, '@') = '\0';
+		if (cold != (strstr(name, ".cold") &&
+			     (!strcmp(strstr(name, ".cold"), ".cold") ||
+			      !strncmp(strstr(name, ".cold"), ".cold.", 6))))
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 256;
@@ -143,6 +156,11 @@ static long nm_functions(const char *listing)
 		distinct += !i || addrs[i] != addrs[i - 1];
 	free(addrs);
 	return distinct;
+}
+
+static long nm_functions(const char *listing)
+{
+	return nm_count(listing, false);
 }
 
 static int hexval(int c)
@@ -399,6 +417,130 @@ TEST_F(fx, cpp_names_are_demangled_and_matched)
 	EXPECT_EQ(f, find(&self->o[0], "_ZN2ns6SquareC2Ei"));
 }
 
+static const struct bft_func *find_left_out(const struct bft_object *o,
+					    const char *name)
+{
+	for (size_t i = 0; i < o->nleft_out; i++)
+		for (uint32_t k = 0; k < o->left_out[i].nnames; k++)
+			if (!strcmp(o->left_out[i].names[k].raw, name))
+				return &o->left_out[i];
+	return NULL;
+}
+
+TEST(symbol_classes_by_name)
+{
+	EXPECT_TRUE(bft_sym_is_cold_fragment("cf_work.cold"));
+	EXPECT_TRUE(bft_sym_is_cold_fragment("cf_work.cold.12"));
+	EXPECT_TRUE(bft_sym_is_cold_fragment("_Z3fooi.part.0.cold"));
+	EXPECT_TRUE(bft_sym_is_cold_fragment("a.cold.x.cold"));
+	EXPECT_FALSE(bft_sym_is_cold_fragment("cf_work"));
+	EXPECT_FALSE(bft_sym_is_cold_fragment(".cold"));
+	EXPECT_FALSE(bft_sym_is_cold_fragment("x.cold."));
+	EXPECT_FALSE(bft_sym_is_cold_fragment("x.cold.1a"));
+	EXPECT_FALSE(bft_sym_is_cold_fragment("x.coldstart"));
+	EXPECT_FALSE(bft_sym_is_cold_fragment("x.part.0"));
+	EXPECT_FALSE(bft_sym_is_cold_fragment("x.cold_path"));
+
+	EXPECT_TRUE(bft_sym_returns_twice("setjmp"));
+	EXPECT_TRUE(bft_sym_returns_twice("_setjmp"));
+	EXPECT_TRUE(bft_sym_returns_twice("__sigsetjmp"));
+	EXPECT_TRUE(bft_sym_returns_twice("sigsetjmp"));
+	EXPECT_TRUE(bft_sym_returns_twice("vfork"));
+	EXPECT_TRUE(bft_sym_returns_twice("__vfork"));
+	EXPECT_TRUE(bft_sym_returns_twice("getcontext"));
+	EXPECT_TRUE(bft_sym_returns_twice("swapcontext"));
+	EXPECT_TRUE(bft_sym_returns_twice("savectx"));
+	EXPECT_FALSE(bft_sym_returns_twice("___setjmp"));
+	EXPECT_FALSE(bft_sym_returns_twice("longjmp"));
+	EXPECT_FALSE(bft_sym_returns_twice("setjmp_helper"));
+	EXPECT_FALSE(bft_sym_returns_twice("fork"));
+
+	EXPECT_EQ(BFT_PF_HOOK_UNWIND, bft_sym_hook("_Unwind_RaiseException"));
+	EXPECT_EQ(BFT_PF_HOOK_UNWIND, bft_sym_hook("_Unwind_Resume"));
+	EXPECT_EQ(BFT_PF_HOOK_UNWIND, bft_sym_hook("_Unwind_Resume_or_Rethrow"));
+	EXPECT_EQ(BFT_PF_HOOK_FORCED, bft_sym_hook("_Unwind_ForcedUnwind"));
+	EXPECT_EQ(BFT_PF_HOOK_CATCH, bft_sym_hook("__cxa_begin_catch"));
+	EXPECT_EQ(BFT_PF_HOOK_THROW, bft_sym_hook("__cxa_throw"));
+	EXPECT_EQ(BFT_PF_HOOK_RETHROW, bft_sym_hook("__cxa_rethrow"));
+	EXPECT_EQ(BFT_PF_HOOK_LONGJMP, bft_sym_hook("siglongjmp"));
+	EXPECT_EQ(BFT_PF_HOOK_LONGJMP, bft_sym_hook("__longjmp_chk"));
+	EXPECT_EQ(0, bft_sym_hook("_Unwind_Backtrace"));
+	EXPECT_EQ(0, bft_sym_hook("__cxa_end_catch"));
+	EXPECT_STREQ("catch", bft_hook_name(BFT_PF_ALL | BFT_PF_HOOK_CATCH));
+	EXPECT_EQ(NULL, bft_hook_name(BFT_PF_ALL));
+	for (const char *const *n = bft_sym_hook_names(); *n; n++)
+		EXPECT_NE(0, bft_sym_hook(*n));
+}
+
+TEST_F(fx, cold_fragments_are_left_out_and_said_so)
+{
+	const struct bft_func *f, *cold;
+	char path[PATH_MAX], cmd[PATH_MAX + 64], out[64] = "";
+	FILE *p;
+
+	ASSERT_EQ(0, load(&self->o[0], "fx_cold", NULL));
+	/* the fixture has the fragment this test is about */
+	ASSERT_LT(0, nm_count("fx_cold.nm", true));
+	EXPECT_EQ(nm_count("fx_cold.nm", true), (long)self->o[0].nleft_out);
+	EXPECT_EQ(nm_functions("fx_cold.nm"), (long)self->o[0].nfuncs);
+	f = find(&self->o[0], "cf_work");
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(0, f->traits);
+	EXPECT_EQ(NULL, bft_func_why(f));
+	EXPECT_EQ(NULL, find(&self->o[0], "cf_work.cold"));
+	cold = find_left_out(&self->o[0], "cf_work.cold");
+	ASSERT_NE(NULL, cold);
+	EXPECT_EQ(BFT_TRAIT_COLD, cold->traits);
+	EXPECT_NE(NULL, strstr(bft_func_why(cold), "cold fragment"));
+	/* entered by a jump from cf_work, not at cf_work's entry */
+	EXPECT_TRUE(cold->addr < f->addr || cold->addr >= f->addr + f->size);
+
+	/* the cold path runs, and the program survives it */
+	fx_path(path, sizeof(path), "fx_cold");
+	snprintf(cmd, sizeof(cmd), "'%s' 2000 2>&1", path);
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	EXPECT_NE(NULL, fgets(out, sizeof(out), p));
+	EXPECT_STREQ("cold path 2000\n", out);
+	EXPECT_NE(NULL, fgets(out, sizeof(out), p));
+	EXPECT_STREQ("5995\n", out);
+	EXPECT_EQ(0, pclose(p));
+}
+
+TEST_F(fx, setjmp_and_the_entry_point_get_entry_probes_only)
+{
+	const char *twice[] = { "_setjmp", "__sigsetjmp" };
+	const struct bft_func *f;
+
+	ASSERT_EQ(0, load(&self->o[0], "fx_cold_static", NULL));
+	for (size_t i = 0; i < sizeof(twice) / sizeof(twice[0]); i++) {
+		f = find(&self->o[0], twice[i]);
+		ASSERT_NE(NULL, f) TH_LOG("%s", twice[i]);
+		EXPECT_EQ(BFT_TRAIT_RETURNS_TWICE, f->traits & BFT_TRAIT_RETURNS_TWICE)
+			TH_LOG("%s", twice[i]);
+		EXPECT_NE(NULL, strstr(bft_func_why(f), "returns twice"));
+	}
+	f = find(&self->o[0], "_start");
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(BFT_TRAIT_ENTRY_POINT, f->traits);
+	EXPECT_NE(NULL, strstr(bft_func_why(f), "entry point"));
+	f = find(&self->o[0], "cf_work");
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(0, f->traits);
+	/* static glibc has cold fragments of its own */
+	EXPECT_EQ(nm_count("fx_cold_static.nm", true), (long)self->o[0].nleft_out);
+	EXPECT_EQ(nm_functions("fx_cold_static.nm"), (long)self->o[0].nfuncs);
+	f = find(&self->o[0], "longjmp");
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(0, f->traits);
+
+	/* a PIE's entry point too */
+	ASSERT_EQ(0, load(&self->o[1], "fx_cold", NULL));
+	f = find(&self->o[1], "_start");
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(BFT_TRAIT_ENTRY_POINT, f->traits);
+}
+
 /* ---- selection over files: patterns --------------------------------------- */
 
 static long select_count(const char *const *pats, size_t n, bool regex,
@@ -469,6 +611,24 @@ TEST_F(fx, globs_several_patterns_and_exclusions)
 	/* any alias selects the function, shown under its preferred name */
 	ASSERT_EQ(1, select_count(p5, 1, false, files, 2, &pl));
 	EXPECT_TRUE(plan_has(&pl, "libfx.so", "fxlib_mul"));
+	bft_plan_free(&pl);
+}
+
+TEST_F(fx, patterns_find_left_out_fragments_apart)
+{
+	const char *files[] = { "fx_cold" };
+	const char *p1[] = { "cf_work*" };
+	const char *p2[] = { "cf_*", "!*.cold" };
+	struct bft_plan pl;
+
+	ASSERT_EQ(1, select_count(p1, 1, false, files, 1, &pl));
+	EXPECT_TRUE(plan_has(&pl, "fx_cold", "cf_work"));
+	ASSERT_EQ(1, pl.nleft);
+	EXPECT_STREQ("cf_work.cold",
+		     pl.objs[pl.left[0].obj].left_out[pl.left[0].func].names[0].raw);
+	bft_plan_free(&pl);
+	ASSERT_EQ(2, select_count(p2, 2, false, files, 1, &pl));
+	EXPECT_EQ(0, pl.nleft);
 	bft_plan_free(&pl);
 }
 

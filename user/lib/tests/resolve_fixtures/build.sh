@@ -14,6 +14,8 @@
 #                 dbgroot/.build-id/xx/rest.debug, and in dbgbad/ the same
 #                 name holds the debug file of another build
 #   fx_cpp        C++, PIE
+#   fx_cold       C, PIE, -O2: cf_work.cold (a cold fragment), setjmp
+#   fx_cold_static  the same, static: setjmp and its kin inside
 # and for each program X: X.nm (nm -S), X.nmd (nm -D -S), X.bytes (X bytes).
 # Outputs newer than every source are kept; OUTDIR/stamp marks completion.
 # Environment: CC, CXX (default cc, c++).
@@ -24,7 +26,7 @@ mkdir -p "$out"
 cd "$out"
 CC=${CC:-cc}
 CXX=${CXX:-c++}
-srcs="$here/fx.h $here/fx_main.c $here/fx_lib.c $here/fx_cpp.cc $here/build.sh"
+srcs="$here/fx.h $here/fx_main.c $here/fx_lib.c $here/fx_cpp.cc $here/fx_cold.c $here/build.sh"
 
 fresh() { # output
 	[ -e "$1" ] || return 1
@@ -60,8 +62,10 @@ if ! fresh fx_dbg2; then
 	objcopy --only-keep-debug fx_cet "dbgbad/$rest"
 fi
 fresh fx_cpp || $CXX $base -fPIE -pie -fcf-protection=none -o fx_cpp "$here/fx_cpp.cc"
+fresh fx_cold || $CC -O2 -g -fPIE -pie -fcf-protection=none -o fx_cold "$here/fx_cold.c"
+fresh fx_cold_static || $CC -O2 -g -static -fcf-protection=none -o fx_cold_static "$here/fx_cold.c"
 
-for p in libfx.so fx_c fx_pie fx_cet fx_static fx_stripped fx_stripped.full fx_dbg fx_dbg.full fx_cpp; do
+for p in libfx.so fx_c fx_pie fx_cet fx_static fx_stripped fx_stripped.full fx_dbg fx_dbg.full fx_cpp fx_cold fx_cold_static; do
 	fresh "$p.nm" || nm -S --defined-only "$p" >"$p.nm" 2>/dev/null || :
 	fresh "$p.nmd" || nm -D -S --defined-only "$p" >"$p.nmd" 2>/dev/null || :
 done
