@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <stdlib.h>
 #include <string.h>
 
 #include <libiberty/demangle.h>
@@ -17,4 +18,17 @@ char *bft_demangle(const char *name)
 	/* "ns::twice<int>(int)", not "int ns::twice<int>(int)": a template's
 	 * return type would make every 'ns::*' pattern miss it. */
 	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_RET_DROP);
+}
+
+char *bft_demangle_type(const char *name)
+{
+	char *s;
+
+	if (!name)
+		return NULL;
+	if (*name == '*')
+		name++;
+	s = *name ? cplus_demangle_v3(name, DMGL_PARAMS | DMGL_ANSI |
+					    DMGL_TYPES) : NULL;
+	return s ? s : strdup(name);
 }

@@ -18,4 +18,13 @@
  */
 char *bft_demangle(const char *name);
 
+/*
+ * A C++ type's name as std::type_info::name() gives it (mangled without
+ * "_Z": "St13runtime_error"), as people write it ("std::runtime_error"),
+ * malloc'ed.  GCC's '*' mark of a type with internal linkage is dropped.
+ * A name that is no mangled type is returned as it is.  NULL only if name
+ * is NULL or memory ran out.
+ */
+char *bft_demangle_type(const char *name);
+
 #endif /* BFT_DEMANGLE_H */

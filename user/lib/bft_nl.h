@@ -196,6 +196,36 @@ struct bft_nl_method {
 typedef int (*bft_nl_method_cb)(const struct bft_nl_method *m, void *arg);
 int bft_nl_get_methods(struct bft_nl *nl, bft_nl_method_cb cb, void *arg);
 
+/* ---- BFT_CMD_GET_EXCEPTIONS (dump) ------------------------------------- */
+
+struct bft_nl_exception {
+	uint32_t tgid;			/* 0 if absent */
+	uint32_t id;			/* what BFT_ESC_THROW records carry, >= 1 */
+	const char *name;		/* as type_info::name(): "St13runtime_error" */
+};
+
+/*
+ * Called once per exception type; return 0 to go on, a negative value to
+ * stop (the functions below then return it).
+ */
+typedef int (*bft_nl_exception_cb)(const struct bft_nl_exception *e,
+				   void *arg);
+/*
+ * The module's exception type table.  A module that predates the command
+ * (it answers EOPNOTSUPP or EINVAL) has no types: 0, and no callback.
+ */
+int bft_nl_get_exceptions(struct bft_nl *nl, bft_nl_exception_cb cb,
+			  void *arg);
+/*
+ * The same from the len bytes of a dump's netlink messages at buf (as the
+ * kernel sends them, NLMSG_DONE or an error at the end optional): the
+ * number of types, or -EPROTO with a message in err (errlen bytes) for a
+ * malformed message, or the callback's value.
+ */
+int bft_nl_parse_exceptions(const void *buf, size_t len,
+			    bft_nl_exception_cb cb, void *arg, char *err,
+			    size_t errlen);
+
 /* ---- BFT_CMD_EVENT (events handle) ------------------------------------- */
 
 struct bft_nl_event {
