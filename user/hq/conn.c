@@ -208,6 +208,12 @@ void hq_ctl_accept(struct hq *hq)
 
 void hq_conn_write(struct conn *c)
 {
+	if (c->fd < 0) {
+		/* No socket (tests, fuzzing): the caller reads c->out. */
+		if (c->close_after_flush)
+			c->dead = true;
+		return;
+	}
 	while (c->out.len && !c->dead) {
 		ssize_t n = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
 
@@ -479,6 +485,25 @@ void hq_conn_read(struct hq *hq, struct conn *c)
 			eof = true;
 		break;
 	}
+	hq_conn_process(hq, c, eof);
+}
+
+void hq_conn_feed(struct hq *hq, struct conn *c, const void *p, size_t n,
+		  bool eof)
+{
+	if (c->dead)
+		return;
+	if (n && bft_buf_append(&c->in, p, n)) {
+		hq_log("%s: out of memory", c->peer);
+		c->dead = true;
+		return;
+	}
+	c->bytes_in += n;
+	hq_conn_process(hq, c, eof);
+}
+
+void hq_conn_process(struct hq *hq, struct conn *c, bool eof)
+{
 	if (c->close_after_flush) {
 		c->in.len = 0;	/* an error was sent; ignore the rest */
 		if (eof)

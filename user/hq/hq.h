@@ -13,6 +13,7 @@
  *             gap reporting
  *   route.c   what ordered events become: per-thread shadow stacks, the
  *             text call tree, Chrome trace JSON, folded stacks, the summary
+ *   hq.c      the clock, the log, taking connections and traces down
  *   main.c    options and the loop
  */
 #ifndef BFHQ_H
@@ -31,6 +32,7 @@
 #define HQ_DATA_WAIT_MS		500	/* data hello for a run not yet known */
 #define HQ_LINGER_MS		5000	/* data EOF after the control EOF */
 #define HQ_MAX_PENDING		(1u << 20)	/* reorder queue bound */
+#define HQ_MAX_BREAKS		4096	/* data breaks ahead of the data */
 
 struct hq_opts {
 	const char *listen_host;
@@ -98,6 +100,8 @@ struct trace {
 	/* counters for the summary */
 	uint64_t heartbeats, classes[3], agent_errors, gaps, gap_missing;
 	uint64_t late, breaks_seen, breaks_late, routed;
+	char *agent_error;	/* the text of the agent's Error, NULs kept */
+	size_t agent_error_len;
 	struct route *route;
 };
 
@@ -128,8 +132,15 @@ struct hq {
 	bool stop;
 };
 
+/* hq.c */
+/* No log lines, no summary on stdout (tests, fuzzing). */
+extern bool hq_log_quiet;
 uint64_t hq_now_ms(void);
 void hq_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Free the connections marked dead. */
+void hq_reap(struct hq *hq);
+/* Write out every trace still running, then free everything. */
+void hq_free(struct hq *hq);
 
 /* conn.c */
 int hq_listen(struct hq *hq);
@@ -138,7 +149,17 @@ int hq_ctl_send(const char *path, const char *cmd);
 void hq_accept(struct hq *hq);
 void hq_ctl_accept(struct hq *hq);
 struct conn *hq_conn_add(struct hq *hq, int fd, enum conn_kind kind);
+/* Read what the socket has, then hq_conn_process(). */
 void hq_conn_read(struct hq *hq, struct conn *c);
+/*
+ * The receive path without a socket: append n bytes to c's input and
+ * process them as if read (eof: the peer closed after them).  A conn with
+ * fd -1 keeps what HQ sends it in c->out for the caller to read.
+ */
+void hq_conn_feed(struct hq *hq, struct conn *c, const void *p, size_t n,
+		  bool eof);
+/* Greet, decode and act on the whole messages in c->in. */
+void hq_conn_process(struct hq *hq, struct conn *c, bool eof);
 void hq_conn_write(struct conn *c);
 int hq_send(struct conn *c, unsigned int version, const struct bfp_msg *m);
 void hq_send_error(struct conn *c, const char *text);
@@ -161,6 +182,8 @@ void hq_trace_fail(struct hq *hq, struct trace *t, struct conn *c,
 void hq_trace_conn_closed(struct hq *hq, struct trace *t, struct conn *c);
 /* Gaps, heartbeats, lingering: called from the loop. */
 void hq_trace_tick(struct hq *hq, struct trace *t, uint64_t now);
+/* s (n bytes) for a text file: NUL as \0, other controls as \xNN. */
+void hq_escape(struct bft_buf *b, const char *s, size_t n);
 /* Send a mode command (BFP_START ...) to one trace. */
 int hq_trace_command(struct hq *hq, struct trace *t, uint8_t id);
 void hq_trace_finish(struct hq *hq, struct trace *t);

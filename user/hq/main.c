@@ -23,20 +23,6 @@ static void on_signal(int sig)
 	got_signal = sig;
 }
 
-uint64_t hq_now_ms(void)
-{
-	return bft_mono_ms();
-}
-
-void hq_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	bft_vlog("bfhq", fmt, ap);
-	va_end(ap);
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -235,27 +221,6 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 	return 0;
 }
 
-static void reap(struct hq *hq)
-{
-	unsigned int i, k;
-
-	for (i = 0, k = 0; i < hq->nconns; i++) {
-		struct conn *c = hq->conns[i];
-
-		if (!c->dead) {
-			hq->conns[k++] = c;
-			continue;
-		}
-		if (c->trace)
-			hq_trace_conn_closed(hq, c->trace, c);
-		close(c->fd);
-		bft_buf_free(&c->in);
-		bft_buf_free(&c->out);
-		free(c);
-	}
-	hq->nconns = k;
-}
-
 static int run(struct hq *hq)
 {
 	uint64_t deadline = hq->o.timeout_s ?
@@ -318,10 +283,10 @@ static int run(struct hq *hq)
 			hq_ctl_accept(hq);
 		now = hq_now_ms();
 		hq_greet_timeouts(hq, now);
-		reap(hq);
+		hq_reap(hq);
 		for (i = 0; i < hq->ntraces; i++)
 			hq_trace_tick(hq, hq->traces[i], now);
-		reap(hq);
+		hq_reap(hq);
 		if (hq->o.count && hq->finished >= hq->o.count)
 			break;
 		if (deadline && now >= deadline) {
@@ -330,9 +295,6 @@ static int run(struct hq *hq)
 			break;
 		}
 	}
-	/* Write out what every trace still running has. */
-	for (i = 0; i < hq->ntraces; i++)
-		hq_trace_finish(hq, hq->traces[i]);
 	free(pfd);
 	return rc;
 }
@@ -342,7 +304,6 @@ int main(int argc, char **argv)
 	struct hq hq = { .listen_fd = -1, .ctl_fd = -1 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	const char *send = NULL;
-	unsigned int i;
 	int rc;
 
 	setvbuf(stderr, NULL, _IOLBF, 0);
@@ -367,13 +328,8 @@ int main(int argc, char **argv)
 	hq_log("listening on %s:%u, traces go to %s/", hq.o.listen_host,
 	       hq.o.port, hq.o.outdir);
 	rc = run(&hq);
-	for (i = 0; i < hq.nconns; i++)
-		hq.conns[i]->dead = true;
-	reap(&hq);
-	for (i = 0; i < hq.ntraces; i++)
-		hq_trace_free(hq.traces[i]);
-	free(hq.traces);
-	free(hq.conns);
+	/* Write out what every trace still running has. */
+	hq_free(&hq);
 	close(hq.listen_fd);
 	if (hq.ctl_fd >= 0) {
 		close(hq.ctl_fd);

@@ -13,9 +13,11 @@
  *   folded.txt   "thread;a;b;c <self ms>" lines for flamegraph.pl
  *   summary.txt  calls, threads, methods, losses, data breaks, top methods
  *   calls.txt    one line per thread: its events in a canonical form
- *                ("e<id>" entry, "x<id>" exit, "x?" exit with no frame
- *                after a break, "x!" exit naming no open frame, "|" stacks
- *                void), for comparing trees exactly
+ *                ("e<id>" entry, "x<id>" exit, "x?" exit while the stack is
+ *                empty: its frame was never seen, entered before the trace
+ *                began or cut by a break or gap; "x!" exit naming no frame
+ *                of a stack that is not empty; "|" stacks void), for
+ *                comparing trees exactly
  *   methods.txt  "<id> <calls> <signature>" per method, by id: the key to
  *                calls.txt
  *
@@ -37,6 +39,9 @@ struct frame {
 	uint32_t enter;		/* ms */
 	uint32_t child_ms;
 	uint32_t node;
+	/* The signature its B event named (NULL: "#id"), so that its E
+	 * names the same even if the map came, or changed, in between. */
+	const char *bname;
 };
 
 struct rthread {
@@ -66,8 +71,18 @@ struct method {
 
 struct node {
 	uint32_t parent, method, first_child, next_sibling;
+	uint32_t depth;		/* frames from the thread's root */
 	uint64_t self_ms, calls;
 };
+
+/*
+ * A stack is as deep as the agent makes it.  Past these depths the text
+ * outputs stop growing per line, or the output would grow with the square
+ * of the input: tree.txt indents no further (the depth is printed
+ * instead), and folded.txt leaves deeper paths out (counted).
+ */
+#define TREE_MAX_INDENT		64
+#define FOLDED_MAX_DEPTH	1024
 
 struct route {
 	char dir[4096];
@@ -89,6 +104,10 @@ struct route {
 	/* Events routed before the map that names their method or thread:
 	 * the agent broke "map before first use". */
 	uint64_t unmapped_method_uses, unnamed_thread_uses;
+	uint64_t folded_cut;	/* paths deeper than FOLDED_MAX_DEPTH */
+	/* Signatures replaced by a later map: open frames may name them. */
+	char **retired;
+	uint32_t nretired, retired_cap;
 };
 
 static void bprintf(struct bft_buf *b, const char *fmt, ...)
@@ -188,7 +207,9 @@ static uint32_t node_child(struct route *r, uint32_t parent, uint32_t method)
 	c = r->nnodes++;
 	r->nodes[c] = (struct node){ .parent = parent, .method = method,
 				     .first_child = NO_NODE,
-				     .next_sibling = NO_NODE };
+				     .next_sibling = NO_NODE,
+				     .depth = parent == NO_NODE ? 0 :
+					      r->nodes[parent].depth + 1 };
 	if (parent != NO_NODE) {
 		r->nodes[c].next_sibling = r->nodes[parent].first_child;
 		r->nodes[parent].first_child = c;
@@ -288,13 +309,36 @@ void route_map_thread(struct route *r, uint16_t thread, uint32_t time,
 		chrome_name(r, th);
 }
 
+/* Keep a replaced signature until the end: a frame's bname may be it. */
+static void retire(struct route *r, char *sig)
+{
+	if (!sig)
+		return;
+	if (r->nretired == r->retired_cap) {
+		uint32_t cap = r->retired_cap ? 2 * r->retired_cap : 16;
+		char **v = realloc(r->retired, cap * sizeof(*v));
+
+		if (!v) {
+			free(sig);	/* and no open frame may name it */
+			return;
+		}
+		r->retired = v;
+		r->retired_cap = cap;
+	}
+	r->retired[r->nretired++] = sig;
+}
+
 void route_map_method(struct route *r, uint32_t id, const char *sig)
 {
 	struct method *m = method_get(r, id, true);
 
 	if (!m)
 		return;
-	free(m->sig);
+	if (m->sig && !strcmp(m->sig, sig)) {
+		m->mapped = true;
+		return;
+	}
+	retire(r, m->sig);
 	m->sig = strdup(sig);
 	m->mapped = true;
 }
@@ -314,7 +358,10 @@ void route_map_exception(struct route *r, uint32_t id, const char *name)
 
 static void indent(struct bft_buf *b, uint32_t depth)
 {
-	bprintf(b, "%*s", (int)(2 * depth), "");
+	if (depth > TREE_MAX_INDENT)
+		bprintf(b, "%*s[%" PRIu32 "] ", 2 * TREE_MAX_INDENT, "", depth);
+	else
+		bprintf(b, "%*s", (int)(2 * depth), "");
 }
 
 /*
@@ -361,6 +408,7 @@ static void enter(struct route *r, struct rthread *th, uint32_t method,
 	f->method = method;
 	f->enter = time;
 	f->child_ms = 0;
+	f->bname = m ? m->sig : NULL;
 	f->node = node_child(r, th->depth > 1 ? th->stack[th->depth - 2].node :
 						th->root, method);
 	if (f->node != NO_NODE)
@@ -415,6 +463,12 @@ static void leave(struct route *r, struct rthread *th, uint32_t time,
 	}
 	if (f.node != NO_NODE)
 		r->nodes[f.node].self_ms += self;
+	if (f.bname) {
+		name = f.bname;
+	} else {
+		snprintf(tmp, sizeof(tmp), "#%" PRIu32, f.method);
+		name = tmp;
+	}
 	chrome_slice(r, th, "E", name, time);
 }
 
@@ -424,8 +478,9 @@ static void do_exit(struct route *r, struct rthread *th, uint32_t method,
 	uint32_t k;
 
 	if (!th->depth) {
-		/* After a break (or before the first entry) the frame it
-		 * closes was never seen: nothing to pair it with. */
+		/* The frame it closes was never seen (entered before the
+		 * trace began, or cut by a break or gap): "x?", even as a
+		 * thread's first event. */
 		r->orphans++;
 		bprintf(&th->canon, " x?");
 		return;
@@ -574,6 +629,9 @@ void route_free(struct route *r)
 		free(r->methods[i].sig);
 	for (i = 0; i < r->ecap; i++)
 		free(r->exceptions[i].sig);
+	for (i = 0; i < r->nretired; i++)
+		free(r->retired[i]);
+	free(r->retired);
 	free(r->methods);
 	free(r->exceptions);
 	free(r->nodes);
@@ -605,24 +663,32 @@ static int cmp_thread_name(const void *a, const void *b, void *ctx)
 	return c ? c : (int)x->id - (int)y->id;
 }
 
-/* The path of frames from the thread's root to node n, for folded.txt. */
-static void folded_path(struct route *r, struct bft_buf *b, uint32_t n)
+/*
+ * The path of frames from the thread's root to node n, for folded.txt.
+ * Walked upwards into ids, then printed downwards: a stack as deep as the
+ * agent made it must not recurse.
+ */
+static void folded_path(struct route *r, struct bft_buf *b, uint32_t n,
+			struct bft_buf *ids)
 {
+	const struct rthread *th;
+	const uint32_t *v;
+	size_t k;
 	char tmp[24];
+	const char *s;
 
-	if (r->nodes[n].parent != NO_NODE) {
-		folded_path(r, b, r->nodes[n].parent);
-		bprintf(b, ";%s", method_name(r, r->nodes[n].method, tmp,
+	ids->len = 0;
+	for (; r->nodes[n].parent != NO_NODE; n = r->nodes[n].parent)
+		if (bft_buf_append(ids, &n, sizeof(n)))
+			return;
+	th = r->threads[(uint16_t)(UINT32_MAX - r->nodes[n].method)];
+	/* ';' and ' ' would break the format */
+	for (s = th->name; *s; s++)
+		bprintf(b, "%c", *s == ';' ? ':' : *s == ' ' ? '_' : *s);
+	v = (const uint32_t *)ids->data;
+	for (k = ids->len / sizeof(*v); k-- > 0;)
+		bprintf(b, ";%s", method_name(r, r->nodes[v[k]].method, tmp,
 					      sizeof(tmp)));
-	} else {
-		const struct rthread *th =
-			r->threads[(uint16_t)(UINT32_MAX - r->nodes[n].method)];
-		const char *s;
-
-		/* ';' and ' ' would break the format */
-		for (s = th->name; *s; s++)
-			bprintf(b, "%c", *s == ';' ? ':' : *s == ' ' ? '_' : *s);
-	}
 }
 
 static int cmp_self(const void *a, const void *b)
@@ -644,9 +710,18 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 
 	fprintf(f, "bfhq trace-%u: run %u, protocol version %u\n", t->index,
 		t->run_id, t->version);
-	fprintf(f, "status:        %s%s\n", t->failed ? "failed: " :
+	fprintf(f, "status:        %s%s", t->failed ? "failed: " :
 		t->fail_msg[0] ? "ended: " : "complete",
 		t->fail_msg);
+	if (t->agent_error) {
+		struct bft_buf esc = { 0 };
+
+		hq_escape(&esc, t->agent_error, t->agent_error_len);
+		fprintf(f, ": %.*s", (int)esc.len,
+			esc.data ? (const char *)esc.data : "");
+		bft_buf_free(&esc);
+	}
+	fputc('\n', f);
 	fprintf(f, "calls:         %" PRIu64 " (exits %" PRIu64 ")\n",
 		r->calls, r->exits);
 	fprintf(f, "threads:       %u\n", r->nthreads);
@@ -661,11 +736,15 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 		PRIu64 " sequence numbers missing in %" PRIu64
 		" gaps, %" PRIu64 " late\n", r->lost, t->gap_missing, t->gaps,
 		t->late);
-	fprintf(f, "data breaks:   %" PRIu64 " (%" PRIu64 " frames cut)\n",
-		t->breaks_seen, r->voided_frames);
+	fprintf(f, "data breaks:   %" PRIu64 " (%" PRIu64 " frames cut), %"
+		PRIu64 " late (not applied)\n", t->breaks_seen,
+		r->voided_frames, t->breaks_late);
 	fprintf(f, "exits:         %" PRIu64 " without a frame, %" PRIu64
 		" not matching the stack\n", r->orphans, r->mismatched);
 	fprintf(f, "open at end:   %" PRIu64 " frames\n", r->unclosed);
+	if (r->folded_cut)
+		fprintf(f, "folded.txt:    %" PRIu64 " paths deeper than %u "
+			"frames left out\n", r->folded_cut, FOLDED_MAX_DEPTH);
 	fprintf(f, "before map:    %" PRIu64 " events of an unmapped method, %"
 		PRIu64 " of an unnamed thread\n", r->unmapped_method_uses,
 		r->unnamed_thread_uses);
@@ -724,7 +803,7 @@ static void write_methods(struct route *r, FILE *f)
 int route_finish(struct route *r, const struct trace *t, FILE *out)
 {
 	uint16_t *sorted = malloc((r->nthreads + 1) * sizeof(*sorted));
-	struct bft_buf path = { 0 };
+	struct bft_buf path = { 0 }, ids = { 0 };
 	uint32_t i;
 	FILE *f;
 
@@ -780,8 +859,12 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 		for (i = 0; i < r->nnodes; i++) {
 			if (r->nodes[i].parent == NO_NODE)
 				continue;
+			if (r->nodes[i].depth > FOLDED_MAX_DEPTH) {
+				r->folded_cut++;
+				continue;
+			}
 			path.len = 0;
-			folded_path(r, &path, i);
+			folded_path(r, &path, i, &ids);
 			fprintf(f, "%.*s %" PRIu64 "\n", (int)path.len,
 				(const char *)path.data, r->nodes[i].self_ms);
 		}
@@ -798,6 +881,7 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 		fflush(out);
 	}
 	bft_buf_free(&path);
+	bft_buf_free(&ids);
 	free(sorted);
 	return 0;
 }

@@ -10,7 +10,8 @@
  * is full, or every data connection has ended) the gap is reported, the
  * call stacks are voided as for a data break, and routing goes on.  And a
  * data break equal to the next expected sequence (an idle agent's break) is
- * applied, not refused (notes §4.5).
+ * applied, not refused (notes §4.5); one before it, which can no longer be
+ * placed where it belongs, is refused and counted as late.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -318,6 +319,61 @@ static void pump(struct trace *t, bool force)
 		t->stalled_since_ms = hq_now_ms();
 }
 
+void hq_escape(struct bft_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char e[4] = { '\\', 'x' };
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '\\') {
+			bft_buf_append(b, "\\\\", 2);
+		} else if (!c) {
+			bft_buf_append(b, "\\0", 2);
+		} else if (c < 0x20 || c == 0x7f) {
+			e[2] = hex[c >> 4];
+			e[3] = hex[c & 15];
+			bft_buf_append(b, e, 4);
+		} else {
+			bft_buf_append(b, &s[i], 1);
+		}
+	}
+}
+
+/*
+ * notes §4.4: an agent's Error is fatal to its trace.  Its text is kept
+ * whole (it may hold NULs) for the summary.
+ */
+static void agent_error(struct trace *t, const struct bfp_msg *m,
+			const char *where)
+{
+	struct bft_buf esc = { 0 };
+	char *copy;
+
+	t->agent_errors++;
+	if (t->failed)
+		return;
+	copy = malloc(m->str_len + 1);
+	if (copy) {
+		if (m->str_len)
+			memcpy(copy, m->str, m->str_len);
+		copy[m->str_len] = 0;
+		free(t->agent_error);
+		t->agent_error = copy;
+		t->agent_error_len = m->str_len;
+	}
+	t->failed = true;
+	snprintf(t->fail_msg, sizeof(t->fail_msg),
+		 "agent error on the %s connection", where);
+	hq_escape(&esc, m->str, m->str_len);
+	hq_log("run %u: %s: %.*s: the trace ends", t->run_id, t->fail_msg,
+	       (int)esc.len, esc.data ? (const char *)esc.data : "");
+	bft_buf_free(&esc);
+	close_all(t);
+}
+
 void hq_trace_control_msg(struct hq *hq, struct trace *t,
 			  const struct bfp_msg *m)
 {
@@ -328,9 +384,13 @@ void hq_trace_control_msg(struct hq *hq, struct trace *t,
 		t->heartbeats++;
 		t->last_hb_ms = hq_now_ms();
 		t->warned_hb = false;
+		/* notes §4.4: a shutdown after another mode is answered
+		 * with Stop, unless HQ sent one already. */
 		if (m->mode == BFP_MODE_SHUTDOWN && t->last_mode &&
 		    t->last_mode != BFP_MODE_SHUTDOWN) {
 			hq_log("run %u: agent is shutting down", t->run_id);
+			if (!t->shutting_down)
+				hq_trace_command(hq, t, BFP_STOP);
 			t->shutting_down = true;
 		}
 		if (hq->o.verbose > 1 || (hq->o.verbose && m->mode != t->last_mode))
@@ -340,8 +400,24 @@ void hq_trace_control_msg(struct hq *hq, struct trace *t,
 		break;
 	case BFP_DATA_BREAK:
 		t->breaks_seen++;
-		if (seq_before(m->seq, t->next_seq))
+		if (seq_before(m->seq, t->next_seq)) {
+			/*
+			 * Later sequences were routed already, so it cannot
+			 * go where it belongs; the original HQ refuses it
+			 * too ("told about a data break too late").
+			 */
 			t->breaks_late++;
+			hq_log("run %u: data break before sequence %u arrived "
+			       "after %u was routed: not applied", t->run_id,
+			       m->seq, t->next_seq - 1);
+			break;
+		}
+		if (t->nbreaks >= HQ_MAX_BREAKS) {
+			hq_trace_fail(hq, t, t->control, "more than %u data "
+				      "breaks ahead of the data",
+				      HQ_MAX_BREAKS);
+			break;
+		}
 		if (t->nbreaks && !seq_before(t->breaks[t->nbreaks - 1], m->seq)) {
 			if (t->breaks[t->nbreaks - 1] == m->seq)
 				break;	/* the same break twice */
@@ -377,11 +453,7 @@ void hq_trace_control_msg(struct hq *hq, struct trace *t,
 			       m->str);
 		break;
 	case BFP_ERROR:
-		t->agent_errors++;
-		hq_log("run %u: agent reports an error: %s", t->run_id,
-		       m->str);
-		snprintf(t->fail_msg, sizeof(t->fail_msg), "agent error: %s",
-			 m->str);
+		agent_error(t, m, "control");
 		break;
 	default:
 		hq_trace_fail(hq, t, t->control, "Bad control message: %s",
@@ -406,9 +478,7 @@ void hq_trace_data_msg(struct hq *hq, struct trace *t, struct conn *c,
 		route_map_exception(t->route, m->exception, m->str);
 		return;
 	case BFP_ERROR:
-		t->agent_errors++;
-		hq_log("run %u: agent reports an error on a data connection: "
-		       "%s", t->run_id, m->str);
+		agent_error(t, m, "data");
 		return;
 	default:
 		break;
@@ -496,7 +566,7 @@ void hq_trace_finish(struct hq *hq, struct trace *t)
 	}
 	pump(t, true);
 	t->finished = true;
-	route_finish(t->route, t, stdout);
+	route_finish(t->route, t, hq_log_quiet ? NULL : stdout);
 	hq->finished++;
 }
 
@@ -509,6 +579,7 @@ void hq_trace_free(struct trace *t)
 	}
 	free(t->heap);
 	free(t->breaks);
+	free(t->agent_error);
 	free(t->data);
 	route_free(t->route);
 	free(t);

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfhq's answers to agents that do odd things, through its receive path
+ * without sockets (hq_conn_feed): what it sends back is read from the
+ * connection's output, what it writes from the trace directory.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+
+#include "bft_test.h"
+#include "hq.h"
+
+FIXTURE(hq)
+{
+	char dir[64];
+	struct hq hq;
+	struct conn *ctl, *data;
+	struct trace *t;
+};
+
+FIXTURE_SETUP(hq)
+{
+	uint8_t hello[2] = { BFP_HELLO, 1 }, dhello[2] = { BFP_DATA_HELLO };
+
+	hq_log_quiet = true;
+	snprintf(self->dir, sizeof(self->dir), "/tmp/bft-hq-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	memset(&self->hq, 0, sizeof(self->hq));
+	self->hq.listen_fd = self->hq.ctl_fd = -1;
+	self->hq.o.outdir = self->dir;
+	self->hq.o.gap_ms = 2000;
+	self->hq.o.start = true;
+	bfp_config_init(&self->hq.o.config);
+	self->ctl = hq_conn_add(&self->hq, -1, CONN_GREETING);
+	ASSERT_NE(NULL, self->ctl);
+	hq_conn_feed(&self->hq, self->ctl, hello, 2, false);
+	self->t = self->ctl->trace;
+	ASSERT_NE(NULL, self->t);
+	/* the configuration, then start */
+	ASSERT_LT(1u, self->ctl->out.len);
+	EXPECT_EQ(BFP_CONFIG, self->ctl->out.data[0]);
+	EXPECT_EQ(BFP_START, self->ctl->out.data[self->ctl->out.len - 1]);
+	self->ctl->out.len = 0;
+	self->data = hq_conn_add(&self->hq, -1, CONN_GREETING);
+	ASSERT_NE(NULL, self->data);
+	dhello[1] = self->t->run_id;
+	hq_conn_feed(&self->hq, self->data, dhello, 2, false);
+	ASSERT_EQ(self->t, self->data->trace);
+	ASSERT_EQ(1u, self->data->out.len);
+	EXPECT_EQ(BFP_DATA_HELLO_REPLY, self->data->out.data[0]);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+FIXTURE_TEARDOWN(hq)
+{
+	hq_free(&self->hq);
+	bfp_config_free(&self->hq.o.config);
+	if (!getenv("BFT_KEEP_FIXTURES"))
+		nftw(self->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void feed(struct hq *hq, struct conn *c, const struct bfp_msg *m)
+{
+	struct bft_buf b = { 0 };
+
+	if (!bfp_encode(&b, 1, m))
+		hq_conn_feed(hq, c, b.data, b.len, false);
+	bft_buf_free(&b);
+}
+
+static void event(struct hq *hq, struct conn *c, uint8_t id, uint32_t seq,
+		  uint32_t method)
+{
+	struct bfp_msg m = { .id = id, .seq = seq, .method = method,
+			     .time = seq, .thread = 1 };
+
+	feed(hq, c, &m);
+}
+
+static void map_method(struct hq *hq, struct conn *c, uint32_t id,
+		       const char *sig)
+{
+	struct bfp_msg m = { .id = BFP_MAP_METHOD, .method = id, .str = sig,
+			     .str_len = strlen(sig) };
+
+	feed(hq, c, &m);
+}
+
+/* End the trace and write it out; the text of one of its files. */
+static char *finish_and_read(struct hq *hq, const char *dir,
+			     const char *name)
+{
+	char path[256];
+	FILE *f;
+	char *text = NULL;
+	size_t len = 0;
+
+	hq_free(hq);
+	snprintf(path, sizeof(path), "%s/trace-1/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	text = calloc(1, 1 << 22);
+	if (text)
+		len = fread(text, 1, (1 << 22) - 1, f);
+	(void)len;
+	fclose(f);
+	return text;
+}
+
+TEST_F(hq, a_late_data_break_is_not_applied_and_is_counted)
+{
+	struct bfp_msg brk = { .id = BFP_DATA_BREAK, .seq = 1 };
+	char *calls, *summary;
+
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 0, 1);
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 1, 2);
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 2, 2);
+	/* sequence 2 was routed: a break before 1 comes too late */
+	feed(&self->hq, self->ctl, &brk);
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 3, 1);
+	EXPECT_EQ(1u, self->t->breaks_late);
+	EXPECT_FALSE(self->t->failed);
+	calls = finish_and_read(&self->hq, self->dir, "calls.txt");
+	ASSERT_NE(NULL, calls);
+	EXPECT_NE(NULL, strstr(calls, ": e1 e2 x2 x1\n")) TH_LOG("%s", calls);
+	free(calls);
+	summary = finish_and_read(&self->hq, self->dir, "summary.txt");
+	ASSERT_NE(NULL, summary);
+	EXPECT_NE(NULL, strstr(summary, "1 late (not applied)"))
+		TH_LOG("%s", summary);
+	free(summary);
+}
+
+TEST_F(hq, a_data_break_ahead_of_the_data_cuts_where_it_belongs)
+{
+	struct bfp_msg brk = { .id = BFP_DATA_BREAK, .seq = 2 };
+	char *calls;
+
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 0, 1);
+	feed(&self->hq, self->ctl, &brk);
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 1, 2);
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 2, 2);
+	EXPECT_EQ(0u, self->t->breaks_late);
+	calls = finish_and_read(&self->hq, self->dir, "calls.txt");
+	ASSERT_NE(NULL, calls);
+	EXPECT_NE(NULL, strstr(calls, ": e1 e2 | x?\n")) TH_LOG("%s", calls);
+	free(calls);
+}
+
+TEST_F(hq, a_shutdown_heartbeat_after_tracing_is_answered_with_stop)
+{
+	struct bfp_msg hb = { .id = BFP_HEARTBEAT, .mode = BFP_MODE_TRACING };
+
+	feed(&self->hq, self->ctl, &hb);
+	EXPECT_EQ(0u, self->ctl->out.len);
+	hb.mode = BFP_MODE_SHUTDOWN;
+	feed(&self->hq, self->ctl, &hb);
+	ASSERT_EQ(1u, self->ctl->out.len);
+	EXPECT_EQ(BFP_STOP, self->ctl->out.data[0]);
+	EXPECT_TRUE(self->t->shutting_down);
+	/* once: a second one is not answered again */
+	feed(&self->hq, self->ctl, &hb);
+	EXPECT_EQ(1u, self->ctl->out.len);
+}
+
+TEST_F(hq, an_agent_error_ends_the_trace_with_its_whole_text)
+{
+	static const char text[] = "broken\0pipe\x01 at the end";
+	struct bfp_msg err = { .id = BFP_ERROR, .str = text,
+			       .str_len = sizeof(text) - 1 };
+	char *summary;
+
+	feed(&self->hq, self->ctl, &err);
+	EXPECT_TRUE(self->t->failed);
+	EXPECT_EQ(1u, self->t->agent_errors);
+	ASSERT_EQ(sizeof(text) - 1, self->t->agent_error_len);
+	EXPECT_EQ(0, memcmp(text, self->t->agent_error, sizeof(text) - 1));
+	/* the connections close: nothing more is taken */
+	EXPECT_TRUE(self->ctl->dead);
+	EXPECT_TRUE(self->data->dead);
+	summary = finish_and_read(&self->hq, self->dir, "summary.txt");
+	ASSERT_NE(NULL, summary);
+	EXPECT_NE(NULL, strstr(summary, "failed: agent error on the control "
+				       "connection: broken\\0pipe\\x01 at the "
+				       "end\n")) TH_LOG("%s", summary);
+	free(summary);
+}
+
+TEST_F(hq, exits_without_a_frame_are_marked_as_the_man_page_says)
+{
+	char *calls;
+
+	/* a thread whose first event is an exit: its frame predates us */
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 0, 5);
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 1, 6);
+	/* an exit naming no frame of a stack that is not empty */
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 2, 7);
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 3, 6);
+	calls = finish_and_read(&self->hq, self->dir, "calls.txt");
+	ASSERT_NE(NULL, calls);
+	EXPECT_NE(NULL, strstr(calls, ": x? e6 x! x6\n")) TH_LOG("%s", calls);
+	free(calls);
+}
+
+TEST_F(hq, chrome_b_and_e_carry_one_name_when_the_map_is_late)
+{
+	char *json;
+
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 0, 7);
+	map_method(&self->hq, self->data, 7, "late.sig");
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 1, 7);
+	map_method(&self->hq, self->data, 8, "first.name");
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 2, 8);
+	map_method(&self->hq, self->data, 8, "second.name");
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 3, 8);
+	json = finish_and_read(&self->hq, self->dir, "trace.json");
+	ASSERT_NE(NULL, json);
+	EXPECT_NE(NULL, strstr(json, "\"name\":\"#7\",\"ph\":\"B\""))
+		TH_LOG("%s", json);
+	EXPECT_NE(NULL, strstr(json, "\"name\":\"#7\",\"ph\":\"E\""))
+		TH_LOG("%s", json);
+	EXPECT_EQ(NULL, strstr(json, "late.sig"));
+	EXPECT_NE(NULL, strstr(json, "\"name\":\"first.name\",\"ph\":\"E\""))
+		TH_LOG("%s", json);
+	EXPECT_EQ(NULL, strstr(json, "second.name"));
+	free(json);
+}
+
+TEST_F(hq, a_stack_as_deep_as_the_agent_likes_is_written_out)
+{
+	uint32_t n = (uint32_t)test_scale(200000), i, lines = 0;
+	char *folded, *summary, *p;
+
+	for (i = 0; i < n; i++)
+		event(&self->hq, self->data, BFP_METHOD_ENTRY, i, 1 + i % 3);
+	folded = finish_and_read(&self->hq, self->dir, "folded.txt");
+	ASSERT_NE(NULL, folded);
+	EXPECT_NE(NULL, strstr(folded, "\nthread_1;#1;#2;#3;#1;#2 "))
+		TH_LOG("%.80s", folded);
+	for (p = folded; (p = strchr(p, '\n')); p++)
+		lines++;
+	EXPECT_EQ(1024u, lines);
+	free(folded);
+	summary = finish_and_read(&self->hq, self->dir, "summary.txt");
+	ASSERT_NE(NULL, summary);
+	EXPECT_NE(NULL, strstr(summary, "paths deeper than 1024 frames left"))
+		TH_LOG("%s", summary);
+	free(summary);
+}
+
+TEST_HARNESS_MAIN
