@@ -19,6 +19,7 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 		PROBE_ARG_DEFS(&o),
 		ARG_END
 	};
+	struct probe_set set = { 0 };
 	struct bft_plan pl;
 	int rc;
 
@@ -33,14 +34,16 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 	rc = probes_select(c, (pid_t)pid, &o, &pl);
 	if (rc)
 		goto out;
-	if (o.list) {
-		probes_print_list(&pl, (pid_t)pid);
-	} else {
+	if (!o.list)
 		rc = ctl_connect(c, BFT_FEAT_ENTRY);
-		if (!rc)
-			rc = probes_attach(c, (pid_t)pid, &pl, &o);
-		ctl_close(c);
-	}
+	if (!rc)
+		rc = probes_build(c, (pid_t)pid, &pl, &o, probes_features(c), &set);
+	if (!rc && o.list)
+		probes_print_list(&pl, &set, (pid_t)pid);
+	else if (!rc)
+		rc = probes_attach(c, (pid_t)pid, &set);
+	probes_set_free(&set);
+	ctl_close(c);
 	bft_plan_free(&pl);
 out:
 	strlist_free(&o.patterns);

@@ -15,6 +15,7 @@ static const struct {
 	{ BFT_FEAT_SUSPEND, "suspend", "suspend/unsuspend recording" },
 	{ BFT_FEAT_EVENTS, "events", "multicast events" },
 	{ BFT_FEAT_READ, "read", "read() on /dev/bftrace" },
+	{ BFT_FEAT_UNWIND, "unwind", "exception and longjmp hooks: return probes survive unwinding" },
 };
 
 int cmd_caps(struct ctl *c, int argc, char **argv)

@@ -5,6 +5,7 @@
  * outlive targets; --all shows them.
  */
 #include "bfctl.h"
+#include "bft_symclass.h"
 #include "output.h"
 
 struct methods_ctx {
@@ -31,6 +32,8 @@ static int method_cb(const struct bft_nl_method *m, void *arg)
 	out_bool("gone", NULL, gone);
 	out_u64("offset", " 0x%08llx", m->offset);
 	out_str("name", " %s", m->name);
+	out_str_or_null("hook", bft_hook_name(m->flags) ? "  [exception hook: %s]" : NULL,
+			bft_hook_name(m->flags));
 	out_text("%s", gone ? " (detached)" : "");
 	out_str("path", x->verbose ? "  %s" : NULL, m->path);
 	out_text("\n");

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bft_symclass.h"
 #include "output.h"
 #include "probes.h"
 
@@ -65,15 +66,30 @@ int probes_select(struct ctl *c, pid_t pid, struct probe_opts *o,
 	}
 	vlog(c, 2, "%zu objects searched, %zu out of the patterns' scope",
 	     pl->nobjs, pl->out_of_scope);
+	for (size_t i = 0; i < pl->nleft; i++) {
+		const struct bft_object *ob = &pl->objs[pl->left[i].obj];
+		const struct bft_func *f = &ob->left_out[pl->left[i].func];
+
+		vlog(c, 1, "left out %s!%s at %#" PRIx64 ": %s", ob->name,
+		     bft_func_name(f), f->offset, bft_func_why(f));
+	}
 	if (!pl->npicks) {
-		err_msg("no function of process %d matches the patterns (%zu objects searched); nothing attached",
-			(int)pid, pl->nobjs);
+		err_msg("no function of process %d matches the patterns (%zu objects searched%s); nothing attached",
+			(int)pid, pl->nobjs,
+			pl->nleft ? ", only fragments that are no function entries" : "");
 		bft_plan_free(pl);
 		return EXIT_NOMATCH;
 	}
 	if (pl->npicks > cap) {
-		if (o->list)
-			probes_print_list(pl, pid);
+		struct probe_opts plain = *o;
+		struct probe_set set;
+
+		/* the selection as it stands, without the hooks' look-up */
+		plain.entry_only = true;
+		if (o->list && !probes_build(c, pid, pl, &plain, 0, &set)) {
+			probes_print_list(pl, &set, pid);
+			probes_set_free(&set);
+		}
 		err_msg("the patterns select %zu functions, more than the cap of %" PRIu64
 			"; narrow them, or raise the cap with --max-probes %zu; nothing attached",
 			pl->npicks, cap, pl->npicks);
@@ -84,46 +100,263 @@ int probes_select(struct ctl *c, pid_t pid, struct probe_opts *o,
 }
 
 /* "object!symbol", cut to fit BFT_P_NAME. */
-static void signature(char *buf, const struct bft_object *ob,
-		      const struct bft_func *f)
+static void signature(char *buf, const char *object, const char *symbol)
 {
-	int n = snprintf(buf, BFT_NAME_MAX, "%s!%s", ob->name, bft_func_name(f));
+	int n = snprintf(buf, BFT_NAME_MAX, "%s!%s", object, symbol);
 
 	if (n >= BFT_NAME_MAX)
 		memcpy(buf + BFT_NAME_MAX - 4, "...", 4);
 }
 
-void probes_print_list(const struct bft_plan *pl, pid_t pid)
+uint64_t probes_features(struct ctl *c)
 {
-	char sig[BFT_NAME_MAX];
+	const uint64_t all = BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_UNWIND;
+	struct bft_nl_caps caps;
+	struct bft_nl *nl;
+	uint64_t f;
 
-	out_begin();
-	out_u64("pid", NULL, (uint64_t)pid);
-	out_arr_open("probes");
+	if (c->nl)
+		return c->caps.features;
+	if (bft_nl_open(&nl, NULL, 0)) {
+		vlog(c, 1, "bftrace.ko is not loaded: listing as if it had return probes and exception hooks");
+		return all;
+	}
+	f = bft_nl_get_caps(nl, &caps) ? all : caps.features;
+	bft_nl_close(nl);
+	return f;
+}
+
+/* The unwinder reads the return address of its own entry points. */
+static bool hook_keeps_return(uint32_t hook)
+{
+	return !(hook & (BFT_PF_HOOK_UNWIND | BFT_PF_HOOK_FORCED));
+}
+
+/*
+ * Whether to place hooks and keep return probes: says why not on stderr.
+ * Returns false when return probes must go.
+ */
+static bool exceptions_ok(struct ctl *c, pid_t pid, const struct probe_set *s,
+			  const struct probe_opts *o, uint64_t features,
+			  bool *hooks)
+{
+	const struct bft_hooks *h = &s->hooks;
+	bool feat = features & BFT_FEAT_UNWIND;
+
+	*hooks = feat;
+	if (h->at_risk)
+		vlog(c, 1, "process %d can unwind through traced frames: %s", (int)pid,
+		     h->risk);
+	if (!h->at_risk || (feat && h->complete)) {
+		if (!feat)
+			vlog(c, 1, "the module has no exception hooks (feature 'unwind'); process %d does not seem to need them",
+			     (int)pid);
+		return true;
+	}
+	if (!feat)
+		err_msg("process %d may unwind through traced frames (%s), but bftrace.ko cannot repair return addresses for that (no feature 'unwind'): an exception or a thread cancellation through a return-probed frame would kill it",
+			(int)pid, h->risk);
+	else
+		err_msg("process %d may unwind through traced frames (%s), but its unwinder's entry points cannot all be found (%s: a custom, unknown or stripped unwinder): an exception through a return-probed frame would kill it",
+			(int)pid, h->risk, h->missing);
+	if (o->force) {
+		err_msg("--force: return probes kept on process %d anyway", (int)pid);
+		return true;
+	}
+	err_msg("recording entries only on process %d (--force keeps the return probes)",
+		(int)pid);
+	return false;
+}
+
+static int row_stat(const char *path, uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 0;
+}
+
+void probes_set_free(struct probe_set *s)
+{
+	bft_hooks_free(&s->hooks);
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+int probes_build(struct ctl *c, pid_t pid, const struct bft_plan *pl,
+		 const struct probe_opts *o, uint64_t features,
+		 struct probe_set *s)
+{
+	uint32_t flags = BFT_PF_ALL;
+	bool hooks = false;
+	size_t *merged = NULL;
+	char err[512];
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	if (o->entry_only || !(features & BFT_FEAT_RETURN)) {
+		if (!o->entry_only)
+			vlog(c, 1, "the module has no return probes: entries only");
+		flags = BFT_PF_ENTRY;
+	}
+	if (flags & BFT_PF_RETURN) {
+		rc = bft_hooks_find(pid, o->no_endbr, &s->hooks, err, sizeof(err));
+		if (rc) {
+			err_msg("%s", err);
+			return rc == -ENOMEM ? EXIT_FAIL : exit_for_errno(rc);
+		}
+		if (!exceptions_ok(c, pid, s, o, features, &hooks)) {
+			flags = BFT_PF_ENTRY;
+			s->fallback = true;
+		}
+	}
+	if (!hooks)
+		bft_hooks_free(&s->hooks);
+	s->v = calloc(pl->npicks + s->hooks.n + 1, sizeof(*s->v));
+	merged = calloc(s->hooks.n + 1, sizeof(*merged));
+	if (!s->v || !merged) {
+		free(merged);
+		probes_set_free(s);
+		err_msg("out of memory");
+		return EXIT_FAIL;
+	}
 	for (size_t i = 0; i < pl->npicks; i++) {
 		const struct bft_object *ob = &pl->objs[pl->picks[i].obj];
 		const struct bft_func *f = &ob->funcs[pl->picks[i].func];
+		struct probe_row *r = &s->v[s->n++];
 
-		signature(sig, ob, f);
-		out_obj_open(NULL);
-		out_str("object", "%-24s ", ob->name);
-		out_u64("offset", "0x%08llx ", f->probe_offset);
-		out_str("symbol", "%s\n", bft_func_name(f));
-		out_str("mangled", NULL, f->names[0].raw);
+		r->f = f;
+		r->ob = ob;
+		r->path = ob->path;
+		r->symbol = bft_func_name(f);
+		r->mangled = f->names[0].raw;
+		signature(r->sig, ob->name, r->symbol);
+		r->p = (struct bft_nl_probe){
+			.path = ob->open_path, .offset = f->probe_offset,
+			.flags = flags, .name = r->sig,
+		};
+		if (row_stat(ob->open_path, &r->dev, &r->ino))
+			r->dev = r->ino = 0;
+		if (s->fallback)
+			r->why = "entry probe only: this process's exceptions cannot be handled";
+		if ((flags & BFT_PF_RETURN) && (f->traits & BFT_TRAITS_ENTRY_ONLY)) {
+			r->p.flags = BFT_PF_ENTRY;
+			r->why = bft_func_why(f);
+			vlog(c, 1, "%s: %s", r->sig, r->why);
+		}
+		r->hook = r->dev ? bft_hooks_at(&s->hooks, r->dev, r->ino,
+						 f->probe_offset) : NULL;
+		if (!r->hook)
+			continue;
+		merged[r->hook - s->hooks.v] = 1;
+		r->p.flags |= r->hook->flag;
+		if ((r->p.flags & BFT_PF_RETURN) && !hook_keeps_return(r->hook->flag)) {
+			r->p.flags &= ~BFT_PF_RETURN;
+			r->why = "the unwinder reads this function's own return address: entry probe only";
+			vlog(c, 1, "%s: %s", r->sig, r->why);
+		}
+	}
+	for (size_t i = 0; i < s->hooks.n; i++) {
+		const struct bft_hook *k = &s->hooks.v[i];
+		struct probe_row *r;
+
+		if (merged[i])
+			continue;
+		r = &s->v[s->n++];
+		s->nhooks++;
+		r->hook = k;
+		r->path = k->path;
+		r->symbol = k->symbol;
+		r->mangled = k->symbol;
+		r->dev = k->dev;
+		r->ino = k->ino;
+		signature(r->sig, k->object, k->symbol);
+		r->p = (struct bft_nl_probe){
+			.path = k->open_path, .offset = k->probe_offset,
+			.flags = k->flag, .name = r->sig,
+		};
+	}
+	free(merged);
+	if (s->hooks.n)
+		vlog(c, 1, "%zu exception hooks on process %d%s%s%s", s->hooks.n, (int)pid,
+		     s->hooks.libgcc ? " (" : "",
+		     s->hooks.libgcc ? s->hooks.libgcc : "",
+		     s->hooks.libgcc ? ", which glibc loads at the first pthread_cancel or pthread_exit, included)" : "");
+	return EXIT_OK;
+}
+
+static void print_row(const struct probe_row *r, bool attached, bool verbose)
+{
+	const char *hook = bft_hook_name(r->p.flags);
+
+	out_obj_open(NULL);
+	if (attached) {
+		out_u64("id", verbose ? "  %5llu " : NULL, r->p.method_id);
+		out_str("path", NULL, r->path);
+		out_u64("offset", verbose ? "0x%08llx " : NULL, r->p.offset);
+		out_str("signature", verbose ? "%s" : NULL, r->sig);
+	} else {
+		out_str("object", "%-24s ", strrchr(r->sig, '!') ?
+			strndupa(r->sig, (size_t)(strrchr(r->sig, '!') - r->sig)) : r->sig);
+		out_u64("offset", "0x%08llx ", r->p.offset);
+		out_str("symbol", "%s", r->symbol);
+		out_str("mangled", NULL, r->mangled);
 		out_arr_open("aliases");
-		for (uint32_t k = 1; k < f->nnames; k++)
-			out_str(NULL, NULL, f->names[k].raw);
+		for (uint32_t k = 1; r->f && k < r->f->nnames; k++)
+			out_str(NULL, NULL, r->f->names[k].raw);
 		out_arr_close();
+		out_str("path", NULL, r->path);
+		out_u64("entry_offset", NULL, r->f ? r->f->offset : r->hook->offset);
+		out_bool("endbr64", NULL, r->f ? r->f->endbr64 : r->hook->endbr64);
+		out_str("signature", NULL, r->sig);
+	}
+	out_u64("flags", NULL, r->p.flags);
+	out_str_or_null("hook", (hook && (attached ? verbose : true)) ?
+			(r->f ? "  [exception hook: %s]" : "  [exception hook: %s, not traced]") : NULL, hook);
+	out_bool("return_probe", NULL, r->p.flags & BFT_PF_RETURN);
+	out_str_or_null("why", r->why && (attached ? verbose : true) ? "  (%s)" : NULL,
+			r->why);
+	if (!attached || verbose)
+		out_text("\n");
+	out_obj_close();
+}
+
+void probes_print_list(const struct bft_plan *pl, const struct probe_set *s,
+		       pid_t pid)
+{
+	out_begin();
+	out_u64("pid", NULL, (uint64_t)pid);
+	out_bool("entries_only_for_safety", NULL, s->fallback);
+	out_arr_open("probes");
+	for (size_t i = 0; i < s->n; i++)
+		print_row(&s->v[i], false, false);
+	out_arr_close();
+	if (pl->nleft)
+		out_text("left out (no function entries):\n");
+	out_arr_open("left_out");
+	for (size_t i = 0; i < pl->nleft; i++) {
+		const struct bft_object *ob = &pl->objs[pl->left[i].obj];
+		const struct bft_func *f = &ob->left_out[pl->left[i].func];
+
+		out_obj_open(NULL);
+		out_str("object", "  %-22s ", ob->name);
+		out_u64("offset", "0x%08llx ", f->offset);
+		out_str("symbol", "%s", bft_func_name(f));
+		out_str("mangled", NULL, f->names[0].raw);
 		out_str("path", NULL, ob->path);
-		out_u64("entry_offset", NULL, f->offset);
-		out_bool("endbr64", NULL, f->endbr64);
-		out_str("signature", NULL, sig);
+		out_str("why", "  (%s)\n", bft_func_why(f));
 		out_obj_close();
 	}
 	out_arr_close();
 	out_end();
-	fprintf(stderr, "bfctl: %zu functions in %zu objects (dry run: nothing attached)\n",
-		pl->npicks, pl->nobjs);
+	fprintf(stderr, "bfctl: %zu functions in %zu objects%s%s%s (dry run: nothing attached)\n",
+		pl->npicks, pl->nobjs,
+		s->nhooks ? ", and exception hooks" : "",
+		pl->nleft ? ", fragments left out" : "",
+		s->fallback ? ", entries only" : "");
 }
 
 /* A method already in the kernel's table. */
@@ -213,61 +446,48 @@ static void rollback(struct ctl *c, pid_t pid, size_t before)
 		vlog(c, 1, "detached what had been attached to process %d", (int)pid);
 }
 
-int probes_attach(struct ctl *c, pid_t pid, const struct bft_plan *pl,
-		  const struct probe_opts *o)
+int probes_attach(struct ctl *c, pid_t pid, struct probe_set *s)
 {
 	struct known_list known = { .tgid = (uint32_t)pid };
 	struct bft_nl_probe *probes;
-	char (*sigs)[BFT_NAME_MAX];
-	size_t *pick_of, n = 0, skipped = 0, ok = 0;
-	uint32_t flags = BFT_PF_ALL, next_id;
+	size_t *row_of, n = 0, skipped = 0, ok = 0;
+	uint32_t next_id;
 	int *results, rc, ret = EXIT_OK;
 
-	if (o->entry_only || !(c->caps.features & BFT_FEAT_RETURN)) {
-		if (!o->entry_only)
-			vlog(c, 1, "the module has no return probes: entries only");
-		flags = BFT_PF_ENTRY;
-	}
 	rc = bft_nl_get_methods(c->nl, known_cb, &known);
 	if (rc) {
 		free(known.v);
 		return ctl_nl_fail(c, "reading the method table", rc);
 	}
 	next_id = known.max_id + 1;
-	probes = calloc(pl->npicks, sizeof(*probes));
-	sigs = calloc(pl->npicks, sizeof(*sigs));
-	results = calloc(pl->npicks, sizeof(*results));
-	pick_of = calloc(pl->npicks, sizeof(*pick_of));
-	if (!probes || !sigs || !results || !pick_of) {
+	probes = calloc(s->n + 1, sizeof(*probes));
+	results = calloc(s->n + 1, sizeof(*results));
+	row_of = calloc(s->n + 1, sizeof(*row_of));
+	if (!probes || !results || !row_of) {
 		err_msg("out of memory");
 		ret = EXIT_FAIL;
 		goto out;
 	}
-	for (size_t i = 0; i < pl->npicks; i++) {
-		const struct bft_object *ob = &pl->objs[pl->picks[i].obj];
-		const struct bft_func *f = &ob->funcs[pl->picks[i].func];
+	for (size_t i = 0; i < s->n; i++) {
+		struct probe_row *r = &s->v[i];
 		const struct known *k = NULL;
-		struct stat st;
-		struct bft_nl_probe *p = &probes[n];
+		struct stat st = { .st_dev = (dev_t)r->dev, .st_ino = (ino_t)r->ino };
 
-		if (stat(ob->open_path, &st) == 0)
-			k = known_find(&known, &st, f->probe_offset, (uint32_t)pid);
+		if (r->dev || r->ino)
+			k = known_find(&known, &st, r->p.offset, (uint32_t)pid);
 		if (k && k->tgid == (uint32_t)pid && !k->gone) {
-			vlog(c, 1, "%s!%s is attached already (method %u)", ob->name,
-			     bft_func_name(f), k->id);
-			skipped++;
+			vlog(c, 1, "%s is attached already (method %u)", r->sig, k->id);
+			r->p.method_id = k->id;
+			if (r->f)
+				skipped++;
 			continue;
 		}
-		signature(sigs[n], ob, f);
-		p->path = ob->open_path;
-		p->offset = f->probe_offset;
 		/* One function, one id, whichever process runs it. */
-		p->method_id = k ? k->id : next_id++;
-		p->flags = flags;
-		p->name = sigs[n];
-		pick_of[n] = i;
+		r->p.method_id = k ? k->id : next_id++;
+		probes[n] = r->p;
+		row_of[n] = i;
 		vlog(c, 3, "probe %zu: id %u flags %#x offset %#" PRIx64 " path %s name %s",
-		     n, p->method_id, p->flags, p->offset, p->path, p->name);
+		     n, r->p.method_id, r->p.flags, r->p.offset, r->p.path, r->p.name);
 		n++;
 	}
 	if (!n) {
@@ -306,28 +526,19 @@ done:
 	out_u64("pid", "attached to process %llu: ", (uint64_t)pid);
 	out_u64("attached", "%llu probes", n);
 	out_u64("already_attached", skipped ? ", %llu attached already" : NULL, skipped);
+	out_u64("hooks", s->nhooks ? " (%llu of them exception hooks)" : NULL, s->nhooks);
+	out_bool("entries_only_for_safety", s->fallback ? ", entries only" : NULL,
+		 s->fallback);
 	out_text("\n");
 	out_arr_open("probes");
-	for (size_t i = 0; i < n; i++) {
-		const struct bft_object *ob = &pl->objs[pl->picks[pick_of[i]].obj];
-
-		out_obj_open(NULL);
-		if (c->verbose)
-			out_u64("id", "  %5llu ", probes[i].method_id);
-		else
-			out_u64("id", NULL, probes[i].method_id);
-		out_str("path", NULL, ob->path);
-		out_u64("offset", c->verbose ? "0x%08llx " : NULL, probes[i].offset);
-		out_str("signature", c->verbose ? "%s\n" : NULL, probes[i].name);
-		out_obj_close();
-	}
+	for (size_t i = 0; i < n; i++)
+		print_row(&s->v[row_of[i]], true, c->verbose);
 	out_arr_close();
 	out_end();
 out:
 	free(known.v);
 	free(probes);
-	free(sigs);
 	free(results);
-	free(pick_of);
+	free(row_of);
 	return ret;
 }

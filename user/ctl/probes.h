@@ -6,6 +6,7 @@
 #define BFCTL_PROBES_H
 
 #include "bfctl.h"
+#include "bft_hooks.h"
 #include "bft_resolve.h"
 
 /* Without --max-probes, a selection larger than this is refused. */
@@ -18,6 +19,7 @@ struct probe_opts {
 	bool no_endbr;
 	bool entry_only;
 	bool no_debug;
+	bool force;
 	uint64_t max_probes;
 	const char *debug_dir;
 };
@@ -46,7 +48,10 @@ struct probe_opts {
 	  .help = "separate debug files under DIR (/usr/lib/debug)" },	\
 	{ .name = "no-debug-files", .kind = ARG_FLAG,			\
 	  .dest = &(o)->no_debug,					\
-	  .help = "never read separate debug files" }
+	  .help = "never read separate debug files" },			\
+	{ .name = "force", .kind = ARG_FLAG, .dest = &(o)->force,	\
+	  .help = "keep return probes where exceptions could not be "	\
+		  "handled (see bfctl(8), EXCEPTIONS)" }
 
 /*
  * Resolve the patterns over process pid into *pl.  Prints the reason and
@@ -57,15 +62,59 @@ struct probe_opts {
 int probes_select(struct ctl *c, pid_t pid, struct probe_opts *o,
 		  struct bft_plan *pl);
 
-/* The --list output. */
-void probes_print_list(const struct bft_plan *pl, pid_t pid);
+/* One probe to attach: a selected function, a hook, or both. */
+struct probe_row {
+	struct bft_nl_probe p;	/* method_id is set when attaching */
+	char sig[BFT_NAME_MAX];	/* "object!symbol" */
+	const char *path;	/* as the target sees it */
+	const char *symbol;	/* display name */
+	const char *mangled;
+	const struct bft_func *f;	/* NULL for a hook alone */
+	const struct bft_object *ob;	/* NULL for a hook alone */
+	const struct bft_hook *hook;	/* NULL unless hooked */
+	const char *why;	/* why it has no return probe, or NULL */
+	uint64_t dev, ino;
+};
 
 /*
- * Attach every selected function to pid, with method ids bfctl assigns
- * and the signature "object!symbol".  On any failure, whatever was
- * attached to pid is detached again, and an exit code is returned.
+ * What gets attached: the selected functions with the flags they get, and
+ * the exception hooks (bft_hooks.h) when any of them has a return probe
+ * and the module has BFT_FEAT_UNWIND.  A process at risk whose hooks
+ * cannot all be placed (the module lacks the feature, or its unwinder is
+ * unknown) gets entry probes only, unless --force; that is said on stderr
+ * either way.
  */
-int probes_attach(struct ctl *c, pid_t pid, const struct bft_plan *pl,
-		  const struct probe_opts *o);
+struct probe_set {
+	struct probe_row *v;
+	size_t n;
+	size_t nhooks;		/* rows that are hooks alone */
+	struct bft_hooks hooks;
+	bool fallback;		/* return probes dropped for safety */
+};
+
+/*
+ * Build the set for pid from the plan, for a module with these features
+ * (--list without a module: every feature).  Prints the reason and
+ * returns an exit code on failure.
+ */
+int probes_build(struct ctl *c, pid_t pid, const struct bft_plan *pl,
+		 const struct probe_opts *o, uint64_t features,
+		 struct probe_set *s);
+void probes_set_free(struct probe_set *s);
+
+/* The module's features, or, when it cannot be asked (--list without the
+ * module), every feature this bfctl knows (said under -v). */
+uint64_t probes_features(struct ctl *c);
+
+/* The --list output. */
+void probes_print_list(const struct bft_plan *pl, const struct probe_set *s,
+		       pid_t pid);
+
+/*
+ * Attach the set to pid, with method ids bfctl assigns.  On any failure,
+ * whatever was attached to pid is detached again, and an exit code is
+ * returned.
+ */
+int probes_attach(struct ctl *c, pid_t pid, struct probe_set *s);
 
 #endif /* BFCTL_PROBES_H */

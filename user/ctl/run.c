@@ -267,6 +267,7 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	};
 	struct strlist cmdline = { 0 };
 	struct hold h = { 0 };
+	struct probe_set set = { 0 };
 	struct bft_plan pl;
 	bool planned = false;
 	char **child_argv = NULL;
@@ -357,8 +358,10 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 		rc = probes_select(c, h.pid, &o, &pl);
 		planned = !rc;
 	}
+	if (!rc)
+		rc = probes_build(c, h.pid, &pl, &o, probes_features(c), &set);
 	if (!rc && o.list) {
-		probes_print_list(&pl, h.pid);
+		probes_print_list(&pl, &set, h.pid);
 		kill_child(h.pid);
 		goto out;
 	}
@@ -367,7 +370,7 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	if (!rc && !c->json)
 		out_init(stderr, false);
 	if (!rc)
-		rc = probes_attach(c, h.pid, &pl, &o);
+		rc = probes_attach(c, h.pid, &set);
 	if (!rc) {
 		rc = start_tracing(c, suspended);
 		if (rc) {
@@ -402,6 +405,7 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	rc = child_status(st);
 	vlog(c, 1, "run: process %d ended, exit status %d", (int)h.pid, rc);
 out:
+	probes_set_free(&set);
 	if (planned)
 		bft_plan_free(&pl);
 	ctl_close(c);

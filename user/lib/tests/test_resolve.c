@@ -31,6 +31,7 @@
 #include <linux/bftrace.h>
 
 #include "bft_demangle.h"
+#include "bft_hooks.h"
 #include "bft_maps.h"
 #include "bft_pattern.h"
 #include "bft_resolve.h"
@@ -879,6 +880,167 @@ TEST(a_pid_that_does_not_exist)
 	EXPECT_EQ(-ESRCH, bft_maps_read(5000000, &m, err, sizeof(err)));
 	EXPECT_NE(NULL, strstr(err, "no process"));
 	EXPECT_EQ(-ESRCH, bft_maps_read(0, &m, err, sizeof(err)));
+}
+
+/* ---- exception hooks over a live process ---------------------------------- */
+
+/* Start fixture name with args, wait for its "ready" line; pid or -1. */
+static pid_t start_ready(const char *name, const char *arg, const char *arg2,
+			 int *in_w)
+{
+	char path[PATH_MAX], line[128];
+	int in[2], out[2];
+	FILE *f;
+	pid_t pid;
+
+	fx_path(path, sizeof(path), name);
+	if (pipe(in) || pipe(out))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl(path, path, arg, arg2, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	*in_w = in[1];
+	f = fdopen(out[0], "r");
+	if (pid < 0 || !f || !fgets(line, sizeof(line), f) ||
+	    strncmp(line, "ready", 5)) {
+		if (pid > 0)
+			kill(pid, SIGKILL);
+		pid = -1;
+	}
+	if (f)
+		fclose(f);
+	return pid;
+}
+
+static void stop_ready(pid_t pid, int in_w)
+{
+	close(in_w);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static const struct bft_hook *hook_named(const struct bft_hooks *h,
+					 const char *sym, const char *obj)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (!strcmp(h->v[i].symbol, sym) &&
+		    (!obj || !strncmp(h->v[i].object, obj, strlen(obj))))
+			return &h->v[i];
+	return NULL;
+}
+
+/* The hook's bytes are those of the function bft_elf finds by name. */
+static bool hook_is_function(const struct bft_hook *k)
+{
+	struct bft_object o;
+	bool ok = false;
+
+	if (bft_object_load(&o, k->path, k->open_path, NULL, NULL, 0))
+		return false;
+	for (size_t i = 0; i < o.nfuncs && !ok; i++)
+		for (uint32_t n = 0; n < o.funcs[i].nnames; n++)
+			if (!strcmp(o.funcs[i].names[n].raw, k->symbol))
+				ok = o.funcs[i].probe_offset == k->probe_offset;
+	bft_object_free(&o);
+	return ok;
+}
+
+TEST_F(fx, cpp_process_gets_every_hook)
+{
+	const uint32_t want[] = {
+		BFT_PF_HOOK_UNWIND, BFT_PF_HOOK_CATCH, BFT_PF_HOOK_THROW,
+		BFT_PF_HOOK_RETHROW, BFT_PF_HOOK_FORCED, BFT_PF_HOOK_LONGJMP,
+	};
+	struct bft_hooks h;
+	const struct bft_hook *k;
+	char err[256] = "";
+	int in_w;
+	pid_t pid = start_ready("fx_exc", "wait", NULL, &in_w);
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, bft_hooks_find(pid, false, &h, err, sizeof(err))) TH_LOG("%s", err);
+	stop_ready(pid, in_w);
+	EXPECT_TRUE(h.at_risk);
+	EXPECT_TRUE(h.complete) TH_LOG("missing: %s", h.missing);
+	EXPECT_NE(NULL, strstr(h.risk, "C++"));
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		bool seen = false;
+
+		for (size_t j = 0; j < h.n; j++)
+			seen |= h.v[j].flag == want[i];
+		EXPECT_TRUE(seen) TH_LOG("no hook %s", bft_hook_name(want[i]));
+	}
+	k = hook_named(&h, "__cxa_begin_catch", "libstdc++");
+	ASSERT_NE(NULL, k);
+	EXPECT_TRUE(k->mapped);
+	EXPECT_TRUE(hook_is_function(k));
+	k = hook_named(&h, "_Unwind_RaiseException", "libgcc_s");
+	ASSERT_NE(NULL, k);
+	EXPECT_TRUE(hook_is_function(k));
+	/* aliases and one file under two names are one hook each */
+	for (size_t i = 0; i < h.n; i++)
+		for (size_t j = i + 1; j < h.n; j++)
+			EXPECT_FALSE(h.v[i].dev == h.v[j].dev && h.v[i].ino == h.v[j].ino &&
+				     h.v[i].probe_offset == h.v[j].probe_offset);
+	EXPECT_EQ(k, bft_hooks_at(&h, k->dev, k->ino, k->probe_offset));
+	bft_hooks_free(&h);
+}
+
+TEST_F(fx, c_process_gets_libgcc_before_glibc_loads_it)
+{
+	struct bft_hooks h;
+	const struct bft_hook *k;
+	char err[256] = "";
+	int in_w;
+	pid_t pid = start_ready("fx_pie", "work", "1", &in_w);
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, bft_hooks_find(pid, false, &h, err, sizeof(err))) TH_LOG("%s", err);
+	stop_ready(pid, in_w);
+	/* a C program that neither throws nor cancels threads */
+	EXPECT_FALSE(h.at_risk) TH_LOG("risk: %s", h.risk);
+	EXPECT_TRUE(h.complete);
+	ASSERT_NE(NULL, h.libgcc);
+	k = hook_named(&h, "_Unwind_ForcedUnwind", "libgcc_s");
+	ASSERT_NE(NULL, k);
+	EXPECT_FALSE(k->mapped);
+	EXPECT_STREQ(h.libgcc, k->path);
+	EXPECT_TRUE(hook_is_function(k));
+	k = hook_named(&h, "longjmp", "libc.so");
+	ASSERT_NE(NULL, k);
+	EXPECT_EQ(BFT_PF_HOOK_LONGJMP, k->flag);
+	EXPECT_TRUE(k->mapped);
+	/* longjmp, _longjmp and siglongjmp are one function in glibc */
+	EXPECT_EQ(NULL, hook_named(&h, "_longjmp", "libc.so"));
+	bft_hooks_free(&h);
+}
+
+TEST_F(fx, stripped_static_cpp_has_no_hooks_and_is_at_risk)
+{
+	struct bft_hooks h;
+	char err[256] = "";
+	int in_w;
+	pid_t pid = start_ready("fx_exc_stripped", "wait", NULL, &in_w);
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, bft_hooks_find(pid, false, &h, err, sizeof(err))) TH_LOG("%s", err);
+	stop_ready(pid, in_w);
+	EXPECT_TRUE(h.at_risk);
+	EXPECT_FALSE(h.complete);
+	EXPECT_EQ(0, h.n);
+	EXPECT_NE(NULL, strstr(h.risk, "exception tables"));
+	EXPECT_NE(NULL, strstr(h.missing, "_Unwind_RaiseException"));
+	EXPECT_NE(NULL, strstr(h.missing, "__cxa_begin_catch"));
+	EXPECT_EQ(NULL, h.libgcc);
+	bft_hooks_free(&h);
 }
 
 TEST_HARNESS_MAIN

@@ -16,6 +16,8 @@
 #   fx_cpp        C++, PIE
 #   fx_cold       C, PIE, -O2: cf_work.cold (a cold fragment), setjmp
 #   fx_cold_static  the same, static: setjmp and its kin inside
+#   fx_exc        C++, PIE, throws
+#   fx_exc_stripped  fx_exc static, stripped of every symbol but fx_exc_*
 # and for each program X: X.nm (nm -S), X.nmd (nm -D -S), X.bytes (X bytes).
 # Outputs newer than every source are kept; OUTDIR/stamp marks completion.
 # Environment: CC, CXX (default cc, c++).
@@ -26,7 +28,7 @@ mkdir -p "$out"
 cd "$out"
 CC=${CC:-cc}
 CXX=${CXX:-c++}
-srcs="$here/fx.h $here/fx_main.c $here/fx_lib.c $here/fx_cpp.cc $here/fx_cold.c $here/build.sh"
+srcs="$here/fx.h $here/fx_main.c $here/fx_lib.c $here/fx_cpp.cc $here/fx_cold.c $here/fx_exc.cc $here/build.sh"
 
 fresh() { # output
 	[ -e "$1" ] || return 1
@@ -64,6 +66,11 @@ fi
 fresh fx_cpp || $CXX $base -fPIE -pie -fcf-protection=none -o fx_cpp "$here/fx_cpp.cc"
 fresh fx_cold || $CC -O2 -g -fPIE -pie -fcf-protection=none -o fx_cold "$here/fx_cold.c"
 fresh fx_cold_static || $CC -O2 -g -static -fcf-protection=none -o fx_cold_static "$here/fx_cold.c"
+fresh fx_exc || $CXX $base -fPIE -pie -fcf-protection=none -o fx_exc "$here/fx_exc.cc"
+if ! fresh fx_exc_stripped; then
+	$CXX $base -static -fcf-protection=none -o fx_exc_stripped.full "$here/fx_exc.cc"
+	strip --strip-all --wildcard --keep-symbol='*fx_exc_*' -o fx_exc_stripped fx_exc_stripped.full
+fi
 
 for p in libfx.so fx_c fx_pie fx_cet fx_static fx_stripped fx_stripped.full fx_dbg fx_dbg.full fx_cpp fx_cold fx_cold_static; do
 	fresh "$p.nm" || nm -S --defined-only "$p" >"$p.nm" 2>/dev/null || :
