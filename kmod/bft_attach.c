@@ -126,6 +126,38 @@ id_taken:
 	return -EEXIST;
 }
 
+static int bft_check_flags(u32 flags, u32 idx, const struct nlattr *attr,
+			   struct netlink_ext_ack *ext)
+{
+	u32 hook = flags & BFT_PF_HOOKS;
+
+	if (flags & ~(BFT_PF_ALL | BFT_PF_HOOKS)) {
+		BFT_SET_ERR_MSG_FMT(ext, "probe %u: unknown flags %#x", idx,
+				    flags & ~(BFT_PF_ALL | BFT_PF_HOOKS));
+		goto bad;
+	}
+	if (hook & (hook - 1)) {
+		BFT_SET_ERR_MSG_FMT(ext, "probe %u: more than one hook in flags %#x",
+				    idx, flags);
+		goto bad;
+	}
+	/* without the entry, an exit could not be attributed */
+	if ((flags & BFT_PF_RETURN) && !(flags & BFT_PF_ENTRY)) {
+		BFT_SET_ERR_MSG_FMT(ext, "probe %u: a return probe needs BFT_PF_ENTRY",
+				    idx);
+		goto bad;
+	}
+	if (!(flags & BFT_PF_ENTRY) && !hook) {
+		BFT_SET_ERR_MSG_FMT(ext, "probe %u: flags %#x record nothing",
+				    idx, flags);
+		goto bad;
+	}
+	return 0;
+bad:
+	NL_SET_BAD_ATTR(ext, attr);
+	return -EINVAL;
+}
+
 static int bft_probe_parse(struct nlattr *nest, u32 idx, struct bft_elf *elf,
 			   struct bft_probe **out, struct netlink_ext_ack *ext)
 {
@@ -159,21 +191,9 @@ static int bft_probe_parse(struct nlattr *nest, u32 idx, struct bft_elf *elf,
 	}
 	path = nla_data(tb[BFT_P_PATH]);
 
-	if (p->flags & ~BFT_PF_ALL) {
-		BFT_SET_ERR_MSG_FMT(ext, "probe %u: unknown flags %#x", idx,
-				    p->flags & ~BFT_PF_ALL);
-		NL_SET_BAD_ATTR(ext, tb[BFT_P_FLAGS]);
-		err = -EINVAL;
+	err = bft_check_flags(p->flags, idx, tb[BFT_P_FLAGS], ext);
+	if (err)
 		goto free_name;
-	}
-	if (!(p->flags & BFT_PF_ENTRY)) {
-		/* without the entry, an exit could not be attributed */
-		BFT_SET_ERR_MSG_FMT(ext, "probe %u: a return probe needs BFT_PF_ENTRY",
-				    idx);
-		NL_SET_BAD_ATTR(ext, tb[BFT_P_FLAGS]);
-		err = -EINVAL;
-		goto free_name;
-	}
 	err = kern_path(path, LOOKUP_FOLLOW, &p->path);
 	if (err) {
 		BFT_SET_ERR_MSG_FMT(ext, "probe %u: %s path does not resolve",

@@ -111,6 +111,7 @@ int bft_mode_change(u8 cmd, struct netlink_ext_ack *ext)
 		if (bft_session_active(mode))
 			goto bad;
 		bft_methods_forget();
+		bft_unwind_forget();
 		bft_rings_start();
 		bft_set_mode(BFT_MODE_TRACING);
 		return 0;
@@ -240,5 +241,6 @@ void bft_control_exit(void)
 	mutex_lock(&bft_lock);
 	bft_stop();
 	bft_methods_forget();
+	bft_unwind_forget();
 	mutex_unlock(&bft_lock);
 }

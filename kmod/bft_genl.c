@@ -119,7 +119,8 @@ static int bft_cmd_get_caps(struct sk_buff *req, struct genl_info *info)
 {
 	const u64 features = BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_NORET |
 			     BFT_FEAT_PAUSE | BFT_FEAT_SUSPEND |
-			     BFT_FEAT_EVENTS | BFT_FEAT_READ;
+			     BFT_FEAT_EVENTS | BFT_FEAT_READ |
+			     BFT_FEAT_UNWIND;
 	struct sk_buff *skb;
 	void *hdr;
 
@@ -367,6 +368,39 @@ out:
 	return err ?: skb->len;
 }
 
+static int bft_put_exc_type(struct sk_buff *skb, struct netlink_callback *cb,
+			    pid_t tgid, u32 id, const char *name)
+{
+	void *hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				cb->nlh->nlmsg_seq, &bft_family, NLM_F_MULTI,
+				BFT_CMD_GET_EXCEPTIONS);
+	struct nlattr *nest = NULL;
+
+	if (!hdr)
+		return -EMSGSIZE;
+	if (!nla_put_u32(skb, BFT_A_TGID, tgid))
+		nest = nla_nest_start(skb, BFT_A_EXC);
+	if (!nest || nla_put_u32(skb, BFT_X_ID, id) ||
+	    nla_put_string(skb, BFT_X_NAME, name)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* cb->args[0]: how many types earlier calls have sent. */
+static int bft_dump_exceptions(struct sk_buff *skb,
+			       struct netlink_callback *cb)
+{
+	int err = bft_unwind_dump_types(skb, cb, bft_put_exc_type);
+
+	if (err == -EMSGSIZE && skb->len)
+		return skb->len;
+	return err ?: skb->len;
+}
+
 #define BFT_OP(c, fn, pol, fl) {				\
 	.cmd = (c), .doit = (fn), .policy = (pol),		\
 	.maxattr = BFT_A_MAX, .flags = (fl),			\
@@ -393,6 +427,12 @@ static const struct genl_ops bft_ops[] = {
 	{
 		.cmd = BFT_CMD_GET_METHODS,
 		.dumpit = bft_dump_methods,
+		.policy = bft_none_policy,
+		.maxattr = BFT_A_MAX,
+	},
+	{
+		.cmd = BFT_CMD_GET_EXCEPTIONS,
+		.dumpit = bft_dump_exceptions,
 		.policy = bft_none_policy,
 		.maxattr = BFT_A_MAX,
 	},

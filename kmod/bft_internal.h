@@ -90,16 +90,18 @@ struct bft_ring {
 };
 
 enum bft_rec {
-	BFT_REC_ENTER,
-	BFT_REC_NORET,
+	BFT_REC_ENTER,		/* id: method */
+	BFT_REC_NORET,		/* id: method */
 	BFT_REC_EXIT,
+	BFT_REC_THROW,		/* id: exception type, arg: BFT_THROW_* */
+	BFT_REC_UNWIND,		/* id: frames, arg: BFT_UNWIND_* */
 };
 
 int bft_rings_init(u32 size);
 void bft_rings_exit(void);
 int bft_rings_resize(u32 size);
 struct bft_ring *bft_ring_get(unsigned int cpu);
-void bft_ring_record(enum bft_rec kind, u32 id);
+void bft_ring_record(enum bft_rec kind, u32 id, u32 arg);
 void bft_rings_start(void);
 void bft_rings_break(u8 reason);
 bool bft_rings_flush(bool heartbeat);
@@ -131,6 +133,7 @@ struct bft_target {
 	struct list_head probes;
 	u32 nr_probes;
 	bool stopped;		/* we sent SIGSTOP */
+	unsigned long trampoline;	/* uretprobe trampoline; 0: unknown yet */
 };
 
 struct bft_probe {
@@ -183,6 +186,23 @@ int bft_targets_signal(int sig);
 void bft_targets_reap(void);
 
 int bft_attach(struct genl_info *info);
+
+/* ---- exceptions and non-local exits (bft_unwind.c) ---- */
+
+/* Probes whose uprobe needs a return consumer. */
+static inline bool bft_probe_has_ret(const struct bft_probe *p)
+{
+	return p->flags & (BFT_PF_RETURN | BFT_PF_HOOK_CATCH);
+}
+
+void bft_unwind_hook(struct bft_probe *p, struct pt_regs *regs);
+void bft_unwind_found(struct bft_target *t, struct pt_regs *regs);
+void bft_unwind_returned(unsigned long sp);
+void bft_unwind_forget(void);
+int bft_unwind_dump_types(struct sk_buff *skb, struct netlink_callback *cb,
+			  int (*put)(struct sk_buff *skb,
+				     struct netlink_callback *cb, pid_t tgid,
+				     u32 id, const char *name));
 
 /* ---- modes, options, timers (bft_control.c) ---- */
 int bft_control_init(void);

@@ -39,7 +39,17 @@ static int bft_entry_handler(BFT_HANDLER_ARGS)
 	/* another tracer's breakpoint, or a child that inherited ours */
 	if (current->mm != p->target->mm)
 		return UPROBE_HANDLER_REMOVE;
-	if (!bft_session_active(READ_ONCE(bft_mode)))
+	/*
+	 * Return probes hijack return slots in every mode, so the stack is
+	 * repaired in every mode too; hooks that close frames do so here,
+	 * where the kernel drops their return instances.
+	 */
+	if (unlikely(p->flags & BFT_PF_HOOKS))
+		bft_unwind_hook(p, regs);
+	else if (p->flags & BFT_PF_RETURN)
+		bft_unwind_found(p->target, regs);
+	if (!(p->flags & BFT_PF_ENTRY) ||
+	    !bft_session_active(READ_ONCE(bft_mode)))
 		return 0;
 	/*
 	 * The kernel checks this same depth right after the handlers, and
@@ -51,9 +61,9 @@ static int bft_entry_handler(BFT_HANDLER_ARGS)
 		return 0;
 	this_cpu_inc(*p->hits);
 	if (!(p->flags & BFT_PF_RETURN) || depth >= BFT_URETPROBE_DEPTH)
-		bft_ring_record(BFT_REC_NORET, p->method_id);
+		bft_ring_record(BFT_REC_NORET, p->method_id, 0);
 	else
-		bft_ring_record(BFT_REC_ENTER, p->method_id);
+		bft_ring_record(BFT_REC_ENTER, p->method_id, 0);
 	return 0;
 }
 
@@ -63,12 +73,15 @@ static int bft_return_handler(BFT_RET_HANDLER_ARGS)
 
 	if (current->mm != p->target->mm)
 		return 0;
-	if (!bft_session_active(READ_ONCE(bft_mode)))
+	/* the kernel just dropped the instances of frames left below us */
+	bft_unwind_returned(user_stack_pointer(regs));
+	if (!(p->flags & BFT_PF_RETURN) ||
+	    !bft_session_active(READ_ONCE(bft_mode)))
 		return 0;
 	/* this frame's return instance is still counted in the depth */
 	if (bft_too_deep(bft_uretprobe_depth() - 1))
 		return 0;
-	bft_ring_record(BFT_REC_EXIT, 0);
+	bft_ring_record(BFT_REC_EXIT, 0, 0);
 	return 0;
 }
 
@@ -84,7 +97,7 @@ int bft_probe_register(struct bft_probe *p)
 	struct inode *inode = d_real_inode(p->path.dentry);
 
 	p->uc.handler = bft_entry_handler;
-	if (p->flags & BFT_PF_RETURN)
+	if (bft_probe_has_ret(p))
 		p->uc.ret_handler = bft_return_handler;
 	p->uc.filter = bft_filter;
 #if BFT_UPROBE_GEN >= 2

@@ -123,16 +123,28 @@ static u64 bft_ring_units(const struct bft_ring *r, u64 delta)
 }
 
 /* The event itself; an exit's byte waits in the run (bft_ring_seal()). */
-static inline unsigned int bft_put_event(u8 *p, enum bft_rec kind, u32 id)
+static inline unsigned int bft_put_event(u8 *p, enum bft_rec kind, u32 id,
+					 u32 arg)
 {
 	unsigned int n;
 
-	if (kind == BFT_REC_ENTER)
+	switch (kind) {
+	case BFT_REC_ENTER:
 		return bft_put_packed(p, BFT_F_ENTER, id);
-	if (kind != BFT_REC_NORET)
+	case BFT_REC_NORET:
+		n = bft_put_esc(p, BFT_ESC_ENTER_NORET);
+		return n + bft_put_varint(p + n, id);
+	case BFT_REC_THROW:
+		n = bft_put_esc(p, BFT_ESC_THROW);
+		break;
+	case BFT_REC_UNWIND:
+		n = bft_put_esc(p, BFT_ESC_UNWIND);
+		break;
+	default:
 		return 0;
-	n = bft_put_esc(p, BFT_ESC_ENTER_NORET);
-	return n + bft_put_varint(p + n, id);
+	}
+	n += bft_put_varint(p + n, id);
+	return n + bft_put_varint(p + n, arg);
 }
 
 /* Records owed before anything else: LOST, then SYNC, then BREAK. */
@@ -204,8 +216,8 @@ static u64 bft_ring_now(struct bft_ring *r)
  * False if the slow path must run; else *@used is the ring's fill.
  */
 static __always_inline bool bft_ring_fast(struct bft_ring *r,
-					  enum bft_rec kind, u32 id, u64 units,
-					  u32 *used)
+					  enum bft_rec kind, u32 id, u32 arg,
+					  u64 units, u32 *used)
 {
 	/* pairs with smp_store_release(&r->tail) in bft_ring_read() */
 	u64 tail = smp_load_acquire(&r->tail);
@@ -225,7 +237,7 @@ static __always_inline bool bft_ring_fast(struct bft_ring *r,
 	}
 	p += bft_put_units(p, units);
 	r->time += units * r->res;
-	p += bft_put_event(p, kind, id);
+	p += bft_put_event(p, kind, id, arg);
 	if (kind == BFT_REC_EXIT)
 		r->run = 1;	/* its byte goes out when the run is sealed */
 	else
@@ -243,7 +255,7 @@ static __always_inline bool bft_ring_fast(struct bft_ring *r,
  * about to wrap.  Returns the bytes now in the ring, or 0 on a drop.
  */
 static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
-				  u32 id, u64 now, unsigned long nsw,
+				  u32 id, u32 arg, u64 now, unsigned long nsw,
 				  bool new_thread)
 {
 	struct task_struct *tsk = current;
@@ -254,7 +266,7 @@ static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
 	rb.time = r->time;
 	bft_put_owed(r, &rb, now);
 	bft_put_when(r, &rb, now, new_thread);
-	rb.len += bft_put_event(rb.b + rb.len, kind, id);
+	rb.len += bft_put_event(rb.b + rb.len, kind, id, arg);
 	if (!bft_ring_put(r, rb.b, rb.len)) {
 		bft_ring_drop(r, 1);
 		return 0;
@@ -278,7 +290,7 @@ static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
  * Preemption is off only inside the lock, which the flush work and the
  * control path take from other CPUs.
  */
-void bft_ring_record(enum bft_rec kind, u32 id)
+void bft_ring_record(enum bft_rec kind, u32 id, u32 arg)
 {
 	struct task_struct *tsk = current;
 	struct bft_ring *r;
@@ -311,10 +323,10 @@ void bft_ring_record(enum bft_rec kind, u32 id)
 			r->run++;
 			goto out;
 		}
-		if (bft_ring_fast(r, kind, id, units, &used))
+		if (bft_ring_fast(r, kind, id, arg, units, &used))
 			goto out;
 	}
-	used = bft_ring_slow(r, kind, id, now, nsw, new_thread);
+	used = bft_ring_slow(r, kind, id, arg, now, nsw, new_thread);
 out:
 	spin_unlock(&r->lock);
 	preempt_enable();
@@ -495,6 +507,8 @@ static u32 bft_ring_record_len(struct bft_ring *r, u64 pos)
 		args = 0;
 	else if (kind == BFT_ESC_SYNC || kind == BFT_ESC_THREAD)
 		args = 3;
+	else if (kind == BFT_ESC_THROW || kind == BFT_ESC_UNWIND)
+		args = 2;
 	else
 		args = 1;
 	while (args--)

@@ -540,8 +540,8 @@ enum bft_event {
 /* BFT_ESC_THROW: how */
 #define BFT_THROW_THROW		1	/* __cxa_throw */
 #define BFT_THROW_RETHROW	2	/* __cxa_rethrow: the caught one again */
-#define BFT_THROW_FORCED	3	/* _Unwind_ForcedUnwind (pthread_exit,
-					 * pthread_cancel) */
+/* _Unwind_ForcedUnwind: pthread_exit, pthread_cancel */
+#define BFT_THROW_FORCED	3
 
 /* BFT_ESC_UNWIND: reason */
 #define BFT_UNWIND_CATCH	1	/* a catch block was entered */
