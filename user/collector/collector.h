@@ -10,6 +10,7 @@
  *               for files)
  *   methods.c   the method table (BFT_CMD_GET_METHODS or a file), the
  *               signatures, and the inclusion/exclusion regexes
+ *   exceptions.c  the exception types (BFT_CMD_GET_EXCEPTIONS or a file)
  *   pipeline.c  bft_merge (time order) -> bft_calltree (per-thread shadow
  *               stacks) -> thread ids, maps, sequence numbers -> the
  *               protocol encoder, and the .flow files of --output
@@ -93,6 +94,27 @@ struct methods {
 	uint32_t nobjects;
 };
 
+/* ---- exceptions.c ---- */
+
+/* Exception ids of our own, beside the kernel's types (1, 2, ...). */
+#define COLL_EXC_UNKNOWN	0u		/* a THROW of type 0 */
+#define COLL_EXC_FORCED		0x7fffffffu	/* pthread_exit, _cancel */
+#define COLL_EXC_LONGJMP	0x7ffffffeu	/* frames a longjmp left */
+
+struct exc_type {
+	uint32_t id;
+	char *name;		/* demangled: "std::runtime_error" */
+	/* as struct method's: connections told its name in that session */
+	uint32_t mapped_session;
+	uint64_t mapped;
+};
+
+struct exc_types {
+	struct exc_type *v;
+	uint32_t n, cap;
+	uint32_t last;		/* index + 1 of the last one found */
+};
+
 /* ---- source.c ---- */
 
 struct source;
@@ -109,6 +131,9 @@ struct cthread {
 	struct bft_flow_writer flow;
 	FILE *flow_file;
 	uint64_t flow_depth;
+	/* the exception it threw last (COLL_EXC_*, or a kernel type): what a
+	 * rethrow of unknown type throws and what the frames it leaves carry */
+	uint32_t exc;
 };
 
 struct dconn {
@@ -135,6 +160,7 @@ struct coll {
 	struct coll_opts o;
 	struct source *src;
 	struct methods methods;
+	struct exc_types exc;
 	struct bft_merge merge;
 	struct bft_calltree ct;
 	/* threads */
@@ -176,6 +202,8 @@ struct coll {
 	uint64_t lost_reported;		/* sum of the markers sent */
 	uint64_t suspended_dropped;	/* replay: records while suspended */
 	uint64_t events_sent, excluded;
+	uint64_t throws, bubbles;	/* Exception, ExceptionBubble sent */
+	uint64_t throws_outside;	/* thrown with no traced frame open */
 	uint64_t breaks_sent;
 	uint64_t last_stamp;		/* the last relative time sent */
 };
@@ -201,6 +229,15 @@ static inline bool methods_excluded(struct methods *m, struct method *me)
 bool methods_object(struct methods *m, const char *path, uint8_t kind);
 void methods_free(struct methods *m);
 
+/* exceptions.c */
+int exc_types_init(struct exc_types *x);
+/* A kernel type id (1 ...) and its type_info name. */
+int exc_types_add(struct exc_types *x, uint32_t id, const char *mangled);
+struct exc_type *exc_types_get(struct exc_types *x, uint32_t id);
+/* "id\tname" lines (names as type_info gives them); no file: no types. */
+int exc_types_load_file(struct exc_types *x, const char *path);
+void exc_types_free(struct exc_types *x);
+
 /* source.c */
 int source_open_kernel(struct coll *c, char *err, size_t errlen);
 int source_open_replay(struct coll *c, char *err, size_t errlen);
@@ -218,6 +255,8 @@ uint8_t source_mode(struct coll *c);	/* enum bft_mode */
 bool source_is_kernel(const struct source *s);
 /* Reload the method table (kernel: GET_METHODS). */
 int source_refresh_methods(struct coll *c);
+/* Reload the exception types (kernel: GET_EXCEPTIONS). */
+int source_refresh_exceptions(struct coll *c);
 /* Kernel events and statistics, once per heartbeat. */
 void source_tick(struct coll *c);
 /* A thread's name as the system knows it, or NULL. */

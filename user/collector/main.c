@@ -357,6 +357,10 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	bfp_config_init(&c.config);
+	if (exc_types_init(&c.exc)) {
+		rc = EXIT_FATAL;
+		goto out;
+	}
 	rc = c.o.replay_dir ? source_open_replay(&c, err, sizeof(err)) :
 			      source_open_kernel(&c, err, sizeof(err));
 	if (rc) {
@@ -391,14 +395,18 @@ int main(int argc, char **argv)
 	coll_log("%" PRIu64 " events sent, %" PRIu64 " excluded, %" PRIu64
 		 " lost (ring full %" PRIu64 ", stream gaps %" PRIu64
 		 ", undelivered %" PRIu64 ", HQ away %" PRIu64 "), %" PRIu64
-		 " dropped while suspended, %" PRIu64 " data breaks",
+		 " dropped while suspended, %" PRIu64 " data breaks; %" PRIu64
+		 " exceptions (%" PRIu64 " thrown outside traced frames), %"
+		 PRIu64 " frames left by them",
 		 c.events_sent, c.excluded, lost_total(&c), c.lost_kernel,
 		 c.lost_gaps, c.lost_undelivered, c.lost_unsent,
-		 c.suspended_dropped, c.breaks_sent);
+		 c.suspended_dropped, c.breaks_sent, c.throws,
+		 c.throws_outside, c.bubbles);
 	pipeline_free(&c);
 out:
 	source_close(c.src);
 	methods_free(&c.methods);
+	exc_types_free(&c.exc);
 	bfp_config_free(&c.config);
 	bft_buf_free(&c.ctl_in);
 	bft_buf_free(&c.ctl_out);

@@ -20,6 +20,12 @@
  *     across all the connections.
  * A void event becomes one DataBreak on the control connection, carrying
  * the sequence number of the next event.
+ *
+ * A throw becomes an Exception at the thread's innermost frame (none if
+ * no traced frame is open: counted), a frame closed by an UNWIND an
+ * ExceptionBubble instead of a MethodExit; both sequenced like events,
+ * each after MapException for its type on that connection.  Frames a
+ * longjmp left bubble "longjmp".
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -177,8 +183,49 @@ static void send_break(struct coll *c)
 	}
 }
 
+/* MapException on conn before the type's first use there. */
+static int map_exception(struct coll *c, unsigned int conn, uint32_t exc)
+{
+	struct exc_type *x = exc_types_get(&c->exc, exc);
+	struct bfp_msg m = { .id = BFP_MAP_EXCEPTION, .exception = exc };
+	int err;
+
+	if (!x) {
+		/* thrown before our last look at the kernel's table */
+		source_refresh_exceptions(c);
+		x = exc_types_get(&c->exc, exc);
+	}
+	if (!x) {
+		char name[48];
+
+		snprintf(name, sizeof(name), "exception type %" PRIu32, exc);
+		if (exc_types_add(&c->exc, exc, name))
+			return -ENOMEM;
+		x = exc_types_get(&c->exc, exc);
+		if (!x)
+			return -ENOMEM;
+	}
+	if (x->mapped_session != c->session) {
+		x->mapped_session = c->session;
+		x->mapped = 0;
+	}
+	if (x->mapped & 1ull << conn)
+		return 0;
+	m.str = x->name;
+	m.str_len = strlen(x->name);
+	err = hq_data_msg(c, conn, &m);
+	if (!err)
+		x->mapped |= 1ull << conn;
+	return err;
+}
+
+/*
+ * One sequenced message for ev: id BFP_METHOD_ENTRY, _EXIT, BFP_EXCEPTION
+ * or _BUBBLE (with exception exc), after the maps it needs.
+ */
 static int send_event(struct coll *c, struct cthread *t, struct method *me,
-		      const struct bft_call_event *ev)
+		      const struct bft_call_event *ev, uint8_t id,
+		      uint32_t exc)
 {
 	uint32_t now = rel_ms(c, ev->time_ns);
 	unsigned int conn;
@@ -214,11 +261,24 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 		if (err)
 			return err;
 	}
-	err = hq_data_call(c, conn, ev->kind == BFT_CALL_ENTER ?
-			   BFP_METHOD_ENTRY : BFP_METHOD_EXIT, now, c->seq,
-			   me->id, t->wire_id);
-	if (err)
-		return err;
+	if (id == BFP_EXCEPTION || id == BFP_EXCEPTION_BUBBLE) {
+		struct bfp_msg m = { .id = id, .time = now, .seq = c->seq,
+				     .method = me->id, .exception = exc,
+				     .thread = t->wire_id };
+
+		err = map_exception(c, conn, exc) ?: hq_data_msg(c, conn, &m);
+		if (err)
+			return err;
+		if (id == BFP_EXCEPTION)
+			c->throws++;
+		else
+			c->bubbles++;
+	} else {
+		err = hq_data_call(c, conn, id, now, c->seq, me->id,
+				   t->wire_id);
+		if (err)
+			return err;
+	}
 	c->seq++;
 	c->break_sent = false;
 	c->events_sent++;
@@ -258,11 +318,30 @@ static void flow_void(struct cthread *t)
 	}
 }
 
+/*
+ * The exception a THROW sends: its type; a rethrow's unknown type is the
+ * one the thread threw last (most often the one it caught); a forced
+ * unwind has a fixed name.
+ */
+static uint32_t thrown(const struct cthread *t, const struct bft_call_event *ev)
+{
+	switch (ev->how) {
+	case BFT_THROW_FORCED:
+		return COLL_EXC_FORCED;
+	case BFT_THROW_RETHROW:
+		return ev->exc ? ev->exc : t->exc;
+	default:
+		return ev->exc;
+	}
+}
+
 static int on_call(void *ctx, const struct bft_call_event *ev)
 {
 	struct coll *c = ctx;
 	struct cthread *t = *ev->user;
 	struct method *me;
+	uint32_t exc = 0;
+	uint8_t id;
 
 	if (!t) {
 		/* once per thread: the call tree keeps it for us */
@@ -276,8 +355,25 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 		send_break(c);
 		return 0;
 	}
-	if (ev->kind == BFT_CALL_THROW)
-		return 0;
+	if (ev->kind == BFT_CALL_THROW) {
+		t->exc = thrown(t, ev);
+		if (!ev->depth) {
+			/* no frame of ours to throw from: nothing to send */
+			c->throws_outside++;
+			return 0;
+		}
+		id = BFP_EXCEPTION;
+		exc = t->exc;
+	} else if (ev->kind == BFT_CALL_ENTER) {
+		id = BFP_METHOD_ENTRY;
+	} else if (ev->unwound) {
+		/* a frame left without returning: the exception passed it */
+		id = BFP_EXCEPTION_BUBBLE;
+		exc = ev->unwound == BFT_UNWIND_LONGJMP ? COLL_EXC_LONGJMP :
+							  t->exc;
+	} else {
+		id = BFP_METHOD_EXIT;
+	}
 	me = method_of(c, ev->id);
 	if (!me)
 		return -ENOMEM;
@@ -286,18 +382,19 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 		return 0;
 	}
 	t->seen = true;
+	/* .flow knows entries and exits: a frame left is an exit there */
 	if (t->flow_file) {
 		if (ev->kind == BFT_CALL_ENTER) {
 			bft_flow_enter(&t->flow, me->id);
 			t->flow_depth++;
-		} else if (t->flow_depth) {
+		} else if (ev->kind == BFT_CALL_EXIT && t->flow_depth) {
 			bft_flow_exit(&t->flow, 1);
 			t->flow_depth--;
 		}
 	}
 	switch (c->hq) {
 	case HQ_UP:
-		if (send_event(c, t, me, ev))
+		if (send_event(c, t, me, ev, id, exc))
 			hq_down(c, "cannot queue data");
 		break;
 	case HQ_DOWN:
@@ -324,6 +421,8 @@ static int on_record(void *ctx, const struct bft_record *r)
 	case BFT_REC_ENTER:
 	case BFT_REC_EXIT:
 	case BFT_REC_ENTER_NORET:
+	case BFT_REC_THROW:
+	case BFT_REC_UNWIND:
 		(void)rel_ms(c, r->time_ns);
 		/* replay of a suspended "kernel": the records are dropped */
 		if (c->replay_suspended) {

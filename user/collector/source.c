@@ -8,7 +8,7 @@
  * replay  a directory of recorded or synthetic streams: cpu0.bft,
  *         cpu1.bft, ... (one CPU stream each), "methods" (the method
  *         table, methods.c) and optionally "threads" ("tgid\ttid\tname"
- *         lines).  Mode commands drive a small simulation of the kernel's
+ *         lines) and "exceptions" (the exception types, exceptions.c).  Mode commands drive a small simulation of the kernel's
  *         modes (bftrace.h section 1): nothing is read before start or
  *         while paused; records read while suspended are dropped, and the
  *         suspension is a data break, as the kernel's BREAK records are.
@@ -106,6 +106,32 @@ int source_refresh_methods(struct coll *c)
 	err = bft_nl_get_methods(s->nl, method_cb, c);
 	if (err)
 		coll_log("cannot read the method table: %s",
+			 bft_nl_errmsg(s->nl));
+	return err;
+}
+
+static int exception_cb(const struct bft_nl_exception *e, void *arg)
+{
+	struct coll *c = arg;
+	int err = exc_types_add(&c->exc, e->id, e->name);
+
+	/* an id we keep for ourselves: its throws show as unknown */
+	if (err == -EINVAL)
+		coll_log("the kernel's exception type id %u is out of range",
+			 e->id);
+	return err == -ENOMEM ? err : 0;
+}
+
+int source_refresh_exceptions(struct coll *c)
+{
+	struct source *s = c->src;
+	int err;
+
+	if (!s->kernel)
+		return 0;
+	err = bft_nl_get_exceptions(s->nl, exception_cb, c);
+	if (err)
+		coll_log("cannot read the exception types: %s",
 			 bft_nl_errmsg(s->nl));
 	return err;
 }
@@ -309,6 +335,12 @@ int source_open_replay(struct coll *c, char *err, size_t errlen)
 				      c->o.methods_file : path);
 	if (e) {
 		snprintf(err, errlen, "bad method table");
+		return e;
+	}
+	snprintf(path, sizeof(path), "%s/exceptions", c->o.replay_dir);
+	e = exc_types_load_file(&c->exc, path);
+	if (e) {
+		snprintf(err, errlen, "bad exception table %s", path);
 		return e;
 	}
 	snprintf(path, sizeof(path), "%s/threads", c->o.replay_dir);

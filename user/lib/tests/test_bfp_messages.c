@@ -496,6 +496,86 @@ TEST(v2_method_exit_carries_the_exception_flag)
 	bft_buf_free(&out);
 }
 
+/*
+ * MapException, Exception and ExceptionBubble have one layout in both
+ * versions (notes §2.3): the Code Pulse HQ reads versions 1 and 2 with the
+ * same data parser.  The golden v1 bytes must come out of either, and
+ * decode in either, as must the fixed names bfcollector maps.
+ */
+TEST(exception_messages_are_the_same_in_both_versions)
+{
+	static const char *const names[] = {
+		"map_exception", "exception", "exception_bubble",
+	};
+	struct golden g[64];
+	int ng = load_golden(g, 64);
+	struct bfp_msg m[3] = { text_msg(BFP_MAP_EXCEPTION,
+					 "std::runtime_error") };
+	unsigned int v, i;
+
+	ASSERT_GT(ng, 0);
+	m[0].exception = 1;
+	m[1] = (struct bfp_msg){ .id = BFP_EXCEPTION, .time = 12, .seq = 2,
+				 .method = 3, .exception = 1, .line = 42,
+				 .thread = 7 };
+	m[2] = (struct bfp_msg){ .id = BFP_EXCEPTION_BUBBLE, .time = 13,
+				 .seq = 3, .method = 3, .exception = 1,
+				 .thread = 7 };
+	for (v = 1; v <= 2; v++) {
+		for (i = 0; i < 3; i++) {
+			const struct golden *want = find(g, ng, names[i]);
+			struct bft_buf out = { 0 };
+			struct bfp_msg d = { 0 };
+			struct bfp_error err;
+			char a[256], b[256];
+
+			ASSERT_NE(NULL, want) TH_LOG("%s", names[i]);
+			ASSERT_EQ(0, bfp_encode(&out, v, &m[i]));
+			EXPECT_STREQ(hex_format(want->b, (size_t)want->n, a),
+				     hex_format(out.data, out.len, b))
+				TH_LOG("%s v%u", names[i], v);
+			ASSERT_EQ(want->n, bfp_decode(want->b, (size_t)want->n,
+						      v, BFP_CTX_HQ_DATA, &d,
+						      &err))
+				TH_LOG("%s v%u: %s", names[i], v, err.msg);
+			EXPECT_EQ(1u, d.exception);
+			EXPECT_EQ(m[i].seq, d.seq);
+			EXPECT_EQ(i > 0, bfp_id_sequenced(d.id));
+			bfp_msg_free(&d);
+			bft_buf_free(&out);
+		}
+	}
+}
+
+TEST(collector_fixed_exception_names_map_exactly)
+{
+	/* forced unwinds: id 0x7fffffff; unknown types: id 0 */
+	static const struct { uint32_t id; const char *name, *hex; } c[] = {
+		{ 0x7fffffff, "abi::__forced_unwind",
+		  "0c 7fffffff 0014 6162693a3a5f5f666f726365645f756e77696e64" },
+		{ 0, "unknown exception",
+		  "0c 00000000 0011 756e6b6e6f776e20657863657074696f6e" },
+	};
+	unsigned int v, i;
+
+	for (v = 1; v <= 2; v++)
+		for (i = 0; i < 2; i++) {
+			struct bfp_msg m = text_msg(BFP_MAP_EXCEPTION,
+						    c[i].name);
+			struct bft_buf out = { 0 };
+			uint8_t want[64];
+			char a[160], b[160];
+			int n = hex_parse(c[i].hex, want, sizeof(want));
+
+			ASSERT_GT(n, 0);
+			m.exception = c[i].id;
+			ASSERT_EQ(0, bfp_encode(&out, v, &m));
+			EXPECT_STREQ(hex_format(want, (size_t)n, a),
+				     hex_format(out.data, out.len, b));
+			bft_buf_free(&out);
+		}
+}
+
 TEST(strings_are_modified_utf8)
 {
 	/* NUL is C0 80; U+1F600 a surrogate pair of 3+3 bytes (notes §1) */

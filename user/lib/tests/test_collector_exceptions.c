@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfcollector's exceptions on the wire, without a kernel: it replays a
+ * crafted stream with THROW and UNWIND records (throw, catch, rethrow,
+ * NORET frames, a frame found left, longjmp, a forced unwind, a type the
+ * table lacks, unknown types, a throw with no traced frame open), this
+ * test plays HQ, and every data message it gets, in order, must be exactly
+ * what the Bytefrog rules say: MapException before a type's first use,
+ * Exception at the throwing frame, ExceptionBubble for each frame left,
+ * one gap-free sequence, in protocol versions 1 and 2.  The .flow files
+ * must show the frames left as exits.
+ */
+#include "kselftest_harness.h"
+
+#include "bfp_msg.h"
+#include "bft_flow.h"
+#include "collector_fixture.h"
+
+#define A	4001	/* tids */
+#define B	4002
+
+FIXTURE(exc) {
+	char dir[PATH_MAX];
+	char replay[PATH_MAX + 16];
+	char flow[PATH_MAX + 16];
+	char log[PATH_MAX + 16];
+	int port, lfd;
+	pid_t pid;
+};
+
+FIXTURE_SETUP(exc)
+{
+	ASSERT_EQ(0, make_tmpdir(self->dir, sizeof(self->dir)));
+	snprintf(self->replay, sizeof(self->replay), "%s/replay", self->dir);
+	snprintf(self->flow, sizeof(self->flow), "%s/flow", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/log", self->dir);
+	ASSERT_EQ(0, mkdir(self->replay, 0755));
+	self->port = free_port();
+	ASSERT_GT(self->port, 0);
+	self->lfd = -1;
+	self->pid = 0;
+}
+
+FIXTURE_TEARDOWN(exc)
+{
+	if (self->pid > 0)
+		wait_exit(self->pid, 0);
+	if (self->lfd >= 0)
+		close(self->lfd);
+	remove_tmpdir(self->dir);
+}
+
+/* The stream of the header comment, on one CPU, 1 ms between records. */
+static int write_replay(const char *dir)
+{
+	static const char methods[] =
+		"1\t/usr/bin/prog\tmain\n2\t/usr/bin/prog\touter\n"
+		"3\t/usr/bin/prog\tthrower\n4\t/usr/bin/prog\trethrower\n"
+		"5\t/usr/bin/prog\tdtor_owner\n6\t/usr/bin/prog\tdeep\n";
+	static const char threads[] = "4000\t4001\tmain\n4000\t4002\tworker\n";
+	/* type 7 is missing: thrown before bfcollector read the table */
+	static const char types[] = "# id\tname\n1\tSt13runtime_error\n2\ti\n";
+	struct bft_writer w;
+	uint64_t t = 1000000000ull;
+	const uint8_t *p;
+	size_t n;
+	int r = 0;
+
+#define T	(t += 1000000)
+	r |= bft_writer_init(&w, 1000, 0);
+	r |= bft_writer_enter(&w, T, 4000, A, 1);
+	r |= bft_writer_enter(&w, T, 4000, A, 2);
+	r |= bft_writer_enter(&w, T, 4000, A, 3);
+	r |= bft_writer_throw(&w, T, 4000, A, 1, BFT_THROW_THROW);
+	r |= bft_writer_unwind(&w, T, 4000, A, 1, BFT_UNWIND_CATCH);
+	r |= bft_writer_exit(&w, T, 4000, A);
+	/* a rethrow from a catch block: the type caught */
+	r |= bft_writer_enter(&w, T, 4000, A, 4);
+	r |= bft_writer_throw(&w, T, 4000, A, 0, BFT_THROW_RETHROW);
+	r |= bft_writer_unwind(&w, T, 4000, A, 1, BFT_UNWIND_CATCH);
+	/* a NORET frame on top goes with the ordinary one under it */
+	r |= bft_writer_enter(&w, T, 4000, A, 5);
+	r |= bft_writer_enter_noret(&w, T, 4000, A, 6);
+	r |= bft_writer_throw(&w, T, 4000, A, 2, BFT_THROW_THROW);
+	r |= bft_writer_unwind(&w, T, 4000, A, 1, BFT_UNWIND_FOUND);
+	r |= bft_writer_enter(&w, T, 4000, A, 2);
+	r |= bft_writer_unwind(&w, T, 4000, A, 1, BFT_UNWIND_LONGJMP);
+	r |= bft_writer_throw(&w, T, 4000, A, 0, BFT_THROW_FORCED);
+	r |= bft_writer_unwind(&w, T, 4000, A, 1, BFT_UNWIND_CATCH);
+	/* another thread: a throw outside traced code, then inside */
+	r |= bft_writer_throw(&w, T, 4000, B, 7, BFT_THROW_THROW);
+	r |= bft_writer_enter(&w, T, 4000, B, 3);
+	r |= bft_writer_throw(&w, T, 4000, B, 7, BFT_THROW_THROW);
+	r |= bft_writer_exit(&w, T, 4000, B);
+	r |= bft_writer_enter(&w, T, 4000, B, 2);
+	r |= bft_writer_throw(&w, T, 4000, B, 0, BFT_THROW_THROW);
+	r |= bft_writer_unwind(&w, T, 4000, B, 1, BFT_UNWIND_CATCH);
+	r |= bft_writer_sync(&w, T);
+#undef T
+	if (r)
+		return -ENOMEM;
+	p = bft_writer_data(&w, &n);
+	r = syn_write_file(dir, "cpu0.bft", p, n) ?:
+	    syn_write_file(dir, "methods", methods, sizeof(methods) - 1) ?:
+	    syn_write_file(dir, "threads", threads, sizeof(threads) - 1) ?:
+	    syn_write_file(dir, "exceptions", types, sizeof(types) - 1);
+	bft_writer_free(&w);
+	return r;
+}
+
+/* What HQ must receive on the data connection, as data_log() writes it. */
+static const char expected[] =
+	"map_thread 0 main (4000/4001)\n"
+	"map_method 1 prog!main\n"
+	"entry 0 m1 t0\n"
+	"map_method 2 prog!outer\n"
+	"entry 1 m2 t0\n"
+	"map_method 3 prog!thrower\n"
+	"entry 2 m3 t0\n"
+	"map_exception 1 std::runtime_error\n"
+	"exception 3 m3 x1 t0\n"
+	"bubble 4 m3 x1 t0\n"
+	"exit 5 m2 t0\n"
+	"map_method 4 prog!rethrower\n"
+	"entry 6 m4 t0\n"
+	"exception 7 m4 x1 t0\n"
+	"bubble 8 m4 x1 t0\n"
+	"map_method 5 prog!dtor_owner\n"
+	"entry 9 m5 t0\n"
+	"map_method 6 prog!deep\n"
+	"entry 10 m6 t0\n"
+	"map_exception 2 int\n"
+	"exception 11 m6 x2 t0\n"
+	"bubble 12 m6 x2 t0\n"
+	"bubble 13 m5 x2 t0\n"
+	"entry 14 m2 t0\n"
+	"map_exception 2147483646 longjmp\n"
+	"bubble 15 m2 x2147483646 t0\n"
+	"map_exception 2147483647 abi::__forced_unwind\n"
+	"exception 16 m1 x2147483647 t0\n"
+	"bubble 17 m1 x2147483647 t0\n"
+	"map_thread 1 worker (4000/4002)\n"
+	"entry 18 m3 t1\n"
+	"map_exception 7 exception type 7\n"
+	"exception 19 m3 x7 t1\n"
+	"exit 20 m3 t1\n"
+	"entry 21 m2 t1\n"
+	"map_exception 0 unknown exception\n"
+	"exception 22 m2 x0 t1\n"
+	"bubble 23 m2 x0 t1\n";
+
+/* One line per data message; times are not compared. */
+static void data_log(struct bft_buf *out, const struct bfp_msg *m)
+{
+	char line[512];
+	int n = 0;
+
+	switch (m->id) {
+	case BFP_MAP_THREAD:
+		n = snprintf(line, sizeof(line), "map_thread %u %.*s\n",
+			     m->thread, (int)m->str_len, m->str);
+		break;
+	case BFP_MAP_METHOD:
+		n = snprintf(line, sizeof(line), "map_method %u %.*s\n",
+			     m->method, (int)m->str_len, m->str);
+		break;
+	case BFP_MAP_EXCEPTION:
+		n = snprintf(line, sizeof(line), "map_exception %u %.*s\n",
+			     m->exception, (int)m->str_len, m->str);
+		break;
+	case BFP_METHOD_ENTRY:
+	case BFP_METHOD_EXIT:
+		n = snprintf(line, sizeof(line), "%s %u m%u t%u\n",
+			     m->id == BFP_METHOD_ENTRY ? "entry" : "exit",
+			     m->seq, m->method, m->thread);
+		break;
+	case BFP_EXCEPTION:
+	case BFP_EXCEPTION_BUBBLE:
+		n = snprintf(line, sizeof(line), "%s %u m%u x%u t%u\n",
+			     m->id == BFP_EXCEPTION ? "exception" : "bubble",
+			     m->seq, m->method, m->exception, m->thread);
+		break;
+	default:
+		n = snprintf(line, sizeof(line), "message %u\n", m->id);
+		break;
+	}
+	bft_buf_append(out, line, (size_t)n);
+}
+
+static int accept_within(int lfd, int ms)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+	if (poll(&p, 1, ms) != 1)
+		return -1;
+	return accept(lfd, NULL, NULL);
+}
+
+/* Append what fd has within ms to in; false at EOF or error. */
+static bool read_some(int fd, struct bft_buf *in, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint8_t tmp[4096];
+	ssize_t r;
+
+	if (poll(&p, 1, ms) != 1)
+		return true;
+	r = read(fd, tmp, sizeof(tmp));
+	if (r <= 0)
+		return false;
+	bft_buf_append(in, tmp, (size_t)r);
+	return true;
+}
+
+/* Read whole messages of version v from fd into m (blocking, bounded). */
+static int get_msg(int fd, struct bft_buf *in, unsigned int v,
+		   enum bfp_ctx ctx, struct bfp_msg *m)
+{
+	struct bfp_error err;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		int r = in->len ? bfp_decode(in->data, in->len, v, ctx, m,
+					     &err) : 0;
+
+		if (r > 0) {
+			bft_buf_consume(in, (size_t)r);
+			return r;
+		}
+		if (r < 0) {
+			fprintf(stderr, "# decoding: %s\n", err.msg);
+			return r;
+		}
+		if (!read_some(fd, in, 20))
+			return -1;
+	}
+	return -1;
+}
+
+static void run(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
+		unsigned int v)
+{
+	char hq[64], proto[4], path[PATH_MAX + 64];
+	char *argv[] = { "bfcollector", "--hq", hq, "--protocol", proto,
+			 "--replay", self->replay, "--output", self->flow,
+			 "--connect-timeout", "20", NULL };
+	struct bft_buf cin = { 0 }, din = { 0 }, out = { 0 }, got = { 0 };
+	struct bfp_config cfg;
+	struct bfp_msg m = { 0 }, cm = { .id = BFP_CONFIG, .config = &cfg };
+	uint8_t hello[2];
+	int ctl, data, i, rc;
+	char *log;
+
+	ASSERT_EQ(0, write_replay(self->replay));
+	self->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_GE(self->lfd, 0);
+	{
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = htons(self->port),
+					  .sin_addr.s_addr =
+						  htonl(INADDR_LOOPBACK) };
+
+		ASSERT_EQ(0, bind(self->lfd, (struct sockaddr *)&sa,
+				  sizeof(sa)));
+		ASSERT_EQ(0, listen(self->lfd, 4));
+	}
+	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
+	snprintf(proto, sizeof(proto), "%u", v);
+	self->pid = spawn(argv, self->log);
+	ASSERT_GT(self->pid, 0);
+	ctl = accept_within(self->lfd, 20000);
+	ASSERT_GE(ctl, 0);
+	ASSERT_EQ(2, get_msg(ctl, &cin, v, BFP_CTX_HQ_GREETING, &m));
+	ASSERT_EQ(BFP_HELLO, m.id);
+	ASSERT_EQ(v, m.version);
+	bfp_config_init(&cfg);
+	cfg.run_id = 3;
+	ASSERT_EQ(0, bfp_encode(&out, v, &cm));
+	ASSERT_EQ((ssize_t)out.len, write(ctl, out.data, out.len));
+	data = accept_within(self->lfd, 20000);
+	ASSERT_GE(data, 0);
+	ASSERT_EQ(2, read(data, hello, 2));
+	EXPECT_EQ(BFP_DATA_HELLO, hello[0]);
+	EXPECT_EQ(3, hello[1]);
+	ASSERT_EQ(1, write(data, (uint8_t[]){ BFP_DATA_HELLO_REPLY }, 1));
+	ASSERT_EQ(1, write(ctl, (uint8_t[]){ BFP_START }, 1));
+	/* the replay ends, bfcollector closes the data connection */
+	for (i = 0; i < 100000; i++) {
+		rc = get_msg(data, &din, v, BFP_CTX_HQ_DATA, &m);
+		if (rc <= 0)
+			break;
+		data_log(&got, &m);
+		/* keep the control connection drained */
+		while (read_some(ctl, &cin, 0) && cin.len)
+			cin.len = 0;
+	}
+	EXPECT_EQ(0u, din.len);		/* nothing left half-read */
+	bft_buf_append(&got, "", 1);
+	EXPECT_STREQ(expected, (char *)got.data);
+	close(data);
+	close(ctl);
+	rc = wait_exit(self->pid, 20000);
+	self->pid = 0;
+	EXPECT_EQ(0, rc);
+	log = slurp(self->log, NULL);
+	ASSERT_NE(NULL, log);
+	EXPECT_NE(NULL, strstr(log, "; 6 exceptions (1 thrown outside traced "
+			       "frames), 7 frames left by them"))
+		TH_LOG("%s", log);
+	free(log);
+	/* .flow: a frame left is an exit there */
+	snprintf(path, sizeof(path), "%s/thread-%u.flow", self->flow, A);
+	{
+		struct bft_flow_error ferr;
+		uint8_t want[32];
+		char *f;
+		size_t n;
+		int wn = hex_parse("81 82 83 01 84 00 85 86 01 82 01", want,
+				   sizeof(want));
+
+		f = slurp(path, &n);
+		ASSERT_NE(NULL, f);
+		ASSERT_EQ((size_t)wn, n);
+		EXPECT_EQ(0, memcmp(want, f, n));
+		free(f);
+		EXPECT_EQ(0, bft_flow_read_file(path, BFT_FLOW_STRICT |
+						BFT_FLOW_BALANCED, NULL, NULL,
+						&ferr));
+	}
+	bfp_msg_free(&m);
+	bfp_config_free(&cfg);
+	bft_buf_free(&cin);
+	bft_buf_free(&din);
+	bft_buf_free(&out);
+	bft_buf_free(&got);
+}
+
+TEST_F_TIMEOUT(exc, v1_throws_and_bubbles_on_the_wire, 120)
+{
+	run(_metadata, self, 1);
+}
+
+TEST_F_TIMEOUT(exc, v2_throws_and_bubbles_on_the_wire, 120)
+{
+	run(_metadata, self, 2);
+}
+
+TEST_HARNESS_MAIN
