@@ -38,13 +38,14 @@ bft_ko=$root/build/kmod-$kver/bftrace.ko
 bfctl=$root/build/user/bfctl
 bfcoll=$root/build/user/bfcollector
 ringsize=$B/bench-ringsize
+throw=$B/bench-throw
 tmp=$(mktemp -d /tmp/bfbench.XXXXXX)
 : >"$tmp/results"
 tick=$(getconf CLK_TCK)
 # a tracer that hangs must not eat the guest's whole time
 tool_timeout=90
 
-for f in "$plain" "$cet" "$floor_ko" "$bft_ko" "$bfctl" "$bfcoll" "$ringsize"; do
+for f in "$plain" "$cet" "$floor_ko" "$bft_ko" "$bfctl" "$bfcoll" "$ringsize" "$throw"; do
 	[[ -e $f ]] || { echo "guest-bench: $f missing (run scripts/bench, which builds it)" >&2; exit 1; }
 done
 
@@ -253,6 +254,31 @@ for rep in $(seq "$reps"); do
 	untraced scale.untraced.2 "$plain" 2
 	floor scale.floor.2 "$plain" "$off_plain" 2
 	bftrace scale.bftrace.2 "$plain" 2
+done
+
+# ---------------------------------------------------------------- throws
+# A C++ throw through DEPTH frames of bt_frame, caught in main: untraced,
+# then with entry and return probes on bt_frame (bfctl adds the exception
+# hooks).  caught= says every throw came back to main: the target lived.
+throws=$((calls / 25 > 0 ? calls / 25 : 1))
+throw_run() { # id depth traced(0|1)
+	local id=$1 depth=$2 traced=$3 s0 s1
+	local -a run=()
+	((traced)) && run=("$bfctl" run -p 'bench-throw:bt_frame' --)
+	cmd "$id" "${run[*]}${run:+ }$throw $throws $depth"
+	s0=$(ring_counters)
+	timeout "$tool_timeout" "${run[@]}" "$throw" "$throws" "$depth" >"$tmp/out" 2>"$tmp/err"
+	s1=$(ring_counters)
+	[[ -s $tmp/out ]] || sed 's/^/# bench-throw: /' "$tmp/err"
+	res "$id" ns="$(loop_field "$tmp/out" ns_per_throw)" \
+		seen="$(loop_field "$tmp/out" caught)" expect="$throws" \
+		lost="$(($(stat_sum "$s1" lost) - $(stat_sum "$s0" lost)))"
+}
+for rep in $(seq "$reps"); do
+	for depth in 1 10; do
+		throw_run "throw.untraced.$depth" "$depth" 0
+		throw_run "throw.bftrace.$depth" "$depth" 1
+	done
 done
 
 # ---------------------------------------------------------------- loss

@@ -182,6 +182,20 @@ def guest_report(kver, path):
     g["size"] = size_of("size")
     g["size_by_res"] = [x for x in (size_of(r) for r in ("size", "size.res8000", "size.res64000")) if x]
 
+    # a C++ throw through DEPTH frames, traced (return probes + hooks) vs not
+    g["throws"] = []
+    for depth in ("1", "10"):
+        un = fig("throw.untraced." + depth, None)
+        tr = fig("throw.bftrace." + depth, None)
+        if un["ns_per_call"] is None and tr["ns_per_call"] is None:
+            continue
+        lost = sum(int(r.get("lost", "0") or 0) for r in res.get("throw.bftrace." + depth, []))
+        g["throws"].append({"depth": int(depth), "untraced_ns": un["ns_per_call"],
+                            "bftrace_ns": tr["ns_per_call"],
+                            "ratio_to_untraced": ratio(tr["ns_per_call"], un["ns_per_call"]),
+                            "caught": tr["seen"], "lost": lost,
+                            "command_untraced": un["command"], "command": tr["command"]})
+
     steps = []
     for rid in sorted((k for k in res if k.startswith("loss.")),
                       key=lambda k: (int(k.split(".")[1]) or 10**12)):
@@ -463,6 +477,17 @@ def write_md(doc, path, notes):
                 L.append(md_table(rows, ["time unit ns", "bytes/call", "vs default", "of which TIME records", "command"]))
                 L.append("")
 
+        if g.get("throws"):
+            L.append(f"## A C++ throw through traced frames ({k})\n")
+            rows = [[str(x["depth"]), fmt(x["untraced_ns"]), fmt(x["bftrace_ns"]),
+                     fmt_ratio(x["ratio_to_untraced"]), x["caught"], str(x["lost"]),
+                     code(x["command"])] for x in g["throws"]]
+            L.append(md_table(rows, ["frames", "untraced ns/throw", "traced ns/throw",
+                                     "vs untraced", "throws caught (traced)", "lost",
+                                     "command (in the guest)"]))
+            L.append("\nTraced: entry and return probes on every frame, plus the exception "
+                     "hooks bfctl adds (unwinder entry, `__cxa_throw`, `__cxa_begin_catch`). "
+                     "Untraced: the same binary run alone.\n")
         L.append(f"## Scaling: 1 and 2 traced threads on 2 CPUs ({k})\n")
         rows = []
         for t, d in g["scaling"].items():
