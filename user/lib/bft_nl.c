@@ -306,6 +306,17 @@ static void parse_extack(struct bft_nl *nl, const struct nlmsghdr *nlh,
 	mnl_attr_parse(nlh, tlv_off, extack_cb, nl);
 }
 
+/*
+ * An errno from the wire as -errno: either sign is accepted; what is no
+ * errno at all (INT_MIN cannot even be negated) is -EPROTO.
+ */
+static int wire_errno(int32_t e)
+{
+	if (e < -4095 || e > 4095)
+		return -EPROTO;
+	return e < 0 ? e : -e;
+}
+
 static void default_errmsg(struct xfer *x)
 {
 	struct bft_nl *nl = x->nl;
@@ -341,7 +352,7 @@ static int ctl_error(const struct nlmsghdr *nlh, void *data)
 	if (e->error == 0)
 		return MNL_CB_STOP;
 	if (!x->err) {
-		x->err = e->error < 0 ? e->error : -e->error;
+		x->err = wire_errno(e->error);
 		parse_extack(x->nl, nlh, sizeof(e->error) + echoed);
 		default_errmsg(x);
 	}
@@ -358,7 +369,7 @@ static int ctl_done(const struct nlmsghdr *nlh, void *data)
 	if (mnl_nlmsg_get_payload_len(nlh) >= sizeof(int))
 		memcpy(&err, mnl_nlmsg_get_payload(nlh), sizeof(int));
 	if (err && !x->err) {
-		x->err = err < 0 ? err : -err;
+		x->err = wire_errno(err);
 		parse_extack(x->nl, nlh, sizeof(int));
 		default_errmsg(x);
 	}
@@ -418,6 +429,33 @@ static int recv_some(struct bft_nl *nl, ssize_t *len)
 }
 
 /*
+ * mnl_nlmsg_ok() compares nlmsg_len as an int: a length of 2^31 or more
+ * passes, and mnl_nlmsg_next() then jumps gigabytes ahead.  Compared
+ * unsigned here.
+ */
+static bool nlmsg_fits(const struct nlmsghdr *nlh, int left)
+{
+	return left >= (int)sizeof(*nlh) && nlh->nlmsg_len >= sizeof(*nlh) &&
+	       nlh->nlmsg_len <= (unsigned int)left;
+}
+
+/* The messages of one datagram of a reply, for x. */
+static void reply_run(struct xfer *x, const void *buf, size_t len,
+		      unsigned int seq)
+{
+	const struct nlmsghdr *nlh = buf;
+	int left = len > INT32_MAX ? INT32_MAX : (int)len;
+
+	for (; nlmsg_fits(nlh, left) && !x->done;
+	     nlh = mnl_nlmsg_next(nlh, &left)) {
+		if (nlh->nlmsg_pid != x->nl->portid || nlh->nlmsg_seq != seq)
+			continue;
+		mnl_cb_run2(nlh, nlh->nlmsg_len, seq, x->nl->portid, data_cb, x,
+			    ctl_cbs, MNL_ARRAY_SIZE(ctl_cbs));
+	}
+}
+
+/*
  * Send req and read until it is answered.  Messages from another sender or
  * for another sequence number (leftovers of an exchange given up after a
  * timeout) are skipped, not parsed.
@@ -437,23 +475,13 @@ static int transact(struct bft_nl *nl, struct nlmsghdr *req,
 		return set_err(nl, -errno, "netlink send (%u bytes): %s",
 			       req->nlmsg_len, strerror(errno));
 	while (!x.done) {
-		const struct nlmsghdr *nlh;
 		ssize_t len;
-		int left, err;
+		int err;
 
 		err = recv_some(nl, &len);
 		if (err)
 			return err;
-		nlh = (const struct nlmsghdr *)nl->rbuf;
-		left = (int)len;
-		for (; mnl_nlmsg_ok(nlh, left) && !x.done;
-		     nlh = mnl_nlmsg_next(nlh, &left)) {
-			if (nlh->nlmsg_pid != nl->portid ||
-			    nlh->nlmsg_seq != seq)
-				continue;
-			mnl_cb_run2(nlh, nlh->nlmsg_len, seq, nl->portid,
-				    data_cb, &x, ctl_cbs, MNL_ARRAY_SIZE(ctl_cbs));
-		}
+		reply_run(&x, nl->rbuf, (size_t)len, seq);
 	}
 	return x.err;
 }
@@ -745,7 +773,7 @@ static int attach_parse(struct bft_nl *nl, const struct nlmsghdr *nlh,
 			return set_err(nl, -EPROTO, "attach result for probe %u of %zu",
 				       idx, a->n);
 		if (a->results)
-			a->results[idx] = e < 0 ? e : -e;
+			a->results[idx] = wire_errno(e);
 	}
 	return 0;
 }
@@ -1295,7 +1323,7 @@ int bft_nl_parse_exceptions(const void *buf, size_t len,
 
 	if (errlen)
 		err[0] = '\0';
-	for (; mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
+	for (; nlmsg_fits(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
 		int r;
 
 		if (nlh->nlmsg_type == NLMSG_DONE)
@@ -1310,8 +1338,8 @@ int bft_nl_parse_exceptions(const void *buf, size_t len,
 			if (!e->error || (exc_unsupported(e->error) && !x.count))
 				return x.count;
 			snprintf(err, errlen, "exceptions dump: %s",
-				 strerror(-e->error));
-			return e->error;
+				 strerror(-wire_errno(e->error)));
+			return wire_errno(e->error);
 		}
 		if (nlh->nlmsg_type < NLMSG_MIN_TYPE)
 			continue;
@@ -1384,7 +1412,7 @@ int bft_nl_event_recv(struct bft_nl *nl, struct bft_nl_event *ev,
 			int left = (int)(nl->ev_len - nl->ev_off);
 			const struct genlmsghdr *g;
 
-			if (!mnl_nlmsg_ok(nlh, left)) {
+			if (!nlmsg_fits(nlh, left)) {
 				nl->ev_len = 0;
 				break;
 			}
@@ -1563,4 +1591,106 @@ char *bft_features_str(uint64_t features, char *buf, size_t len)
 		used += (size_t)w;
 	}
 	return buf;
+}
+
+/* ---- replies from bytes (tests, fuzzing) ------------------------------- */
+
+int bft_nl_parse_reply(uint8_t cmd, uint16_t family, const void *buf,
+		       size_t len, char *err, size_t errlen)
+{
+	struct bft_nl *nl = calloc(1, sizeof(*nl));
+	struct xfer x = { .nl = nl, .type = family, .cmd = cmd };
+	struct family_info fi = { 0 };
+	struct bft_nl_caps caps;
+	int results[64];
+	struct attach_ctx actx = { results, 64 };
+	struct mode_ctx mctx = { 0 };
+	struct bft_nl_status st = { 0 };
+	struct bft_nl_opt opts[16];
+	struct opt_ctx octx = { opts, 16, 0 };
+	struct methods_ctx methods = { NULL, NULL };
+	struct bft_nl_event ev;
+	int rc;
+
+	if (errlen)
+		err[0] = '\0';
+	if (!nl)
+		return -ENOMEM;
+	clear_err(nl);
+	nl->family = family;
+	/* Where a datagram lands: aligned, and no larger than a socket's. */
+	if (len > sizeof(nl->rbuf)) {
+		rc = set_err(nl, -EMSGSIZE, "netlink reply larger than %d bytes",
+			     BFT_NL_RCVBUF);
+		goto out;
+	}
+	memcpy(nl->rbuf, buf, len);
+	buf = nl->rbuf;
+	switch (cmd) {
+	case BFT_CMD_UNSPEC:	/* the controller's answer naming the family */
+		x.type = GENL_ID_CTRL;
+		x.parse = family_parse;
+		x.arg = &fi;
+		break;
+	case BFT_CMD_GET_CAPS:
+		memset(&caps, 0, sizeof(caps));
+		x.parse = caps_parse;
+		x.arg = &caps;
+		break;
+	case BFT_CMD_ATTACH:
+		x.parse = attach_parse;
+		x.arg = &actx;
+		break;
+	case BFT_CMD_START:
+	case BFT_CMD_STOP:
+	case BFT_CMD_PAUSE:
+	case BFT_CMD_UNPAUSE:
+	case BFT_CMD_SUSPEND:
+	case BFT_CMD_UNSUSPEND:
+		x.parse = mode_parse;
+		x.arg = &mctx;
+		break;
+	case BFT_CMD_GET_STATUS:
+		x.parse = status_parse;
+		x.arg = &st;
+		break;
+	case BFT_CMD_GET_OPT:
+	case BFT_CMD_SET_OPT:
+		x.parse = opt_parse;
+		x.arg = &octx;
+		break;
+	case BFT_CMD_GET_METHODS:
+		x.parse = method_parse;
+		x.arg = &methods;
+		break;
+	case BFT_CMD_EVENT: {
+		/* Events come alone, not as a reply: each message parsed. */
+		const struct nlmsghdr *nlh = buf;
+		int left = len > INT32_MAX ? INT32_MAX : (int)len;
+
+		for (rc = 0; !rc && nlmsg_fits(nlh, left);
+		     nlh = mnl_nlmsg_next(nlh, &left)) {
+			if (nlh->nlmsg_type != family ||
+			    mnl_nlmsg_get_payload_len(nlh) < GENL_HDRLEN)
+				continue;
+			rc = event_parse(nl, nlh, &ev);
+			bft_nl_event_free(&ev);
+		}
+		goto out;
+	}
+	default:
+		free(nl);
+		snprintf(err, errlen, "no parser for command %u", cmd);
+		return -EINVAL;
+	}
+	reply_run(&x, buf, len, 0);
+	rc = x.err;
+	if (!rc && !x.done)
+		rc = set_err(nl, -ENODATA, "the reply does not end");
+	bft_nl_status_free(&st);
+out:
+	if (rc && errlen)
+		snprintf(err, errlen, "%s", nl->errmsg);
+	free(nl);
+	return rc;
 }

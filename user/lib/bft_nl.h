@@ -271,4 +271,15 @@ int bft_mode_cmd_by_name(const char *name);
 /* "entry,return"-style text of BFT_FEAT_* bits into buf; returns buf. */
 char *bft_features_str(uint64_t features, char *buf, size_t len);
 
+/*
+ * The reply parsers without a socket (tests, fuzzing): buf holds the
+ * netlink messages a socket would have given for a request of cmd
+ * (BFT_CMD_*; BFT_CMD_UNSPEC: the controller's GETFAMILY answer;
+ * BFT_CMD_EVENT: multicast events) to the family id family, from port 0
+ * with sequence number 0.  They are parsed as a live reply is and the
+ * results dropped.  Returns 0 or -errno with the reason in err.
+ */
+int bft_nl_parse_reply(uint8_t cmd, uint16_t family, const void *buf,
+		       size_t len, char *err, size_t errlen);
+
 #endif /* BFT_NL_H */

@@ -513,10 +513,29 @@ const char *bft_func_why(const struct bft_func *f)
 	return NULL;
 }
 
+/* The file's bytes: read through fd, or in memory (mem); len bytes. */
+struct image {
+	int fd;
+	const uint8_t *mem;
+	uint64_t len;
+};
+
+static bool image_read(const struct image *img, void *buf, size_t n,
+		       uint64_t off)
+{
+	if (img->mem) {
+		if (off > img->len || n > img->len - off)
+			return false;
+		memcpy(buf, img->mem + off, n);
+		return true;
+	}
+	return pread(img->fd, buf, n, (off_t)off) == (ssize_t)n;
+}
+
 /* Turn sorted raw symbols into one function per address.  Takes the names. */
 static int merge(struct bft_object *o, struct raw_syms *s,
 		 const struct elf_info *main, const struct elf_info *dbg,
-		 int fd, const struct bft_resolve_opts *opts)
+		 const struct image *img, const struct bft_resolve_opts *opts)
 {
 	size_t i = 0, j;
 
@@ -560,8 +579,20 @@ static int merge(struct bft_object *o, struct raw_syms *s,
 		f->addr = s->v[i].addr;
 		f->size = size;
 		f->offset = f->addr - ph->p_vaddr + ph->p_offset;
+		/* A segment may claim more file than there is (a malformed
+		 * or truncated file): no probe beyond its end. */
+		if (f->offset > img->len || size > img->len - f->offset) {
+			for (uint32_t k = 0; k < f->nnames; k++) {
+				free(f->names[k].raw);
+				free(f->names[k].demangled);
+			}
+			free(f->names);
+			f->names = NULL;
+			f->nnames = 0;
+			continue;
+		}
 		f->endbr64 = size > 4 &&
-			     pread(fd, head, 4, (off_t)f->offset) == 4 &&
+			     image_read(img, head, 4, f->offset) &&
 			     !memcmp(head, BFT_ENDBR64_BYTES, 4);
 		f->probe_offset = f->offset + (f->endbr64 && !opts->no_endbr ? 4 : 0);
 		f->traits = func_traits(f, main->entry);
@@ -583,38 +614,15 @@ static int merge(struct bft_object *o, struct raw_syms *s,
 	return 0;
 }
 
-int bft_object_load(struct bft_object *o, const char *path,
-		    const char *open_path, const struct bft_resolve_opts *opts,
-		    char *err, size_t errlen)
+/* What bft_object_load and bft_object_load_mem share, once e is open. */
+static int object_read(struct bft_object *o, Elf *e, const struct image *img,
+		       const char *path, const struct bft_resolve_opts *opts,
+		       char *err, size_t errlen)
 {
-	static const struct bft_resolve_opts defaults;
 	struct elf_info main = { 0 }, dbg = { 0 };
 	struct raw_syms syms = { 0 };
-	const char *base;
-	Elf *e;
-	int fd, rc;
+	int rc;
 
-	memset(o, 0, sizeof(*o));
-	if (!opts)
-		opts = &defaults;
-	if (!path)
-		path = open_path;
-	rc = elf_open_fd(open_path, &fd, &e, err, errlen);
-	if (rc) {
-		/* name the file as the user knows it */
-		if (rc == -ENOEXEC && strcmp(path, open_path))
-			fail(err, errlen, rc, "%s: not an ELF executable or shared object",
-			     path);
-		return rc;
-	}
-	base = strrchr(path, '/');
-	o->path = strdup(path);
-	o->open_path = strdup(open_path);
-	o->name = strdup(base ? base + 1 : path);
-	if (!o->path || !o->open_path || !o->name) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	rc = elf_info_read(e, &main, err, errlen);
 	if (rc)
 		goto out;
@@ -635,15 +643,116 @@ int bft_object_load(struct bft_object *o, const char *path,
 	/* no function symbols: syms.v is NULL, which qsort must not get */
 	if (syms.n)
 		qsort(syms.v, syms.n, sizeof(*syms.v), cmp_raw);
-	rc = merge(o, &syms, &main, o->debug_path ? &dbg : NULL, fd, opts);
+	rc = merge(o, &syms, &main, o->debug_path ? &dbg : NULL, img, opts);
 out:
 	if (rc == -ENOMEM)
 		fail(err, errlen, rc, "out of memory");
 	syms_free(&syms);
 	elf_info_free(&main);
 	elf_info_free(&dbg);
+	return rc;
+}
+
+static int object_names(struct bft_object *o, const char *path,
+			const char *open_path)
+{
+	const char *base = strrchr(path, '/');
+
+	o->path = strdup(path);
+	o->open_path = strdup(open_path);
+	o->name = strdup(base ? base + 1 : path);
+	return o->path && o->open_path && o->name ? 0 : -ENOMEM;
+}
+
+int bft_object_load(struct bft_object *o, const char *path,
+		    const char *open_path, const struct bft_resolve_opts *opts,
+		    char *err, size_t errlen)
+{
+	static const struct bft_resolve_opts defaults;
+	struct image img = { .fd = -1 };
+	Elf *e;
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	if (!opts)
+		opts = &defaults;
+	if (!path)
+		path = open_path;
+	rc = elf_open_fd(open_path, &img.fd, &e, err, errlen);
+	if (!rc) {
+		struct stat st;
+
+		if (fstat(img.fd, &st)) {
+			rc = fail(err, errlen, -errno, "%s: %s", path,
+				  strerror(errno));
+			elf_end(e);
+			close(img.fd);
+		}
+		img.len = (uint64_t)st.st_size;
+	}
+	if (rc) {
+		/* name the file as the user knows it */
+		if (rc == -ENOEXEC && strcmp(path, open_path))
+			fail(err, errlen, rc, "%s: not an ELF executable or shared object",
+			     path);
+		return rc;
+	}
+	rc = object_names(o, path, open_path);
+	if (!rc)
+		rc = object_read(o, e, &img, path, opts, err, errlen);
+	else
+		fail(err, errlen, rc, "out of memory");
 	elf_end(e);
-	close(fd);
+	close(img.fd);
+	if (rc)
+		bft_object_free(o);
+	return rc;
+}
+
+int bft_object_load_mem(struct bft_object *o, const char *name,
+			const void *buf, size_t len,
+			const struct bft_resolve_opts *opts, char *err,
+			size_t errlen)
+{
+	struct bft_resolve_opts mine = { 0 };
+	/* libelf wants a writable image; a private copy keeps buf const */
+	struct image img = { .fd = -1, .mem = malloc(len ? len : 1),
+			     .len = len };
+	GElf_Ehdr eh;
+	Elf *e = NULL;
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	if (opts)
+		mine = *opts;
+	mine.no_debug = true;	/* a debug file would be looked up by path */
+	if (!img.mem)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	memcpy((void *)img.mem, buf, len);
+	if (!elf_ready()) {
+		rc = fail(err, errlen, -EINVAL, "libelf: %s", elf_errmsg(-1));
+		goto out;
+	}
+	e = elf_memory((char *)img.mem, len);
+	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
+		rc = fail(err, errlen, -ENOEXEC, "%s: not an ELF file", name);
+		goto out;
+	}
+	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) {
+		rc = fail(err, errlen, -ENOEXEC,
+			  "%s: ELF file is neither an executable nor a shared object",
+			  name);
+		goto out;
+	}
+	rc = object_names(o, name, name);
+	if (!rc)
+		rc = object_read(o, e, &img, name, &mine, err, errlen);
+	else
+		fail(err, errlen, rc, "out of memory");
+out:
+	if (e)
+		elf_end(e);
+	free((void *)img.mem);
 	if (rc)
 		bft_object_free(o);
 	return rc;

@@ -121,6 +121,15 @@ struct bft_resolve_opts {
 int bft_object_load(struct bft_object *o, const char *path,
 		    const char *open_path, const struct bft_resolve_opts *opts,
 		    char *err, size_t errlen);
+/*
+ * The same from an image in memory (len bytes at buf, not kept), named
+ * name in messages; no separate debug file is looked for.  For tests and
+ * fuzzing of the ELF reading on malformed files.
+ */
+int bft_object_load_mem(struct bft_object *o, const char *name,
+			const void *buf, size_t len,
+			const struct bft_resolve_opts *opts, char *err,
+			size_t errlen);
 void bft_object_free(struct bft_object *o);
 
 /*

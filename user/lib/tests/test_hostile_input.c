@@ -7,6 +7,9 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -15,6 +18,7 @@
 #include "bft_test.h"
 #include "bfp_config.h"
 #include "bfp_joss.h"
+#include "bft_nl.h"
 #include "bft_resolve.h"
 
 /* TC_CLASSDESC "" suid 0 flags SC_SERIALIZABLE, no fields, no annotation */
@@ -244,6 +248,111 @@ TEST(a_nul_inside_a_json_list_string_is_refused_too)
 	EXPECT_EQ(-EPROTO, bfp_config_decode_json(json, sizeof(json) - 1, &c,
 						  err, sizeof(err)));
 	EXPECT_NE(NULL, strstr(err, "JSON")) TH_LOG("%s", err);
+}
+
+/* This test program's own image, with every executable segment moved
+ * (p_offset) past the end of the file when move is set. */
+static uint8_t *own_image(size_t *len, bool move)
+{
+	FILE *f = fopen("/proc/self/exe", "rb");
+	uint8_t *b = NULL;
+	struct stat st;
+	Elf64_Ehdr *eh;
+	unsigned int i;
+
+	if (!f || fstat(fileno(f), &st))
+		goto fail;
+	b = malloc((size_t)st.st_size);
+	if (!b || fread(b, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
+		goto fail;
+	fclose(f);
+	*len = (size_t)st.st_size;
+	eh = (Elf64_Ehdr *)b;
+	for (i = 0; move && i < eh->e_phnum; i++) {
+		Elf64_Phdr *ph = (Elf64_Phdr *)(b + eh->e_phoff) + i;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+			ph->p_offset += 1ull << 30;
+	}
+	return b;
+fail:
+	if (f)
+		fclose(f);
+	free(b);
+	return NULL;
+}
+
+TEST(no_function_is_reported_past_the_end_of_its_file)
+{
+	struct bft_object o;
+	char err[200] = "";
+	size_t len, i;
+	uint8_t *b = own_image(&len, false);
+
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, bft_object_load_mem(&o, "self", b, len, NULL, err,
+					 sizeof(err))) TH_LOG("%s", err);
+	EXPECT_LT(10u, o.nfuncs);
+	for (i = 0; i < o.nfuncs; i++)
+		EXPECT_GE(len, o.funcs[i].offset + o.funcs[i].size);
+	bft_object_free(&o);
+	free(b);
+	/* a segment that claims file bytes the file does not have */
+	b = own_image(&len, true);
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, bft_object_load_mem(&o, "self", b, len, NULL, err,
+					 sizeof(err))) TH_LOG("%s", err);
+	EXPECT_EQ(0u, o.nfuncs);
+	bft_object_free(&o);
+	free(b);
+}
+
+/* One netlink message of type, with payload p (n bytes), into b. */
+static size_t nl_msg(uint8_t *b, uint16_t type, const void *p, size_t n)
+{
+	struct nlmsghdr h = { .nlmsg_len = (uint32_t)(sizeof(h) + n),
+			      .nlmsg_type = type };
+
+	memcpy(b, &h, sizeof(h));
+	memcpy(b + sizeof(h), p, n);
+	return NLMSG_ALIGN(sizeof(h) + n);
+}
+
+TEST(a_netlink_length_past_2g_is_refused_not_followed)
+{
+	uint32_t b32[16] = { 0 };
+	uint8_t *b = (uint8_t *)b32;
+	struct nlmsghdr *h = (struct nlmsghdr *)b;
+	char err[200] = "";
+
+	/* libmnl's check takes this length for -16, and its next message
+	 * for one 4 GiB further on */
+	h->nlmsg_len = 0xfffffff0u;
+	h->nlmsg_type = 0x1d;
+	EXPECT_GT(0, bft_nl_parse_reply(BFT_CMD_GET_CAPS, 0x1d, b, sizeof(b32),
+					err, sizeof(err)));
+	EXPECT_NE(0, err[0]);
+}
+
+TEST(a_netlink_error_that_is_no_errno_is_refused)
+{
+	uint32_t b32[16] = { 0 };
+	uint8_t *b = (uint8_t *)b32;
+	struct nlmsgerr e = { .error = INT32_MIN };
+	char err[200] = "";
+	size_t n = nl_msg(b, NLMSG_ERROR, &e, sizeof(e));
+
+	EXPECT_EQ(-EPROTO, bft_nl_parse_reply(BFT_CMD_GET_CAPS, 0x1d, b, n,
+					      err, sizeof(err)));
+	/* a positive one is an error too, not a count of types */
+	e.error = 5;
+	n = nl_msg(b, NLMSG_ERROR, &e, sizeof(e));
+	EXPECT_EQ(-5, bft_nl_parse_exceptions(b, n, NULL, NULL, err,
+					      sizeof(err)));
+	e.error = INT32_MIN;
+	n = nl_msg(b, NLMSG_ERROR, &e, sizeof(e));
+	EXPECT_EQ(-EPROTO, bft_nl_parse_exceptions(b, n, NULL, NULL, err,
+						   sizeof(err)));
 }
 
 TEST_HARNESS_MAIN
