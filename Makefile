@@ -34,7 +34,7 @@ INSTALL_DATA := user/ctl/bfctl.8:$(MANDIR)/man8/bfctl.8 \
 		user/hq/bfhq.1:$(MANDIR)/man1/bfhq.1 \
 		include/uapi/linux/bftrace.h:$(INCLUDEDIR)/linux/bftrace.h
 
-.PHONY: all modules user selftests test demo bench clean install uninstall \
+.PHONY: all modules user selftests test demo bench fuzz clean install uninstall \
 	dkms-install dkms-uninstall
 
 all: modules
@@ -53,6 +53,14 @@ test:
 
 demo:
 	scripts/demo.sh
+
+# The libFuzzer harnesses of user/fuzz, one after another: FUZZ_RUNS
+# executions each (default 10000000), at most FUZZ_TIME seconds each
+# (default 1200); FUZZERS="fuzz_hq ..." picks some.  Not part of make test,
+# which replays their committed corpora instead.
+fuzz:
+	bash scripts/setup-deps.sh
+	$(MAKE) -C user fuzz
 
 # The benchmark (bench/results.md, bench/results.json); not a test.
 bench:

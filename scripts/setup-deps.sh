@@ -17,6 +17,8 @@ packages=(
 	"linux-image-$KVER_612-unsigned" "linux-headers-$KVER_612"
 	linux-source-6.1
 	libmnl-dev libelf-dev libdw-dev libbpf-dev libiberty-dev libjansson-dev
+	# make fuzz: libFuzzer harnesses (clang -fsanitize=fuzzer)
+	clang libclang-rt-dev
 	# peers and real programs the tests and benchmarks trace
 	bpftrace valgrind sqlite3 linux-perf iproute2
 	# packaging checks: DKMS builds, man pages, the flame graph in a browser

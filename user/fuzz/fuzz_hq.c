@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfhq's whole receive path: greetings, control and data connections,
+ * the reorder heap, gaps and breaks, routing into the output files.  The
+ * input is a script for up to four connections:
+ *   op = byte; slot = op & 3;
+ *   op >> 2 == 0..31: feed the next (op >> 2) * 8 + 1 bytes to slot (a
+ *                     new connection if the slot is empty)
+ *   otherwise:        op & 4: EOF on slot; op & 8: time passes, gaps
+ *                     are given up; then dead connections are freed.
+ * What bfhq sends back is thrown away.  Everything ends with hq_free(),
+ * which writes every trace out.
+ */
+#include <ftw.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+#include "hq.h"
+
+static char outdir[64];
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void cleanup(void)
+{
+	if (outdir[0])
+		nftw(outdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static struct conn *slot_conn(struct hq *hq, struct conn **slots, int i)
+{
+	unsigned int k;
+
+	/* the slot's conn may have been reaped */
+	for (k = 0; slots[i] && k < hq->nconns; k++)
+		if (hq->conns[k] == slots[i])
+			return slots[i];
+	slots[i] = hq_conn_add(hq, -1, CONN_GREETING);
+	if (slots[i])
+		snprintf(slots[i]->peer, sizeof(slots[i]->peer), "slot%d", i);
+	return slots[i];
+}
+
+static void tick(struct hq *hq, uint64_t now)
+{
+	unsigned int i;
+
+	hq_greet_timeouts(hq, now);
+	hq_reap(hq);
+	for (i = 0; i < hq->ntraces; i++)
+		hq_trace_tick(hq, hq->traces[i], now);
+	hq_reap(hq);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct hq hq = { .listen_fd = -1, .ctl_fd = -1 };
+	struct conn *slots[4] = { 0 };
+	uint64_t later = 0;
+	unsigned int i;
+
+	if (!outdir[0]) {
+		const char *tmp = getenv("TMPDIR");
+
+		snprintf(outdir, sizeof(outdir), "%s/bft-fuzz-hq-XXXXXX",
+			 tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+		if (!mkdtemp(outdir))
+			fuzz_fail("hq: cannot create %s", outdir);
+		atexit(cleanup);
+		hq_log_quiet = true;
+	}
+	hq.o.outdir = outdir;
+	hq.o.gap_ms = 100;
+	hq.o.start = true;
+	bfp_config_init(&hq.o.config);
+	while (size) {
+		uint8_t op = fuzz_take(&data, &size);
+		int s = op & 3;
+		struct conn *c;
+
+		if (op >> 2 < 32) {
+			size_t n = (size_t)(op >> 2) * 8 + 1;
+
+			if (n > size)
+				n = size;
+			c = slot_conn(&hq, slots, s);
+			if (c)
+				hq_conn_feed(&hq, c, data, n, false);
+			data += n;
+			size -= n;
+		} else {
+			if (op & 4) {
+				c = slot_conn(&hq, slots, s);
+				if (c)
+					hq_conn_feed(&hq, c, NULL, 0, true);
+			}
+			if (op & 8)
+				later += 10000;
+			tick(&hq, hq_now_ms() + later);
+		}
+		for (i = 0; i < hq.nconns; i++)
+			hq.conns[i]->out.len = 0;
+	}
+	hq_free(&hq);
+	bfp_config_free(&hq.o.config);
+	return 0;
+}

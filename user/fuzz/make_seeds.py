@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Write the starting seeds of each harness's corpus from the golden
+vectors (user/lib/tests/vectors) and the examples of the uapi header.
+
+    make_seeds.py CORPUS_DIR
+
+Each harness reads a selector byte first (see its source); the seeds carry
+one.  `make fuzz` grows the corpora from these; the committed corpora are
+these seeds plus what a run found, minimised with libFuzzer's -merge=1.
+"""
+import hashlib
+import os
+import struct
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VECTORS = os.path.join(HERE, "..", "lib", "tests", "vectors")
+
+
+def put(corpus, harness, data):
+    d = os.path.join(corpus, harness)
+    os.makedirs(d, exist_ok=True)
+    name = "seed-" + hashlib.sha1(data).hexdigest()[:16]
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def golden(name):
+    out = {}
+    with open(os.path.join(VECTORS, name)) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            k, v = line.split()
+            out[k] = bytes.fromhex(v)
+    return out
+
+
+def stream_seeds(corpus):
+    ex = bytes.fromhex(
+        "4100 00c0843de807 4200d209d309f403 81 4300c801 c001 6200 c08001"
+        "02 440007 460005 4001 450001 41004f80897ae807".replace(" ", ""))
+    huge_unit = bytes.fromhex("410000008080808080808080800160006000")
+    for sel in (0x00, 0x03, 0x80, 0x8f):
+        put(corpus, "fuzz_stream", bytes([sel]) + ex)
+    put(corpus, "fuzz_stream", bytes([0x05]) + huge_unit)
+
+
+def msg_seeds(corpus, msgs):
+    for k, v in msgs.items():
+        for sel in (0, 1):	# version 1 and 2, every id allowed
+            put(corpus, "fuzz_bfp_msg", bytes([sel]) + v)
+    # a control connection as HQ reads it, and HQ's answers as an agent does
+    hq_ctl = b"".join(msgs[k] for k in msgs if k.startswith("heartbeat"))
+    put(corpus, "fuzz_bfp_msg", bytes([4 << 1]) + hq_ctl + msgs["data_break"])
+    put(corpus, "fuzz_bfp_msg", bytes([1 << 1]) + msgs["configuration"] +
+        msgs["start"] + msgs["stop"])
+
+
+def config_seeds(corpus, msgs):
+    cfg = msgs["configuration"][5:]		# id, u32 length
+    put(corpus, "fuzz_config", b"\x00" + cfg)
+    put(corpus, "fuzz_config", b"\x01" + b'{"bufferMemoryBudget":2,'
+        b'"exclusions":[],"heartbeatInterval":1,"inclusions":[],'
+        b'"numDataSenders":4,"queueRetryCount":3,"runId":1}')
+    put(corpus, "fuzz_config", b"\x01" + b'{"runId":-2,"heartbeatInterval"'
+        b':250,"exclusions":["a.*","b"],"inclusions":["c"]}')
+    # a chain of empty superclass descriptors, past the nesting limit
+    desc = bytes([0x72, 0, 0]) + bytes(8) + bytes([2, 0, 0, 0x78])
+    put(corpus, "fuzz_config", b"\x00\xac\xed\x00\x05\x73" + desc * 40 +
+        b"\x70")
+
+
+def flow_seeds(corpus):
+    with open(os.path.join(VECTORS, "flow.txt")) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            hexes = line.split()[1]
+            for sel in (0, 3):
+                put(corpus, "fuzz_flow", bytes([sel]) + bytes.fromhex(hexes))
+    put(corpus, "fuzz_flow", b"\x80# ids\nprog!main=1\r\nprog!a=b=2\n\n")
+
+
+def elf_seeds(corpus):
+    # an ELF header alone; then a tiny program with two functions
+    eh = bytearray(64)
+    eh[0:4] = b"\x7fELF"
+    eh[4:7] = bytes([2, 1, 1])
+    struct.pack_into("<HHIQQQIHHHHHH", eh, 16, 3, 62, 1, 0, 0, 0, 0, 64,
+                     0, 0, 0, 0, 0)
+    put(corpus, "fuzz_elf", bytes(eh))
+    src = ("__attribute__((noinline)) int f1(int x) { return x * 3; }\n"
+           "__attribute__((noinline)) int f2(int x) { return f1(x) + 1; }\n"
+           "void _start(void) { f2(1); for (;;); }\n")
+    out = os.path.join(corpus, ".tiny.elf")
+    try:
+        subprocess.run(["cc", "-x", "c", "-", "-o", out, "-O1", "-nostdlib",
+                        "-static", "-fno-asynchronous-unwind-tables",
+                        "-Wl,-n", "-Wl,--build-id=none", "-Wl,-z,norelro"],
+                       input=src.encode(), check=True)
+        with open(out, "rb") as f:
+            put(corpus, "fuzz_elf", f.read())
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+
+
+def nla(t, payload):
+    n = 4 + len(payload)
+    return struct.pack("<HH", n, t) + payload + bytes((-n) % 4)
+
+
+def nlmsg(mtype, payload, flags=0):
+    return struct.pack("<IHHII", 16 + len(payload), mtype, flags, 0, 0) + \
+        payload
+
+
+FAMILY = 0x1d
+CMDS = {"caps": 1, "attach": 2, "start": 4, "status": 10, "get_opt": 11,
+        "methods": 13, "event": 14}
+
+
+def genl(cmd, attrs):
+    return nlmsg(FAMILY, bytes([cmd, 1, 0, 0]) + attrs)
+
+
+def ack():
+    return nlmsg(2, struct.pack("<i", 0) + nlmsg(FAMILY, b"")[:16])
+
+
+def nl_seeds(corpus):
+    u32 = lambda v: struct.pack("<I", v)
+    u64 = lambda v: struct.pack("<Q", v)
+    caps = genl(1, nla(1, u32(1)) + nla(2, u64(0x7f)) + nla(3, u32(2)) +
+                nla(4, nla(1, u32(64)) + nla(2, u32(4096))))
+    put(corpus, "fuzz_nl", bytes([CMDS["caps"]]) + caps + ack())
+    res = genl(2, nla(8, nla(9, nla(1, u32(0)) + nla(2, u32(0))) +
+                  nla(9, nla(1, u32(1)) + nla(2, u32(13)))))
+    put(corpus, "fuzz_nl", bytes([CMDS["attach"]]) + res + ack())
+    put(corpus, "fuzz_nl", bytes([CMDS["start"]]) +
+        genl(4, nla(10, b"\x02")) + ack())
+    status = genl(10, nla(10, b"\x02") + nla(11, u32(3)) + nla(12, u32(1)) +
+                  nla(13, nla(14, nla(1, u32(0)) + nla(2, u64(5)))))
+    put(corpus, "fuzz_nl", bytes([CMDS["status"]]) + status + ack())
+    opt = genl(11, nla(17, nla(1, u32(1)) + nla(2, u64(10))))
+    put(corpus, "fuzz_nl", bytes([CMDS["get_opt"]]) + opt + ack())
+    meth = genl(13, nla(5, u32(42)) + nla(1, b"/bin/prog\0") +
+                nla(2, u64(0x1130)) + nla(3, u32(1)) + nla(4, u32(3)) +
+                nla(5 + 0, u32(42)))
+    done = nlmsg(3, struct.pack("<i", 0))
+    put(corpus, "fuzz_nl", bytes([CMDS["methods"]]) + meth + meth + done)
+    ev = genl(14, nla(18, b"\x01") + nla(5, u32(42)) + nla(19, u32(500)))
+    put(corpus, "fuzz_nl", bytes([CMDS["event"]]) + ev)
+    put(corpus, "fuzz_nl", bytes([CMDS["status"]]) +
+        nlmsg(2, struct.pack("<i", -1) + nlmsg(FAMILY, b"")[:16]))
+
+
+def script_feed(slot, data):
+    """fuzz_hq ops feeding data to slot: chunks of 8k+1 bytes."""
+    out = b""
+    while data:
+        k = min((len(data) - 1) // 8, 31)
+        n = k * 8 + 1
+        out += bytes([k << 2 | slot]) + data[:n]
+        data = data[n:]
+    return out
+
+
+def hq_seeds(corpus, msgs):
+    ctl, dat = 0, 1
+    data = (msgs["map_thread_name"] + msgs["map_method_signature"] +
+            msgs["map_exception"] + msgs["method_entry"] +
+            msgs["method_exit"] + msgs["exception"] +
+            msgs["exception_bubble"] + msgs["marker"])
+    base = script_feed(ctl, msgs["hello"]) + \
+        script_feed(dat, b"\x1e\x00") + script_feed(dat, data)
+    eof = lambda s: bytes([(32 + 1) << 2 | s])	# op & 4: EOF
+    tick = bytes([(32 + 2) << 2])			# op & 8: time passes
+    put(corpus, "fuzz_hq", base + script_feed(ctl, msgs["heartbeat_Tracing"] +
+        msgs["heartbeat_Shutdown"]) + eof(dat) + eof(ctl) + tick)
+    put(corpus, "fuzz_hq", base + script_feed(ctl, b"\x09\x00\x00\x00\x01")
+        + tick)
+    put(corpus, "fuzz_hq", base + script_feed(ctl, msgs["error"]) + tick)
+    put(corpus, "fuzz_hq", script_feed(ctl, b"\x00\x02") +
+        script_feed(dat, b"\x1e\x00") + tick + script_feed(2, b"\x10\x10"))
+
+
+def main():
+    corpus = sys.argv[1]
+    msgs = golden("bytefrog-v1.txt")
+    stream_seeds(corpus)
+    msg_seeds(corpus, msgs)
+    config_seeds(corpus, msgs)
+    flow_seeds(corpus)
+    elf_seeds(corpus)
+    nl_seeds(corpus)
+    hq_seeds(corpus, msgs)
+
+
+if __name__ == "__main__":
+    main()
