@@ -6,20 +6,26 @@
  *   tree.txt     per thread, uftrace-replay style: a leaf call on one line
  *                with its duration, an inner call opened with "{" and closed
  *                with its duration; breaks and gaps are marked where they
- *                cut the stacks
+ *                cut the stacks; a throw is a comment in its frame, a frame
+ *                it left closes with "unwound"
  *   trace.json   Chrome trace events: B/E per call, M events naming
  *                threads; every B gets its E (frames cut by a break or left
- *                open at the end are closed there), so it loads in Perfetto
+ *                open at the end are closed there, frames an exception left
+ *                at the bubble), so it loads in Perfetto; an instant event
+ *                per throw
  *   folded.txt   "thread;a;b;c <self ms>" lines for flamegraph.pl
  *   summary.txt  calls, threads, methods, losses, data breaks, top methods
  *   calls.txt    one line per thread: its events in a canonical form
  *                ("e<id>" entry, "x<id>" exit, "x?" exit while the stack is
  *                empty: its frame was never seen, entered before the trace
  *                began or cut by a break or gap; "x!" exit naming no frame
- *                of a stack that is not empty; "|" stacks void), for
- *                comparing trees exactly
+ *                of a stack that is not empty; "|" stacks void; "!<type>" a
+ *                throw; "u<id>" a frame an exception left, "u?" and "u!"
+ *                as "x?" and "x!"), for comparing trees exactly
  *   methods.txt  "<id> <calls> <signature>" per method, by id: the key to
  *                calls.txt
+ *   exceptions.txt  "<type> <throws> <name>" per exception type, by id:
+ *                the key to "!<type>"
  *
  * Times are the protocol's: milliseconds since the agent's hello.
  */
@@ -101,6 +107,7 @@ struct route {
 	uint32_t pid_default;
 	uint64_t calls, exits, orphans, mismatched, voids, voided_frames;
 	uint64_t exceptions_seen, markers, lost, unclosed;
+	uint64_t unwound, unmapped_exception_uses;
 	/* Events routed before the map that names their method or thread:
 	 * the agent broke "map before first use". */
 	uint64_t unmapped_method_uses, unnamed_thread_uses;
@@ -352,6 +359,20 @@ void route_map_exception(struct route *r, uint32_t id, const char *name)
 		return;
 	free(m->sig);
 	m->sig = strdup(name);
+	m->mapped = true;
+}
+
+/* An exception type's name, "#<id>" if it was never mapped. */
+static const char *exception_name(struct route *r, uint32_t id, char *tmp,
+				  size_t n)
+{
+	struct method *e = table_get(&r->exceptions, &r->ecap, &r->ecount, id,
+				     false);
+
+	if (e && e->sig)
+		return e->sig;
+	snprintf(tmp, n, "#%" PRIu32, id);
+	return tmp;
 }
 
 /* ---- entering and leaving frames ---- */
@@ -424,9 +445,12 @@ static void enter(struct route *r, struct rthread *th, uint32_t method,
 		     time);
 }
 
-/* Pop the top frame at time; note says why, if not a normal exit. */
-static void leave(struct route *r, struct rthread *th, uint32_t time,
-		  const char *note)
+/*
+ * Pop the top frame at time; note says why, if not a normal exit.  exc, if
+ * not NULL, is the exception that left it: its E event names it.
+ */
+static void leave_exc(struct route *r, struct rthread *th, uint32_t time,
+		      const char *note, const char *exc)
 {
 	struct frame f;
 	struct method *m;
@@ -469,11 +493,31 @@ static void leave(struct route *r, struct rthread *th, uint32_t time,
 		snprintf(tmp, sizeof(tmp), "#%" PRIu32, f.method);
 		name = tmp;
 	}
-	chrome_slice(r, th, "E", name, time);
+	if (!exc) {
+		chrome_slice(r, th, "E", name, time);
+		return;
+	}
+	if (!th->named_in_json)
+		chrome_name(r, th);
+	chrome_event(r, json_pack("{s:s,s:s,s:I,s:I,s:I,s:{s:s}}", "name",
+				  name, "ph", "E", "ts", (json_int_t)time * 1000,
+				  "pid", (json_int_t)th->pid,
+				  "tid", (json_int_t)th->tid,
+				  "args", "unwound by", exc));
 }
 
+static void leave(struct route *r, struct rthread *th, uint32_t time,
+		  const char *note)
+{
+	leave_exc(r, th, time, note, NULL);
+}
+
+/*
+ * An exit ('x'), or a bubble ('u': the frame was left by exception exc),
+ * naming method.
+ */
 static void do_exit(struct route *r, struct rthread *th, uint32_t method,
-		    uint32_t time, const char *note)
+		    uint32_t time, const char *note, char tok, const char *exc)
 {
 	uint32_t k;
 
@@ -482,7 +526,7 @@ static void do_exit(struct route *r, struct rthread *th, uint32_t method,
 		 * trace began, or cut by a break or gap): "x?", even as a
 		 * thread's first event. */
 		r->orphans++;
-		bprintf(&th->canon, " x?");
+		bprintf(&th->canon, " %c?", tok);
 		return;
 	}
 	for (k = th->depth; k-- > 0;)
@@ -490,23 +534,73 @@ static void do_exit(struct route *r, struct rthread *th, uint32_t method,
 			break;
 	if (k == UINT32_MAX) {
 		r->mismatched++;
-		bprintf(&th->canon, " x!");
+		bprintf(&th->canon, " %c!", tok);
 		return;
 	}
 	while (th->depth > k + 1) {
 		r->mismatched++;
 		leave(r, th, time, "no exit seen");
 	}
-	r->exits++;
-	bprintf(&th->canon, " x%" PRIu32, method);
-	leave(r, th, time, note);
+	if (exc)
+		r->unwound++;
+	else
+		r->exits++;
+	bprintf(&th->canon, " %c%" PRIu32, tok, method);
+	leave_exc(r, th, time, note, exc);
+}
+
+/* The name of exception id for a note; counts an unmapped use. */
+static const char *exception_note(struct route *r, uint32_t id, char *tmp,
+				  size_t n)
+{
+	struct method *e = table_get(&r->exceptions, &r->ecap, &r->ecount, id,
+				     false);
+
+	r->unmapped_exception_uses += !e || !e->mapped;
+	return exception_name(r, id, tmp, n);
+}
+
+/*
+ * A throw from the thread's top frame: a comment in that frame (which is
+ * then no leaf), an instant event in trace.json.
+ */
+static void throw(struct route *r, struct rthread *th,
+		  const struct pending *p)
+{
+	struct method *e = table_get(&r->exceptions, &r->ecap, &r->ecount,
+				     p->exception, true);
+	char tmp[24], etmp[24];
+	const char *exc = exception_note(r, p->exception, etmp, sizeof(etmp));
+	const char *in = method_name(r, p->method, tmp, sizeof(tmp));
+
+	r->exceptions_seen++;
+	if (e)
+		e->calls++;
+	flush_leaf(r, th);
+	bprintf(&th->canon, " !%" PRIu32, p->exception);
+	bprintf(&th->text, "%10s | ", "");
+	indent(&th->text, th->depth);
+	bprintf(&th->text, "/* throw %s", exc);
+	/* the frame that throws is the top one, unless the agent says not */
+	if (!th->depth || th->stack[th->depth - 1].method != p->method)
+		bprintf(&th->text, " in %s", in);
+	if (p->line)
+		bprintf(&th->text, ", line %u", p->line);
+	bprintf(&th->text, " */\n");
+	if (!th->named_in_json)
+		chrome_name(r, th);
+	chrome_event(r, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:{s:s,s:s}}",
+				  "name", "throw", "ph", "i", "s", "t",
+				  "ts", (json_int_t)p->time * 1000,
+				  "pid", (json_int_t)th->pid,
+				  "tid", (json_int_t)th->tid, "args",
+				  "exception", exc, "method", in));
 }
 
 void route_event(struct route *r, const struct pending *p)
 {
 	struct rthread *th = NULL;
 	struct method *m;
-	char tmp[24];
 
 	if (p->id != BFP_MARKER) {
 		th = thread_get(r, p->thread);
@@ -527,25 +621,20 @@ void route_event(struct route *r, const struct pending *p)
 		break;
 	case BFP_METHOD_EXIT:
 		do_exit(r, th, p->method, p->time,
-			p->thrown ? "exception thrown" : NULL);
+			p->thrown ? "exception thrown" : NULL, 'x', NULL);
 		break;
-	case BFP_EXCEPTION_BUBBLE:
-		do_exit(r, th, p->method, p->time, "exception bubbled");
-		break;
-	case BFP_EXCEPTION: {
-		struct method *e = table_get(&r->exceptions, &r->ecap,
-					     &r->ecount, p->exception, false);
+	case BFP_EXCEPTION_BUBBLE: {
+		char note[300], etmp[24];
+		const char *exc = exception_note(r, p->exception, etmp,
+						 sizeof(etmp));
 
-		r->exceptions_seen++;
-		flush_leaf(r, th);
-		bprintf(&th->canon, " !%" PRIu32, p->exception);
-		bprintf(&th->text, "%10s | ", "");
-		indent(&th->text, th->depth);
-		bprintf(&th->text, "/* exception %s in %s, line %u */\n",
-			e && e->sig ? e->sig : "?",
-			method_name(r, p->method, tmp, sizeof(tmp)), p->line);
+		snprintf(note, sizeof(note), "unwound (%s)", exc);
+		do_exit(r, th, p->method, p->time, note, 'u', exc);
 		break;
 	}
+	case BFP_EXCEPTION:
+		throw(r, th, p);
+		break;
 	case BFP_MARKER:
 		r->markers++;
 		/* bfcollector reports events lost before the wire this way */
@@ -741,6 +830,9 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 		r->voided_frames, t->breaks_late);
 	fprintf(f, "exits:         %" PRIu64 " without a frame, %" PRIu64
 		" not matching the stack\n", r->orphans, r->mismatched);
+	fprintf(f, "exceptions:    %" PRIu64 " thrown, %" PRIu64
+		" frames unwound, %" PRIu64 " uses of an unmapped type\n",
+		r->exceptions_seen, r->unwound, r->unmapped_exception_uses);
 	fprintf(f, "open at end:   %" PRIu64 " frames\n", r->unclosed);
 	if (r->folded_cut)
 		fprintf(f, "folded.txt:    %" PRIu64 " paths deeper than %u "
@@ -800,6 +892,25 @@ static void write_methods(struct route *r, FILE *f)
 	free(v);
 }
 
+static void write_exceptions(struct route *r, FILE *f)
+{
+	struct method **v = calloc(r->ecount + 1, sizeof(*v));
+	uint32_t i, n = 0;
+	char tmp[24];
+
+	if (!v)
+		return;
+	for (i = 0; i < r->ecap; i++)
+		if (r->exceptions[i].used_slot)
+			v[n++] = &r->exceptions[i];
+	qsort(v, n, sizeof(*v), cmp_id);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%" PRIu32 " %" PRIu64 " %s\n", v[i]->id,
+			v[i]->calls,
+			exception_name(r, v[i]->id, tmp, sizeof(tmp)));
+	free(v);
+}
+
 int route_finish(struct route *r, const struct trace *t, FILE *out)
 {
 	uint16_t *sorted = malloc((r->nthreads + 1) * sizeof(*sorted));
@@ -852,6 +963,11 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 	f = open_out(r, "methods.txt");
 	if (f) {
 		write_methods(r, f);
+		fclose(f);
+	}
+	f = open_out(r, "exceptions.txt");
+	if (f) {
+		write_exceptions(r, f);
 		fclose(f);
 	}
 	f = open_out(r, "folded.txt");

@@ -10,6 +10,8 @@
  * one gap-free sequence, in protocol versions 1 and 2.  The .flow files
  * must show the frames left as exits.
  */
+#include <jansson.h>
+
 #include "kselftest_harness.h"
 
 #include "bfp_msg.h"
@@ -148,6 +150,107 @@ static const char expected[] =
 	"map_exception 0 unknown exception\n"
 	"exception 22 m2 x0 t1\n"
 	"bubble 23 m2 x0 t1\n";
+
+/*
+ * What bfhq writes for it: calls.txt, tree.txt, exceptions.txt and
+ * folded.txt.  Records are 1 ms apart, the first one is time 0.
+ */
+static const char *const hq_expected[] = {
+	"main (4000/4001): e1 e2 e3 !1 u3 x2 e4 !1 u4 e5 e6 !2 u6 u5 e2 "
+	"u2 !2147483647 u1\n"
+	"worker (4000/4002): e3 !7 x3 e2 !0 u2\n",
+
+	"# thread 0: main (4000/4001) (7 calls, depth 3)\n"
+	"  DURATION | FUNCTION\n"
+	"           | prog!main() {\n"
+	"           |   prog!outer() {\n"
+	"           |     prog!thrower() {\n"
+	"           |       /* throw std::runtime_error */\n"
+	"      2 ms |     } /* prog!thrower: unwound (std::runtime_error) */\n"
+	"      4 ms |   } /* prog!outer */\n"
+	"           |   prog!rethrower() {\n"
+	"           |     /* throw std::runtime_error */\n"
+	"      2 ms |   } /* prog!rethrower: unwound (std::runtime_error) */\n"
+	"           |   prog!dtor_owner() {\n"
+	"           |     prog!deep() {\n"
+	"           |       /* throw int */\n"
+	"      2 ms |     } /* prog!deep: unwound (int) */\n"
+	"      3 ms |   } /* prog!dtor_owner: unwound (int) */\n"
+	"           |   prog!outer() {\n"
+	"      1 ms |   } /* prog!outer: unwound (longjmp) */\n"
+	"           |   /* throw abi::__forced_unwind */\n"
+	"     16 ms | } /* prog!main: unwound (abi::__forced_unwind) */\n"
+	"\n"
+	"# thread 1: worker (4000/4002) (2 calls, depth 1)\n"
+	"  DURATION | FUNCTION\n"
+	"           | prog!thrower() {\n"
+	"           |   /* throw exception type 7 */\n"
+	"      2 ms | } /* prog!thrower */\n"
+	"           | prog!outer() {\n"
+	"           |   /* throw unknown exception */\n"
+	"      2 ms | } /* prog!outer: unwound (unknown exception) */\n"
+	"\n",
+
+	"0 1 unknown exception\n"
+	"1 2 std::runtime_error\n"
+	"2 1 int\n"
+	"7 1 exception type 7\n"
+	"2147483646 0 longjmp\n"
+	"2147483647 1 abi::__forced_unwind\n",
+
+	/* self times: the frames left count as frames that returned */
+	"main_(4000/4001);prog!main 6\n"
+	"main_(4000/4001);prog!main;prog!outer 3\n"
+	"main_(4000/4001);prog!main;prog!outer;prog!thrower 2\n"
+	"main_(4000/4001);prog!main;prog!rethrower 2\n"
+	"main_(4000/4001);prog!main;prog!dtor_owner 1\n"
+	"main_(4000/4001);prog!main;prog!dtor_owner;prog!deep 2\n"
+	"worker_(4000/4002);prog!thrower 2\n"
+	"worker_(4000/4002);prog!outer 2\n",
+};
+
+/* trace.json parses, B/E balance per thread, throws are instants. */
+static void check_chrome(struct __test_metadata *_metadata, const char *path)
+{
+	json_error_t jerr;
+	json_t *root = json_load_file(path, 0, &jerr), *evs, *ev;
+	int depth[2] = { 0, 0 }, b = 0, e = 0, throws = 0, unwound = 0;
+	size_t i;
+
+	ASSERT_NE(NULL, root) TH_LOG("%s: %s", path, jerr.text);
+	evs = json_object_get(root, "traceEvents");
+	ASSERT_TRUE(json_is_array(evs));
+	json_array_foreach(evs, i, ev) {
+		const char *ph = json_string_value(json_object_get(ev, "ph"));
+		json_int_t tid = json_integer_value(json_object_get(ev, "tid"));
+		json_t *args = json_object_get(ev, "args");
+		int k = tid == B;
+
+		ASSERT_NE(NULL, ph);
+		if (!strcmp(ph, "B")) {
+			depth[k]++;
+			b++;
+		} else if (!strcmp(ph, "E")) {
+			EXPECT_GT(depth[k], 0);
+			depth[k]--;
+			e++;
+			unwound += json_object_get(args, "unwound by") != NULL;
+		} else if (!strcmp(ph, "i") &&
+			   !strcmp(json_string_value(json_object_get(ev, "name")),
+				   "throw")) {
+			throws++;
+			EXPECT_NE(NULL, json_string_value(
+					json_object_get(args, "exception")));
+		}
+	}
+	EXPECT_EQ(9, b);
+	EXPECT_EQ(9, e);
+	EXPECT_EQ(0, depth[0]);
+	EXPECT_EQ(0, depth[1]);
+	EXPECT_EQ(6, throws);
+	EXPECT_EQ(7, unwound);
+	json_decref(root);
+}
 
 /* One line per data message; times are not compared. */
 static void data_log(struct bft_buf *out, const struct bfp_msg *m)
@@ -333,6 +436,72 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
 	bft_buf_free(&din);
 	bft_buf_free(&out);
 	bft_buf_free(&got);
+}
+
+/* bfcollector into bfhq: bfhq's output files for the crafted stream. */
+static void run_hq(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
+		   unsigned int v)
+{
+	char port[16], hq[64], proto[4], out[PATH_MAX + 16];
+	char path[PATH_MAX + 64];
+	char *hq_argv[] = { "bfhq", "-p", port, "-o", out, "--start",
+			    "--count", "1", "--timeout", "120", NULL };
+	char *coll_argv[] = { "bfcollector", "--hq", hq, "--protocol", proto,
+			      "--replay", self->replay, "--connect-timeout",
+			      "30", NULL };
+	static const char *const files[] = { "calls.txt", "tree.txt",
+					     "exceptions.txt", "folded.txt" };
+	pid_t hq_pid;
+	size_t i;
+	int rc;
+
+	ASSERT_EQ(0, write_replay(self->replay));
+	snprintf(port, sizeof(port), "%d", self->port);
+	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
+	snprintf(proto, sizeof(proto), "%u", v);
+	snprintf(out, sizeof(out), "%s/hq", self->dir);
+	hq_pid = spawn(hq_argv, self->log);
+	ASSERT_GT(hq_pid, 0);
+	ASSERT_TRUE(wait_listening(self->port, slow_env() ? 30000 : 5000));
+	self->pid = spawn(coll_argv, self->log);
+	ASSERT_GT(self->pid, 0);
+	EXPECT_EQ(0, wait_exit(self->pid, 60000));
+	self->pid = 0;
+	rc = wait_exit(hq_pid, 20000);
+	EXPECT_EQ(0, rc);
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *got;
+
+		snprintf(path, sizeof(path), "%s/trace-1/%s", out, files[i]);
+		got = slurp(path, NULL);
+		ASSERT_NE(NULL, got) TH_LOG("%s", files[i]);
+		EXPECT_STREQ(hq_expected[i], got) TH_LOG("%s", files[i]);
+		free(got);
+	}
+	snprintf(path, sizeof(path), "%s/trace-1/summary.txt", out);
+	{
+		char *sum = slurp(path, NULL);
+
+		ASSERT_NE(NULL, sum);
+		EXPECT_NE(NULL, strstr(sum, "exceptions:    6 thrown, 7 frames "
+				       "unwound, 0 uses of an unmapped type\n"))
+			TH_LOG("%s", sum);
+		EXPECT_NE(NULL, strstr(sum, "calls:         9 (exits 2)\n"))
+			TH_LOG("%s", sum);
+		free(sum);
+	}
+	snprintf(path, sizeof(path), "%s/trace-1/trace.json", out);
+	check_chrome(_metadata, path);
+}
+
+TEST_F_TIMEOUT(exc, v1_bfhq_shows_throws_and_unwound_frames, 180)
+{
+	run_hq(_metadata, self, 1);
+}
+
+TEST_F_TIMEOUT(exc, v2_bfhq_shows_throws_and_unwound_frames, 180)
+{
+	run_hq(_metadata, self, 2);
 }
 
 TEST_F_TIMEOUT(exc, v1_throws_and_bubbles_on_the_wire, 120)
