@@ -10,8 +10,17 @@
 # timeouts go to build/fuzz/artifacts/<harness>/.  A table of executions,
 # coverage (libFuzzer's cov and ft) and findings ends the output; the exit
 # status is 1 if any harness found something.
+#
+#   fuzz.sh --merge BIN_DIR CORPUS_DIR HARNESS...
+# instead minimises: CORPUS_DIR/<harness> becomes the smallest set of its
+# inputs and build/fuzz/work/<harness> that keeps every feature (-merge=1).
 set -uo pipefail
 
+merge=0
+if [[ ${1:-} == --merge ]]; then
+	merge=1
+	shift
+fi
 bin=$1 corpus=$2
 shift 2
 runs=${FUZZ_RUNS:-10000000}
@@ -19,6 +28,21 @@ max_time=${FUZZ_TIME:-1200}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 out=$here/build/fuzz
 mkdir -p "$out"
+if ((merge)); then
+	for h in "$@"; do
+		new=$out/merged/$h
+		rm -rf "$new"
+		mkdir -p "$new" "$out/work/$h"
+		"$bin/$h" -merge=1 -max_len=65536 "$new" "$corpus/$h" \
+			"$out/work/$h" >"$out/$h.merge.log" 2>&1 ||
+			{ echo "fuzz: $h: merge failed, see $out/$h.merge.log" >&2; exit 1; }
+		rm -rf "${corpus:?}/$h"
+		mv "$new" "$corpus/$h"
+		echo "fuzz: $h: $(find "$corpus/$h" -type f | wc -l) inputs," \
+			"$(du -sk "$corpus/$h" | cut -f1) KiB"
+	done
+	exit 0
+fi
 table=$out/results.txt
 printf '%-14s %12s %8s %8s %8s %6s %7s %s\n' harness execs seconds cov ft \
 	crashes leaks "" >"$table"

@@ -300,5 +300,10 @@ void hq_io(struct coll *c, const struct pollfd *p, int n);
 void hq_heartbeat(struct coll *c, bool force);
 /* Wait (bounded) until everything is written, then close cleanly. */
 void hq_shutdown(struct coll *c);
+/*
+ * Control bytes from HQ, acted on as if read from its socket: the path
+ * without a socket, for tests and fuzzing.
+ */
+void hq_control_feed(struct coll *c, const void *p, size_t n);
 
 #endif /* BFCOLLECTOR_H */

@@ -311,6 +311,15 @@ static void control_input(struct coll *c)
 		bft_buf_consume(&c->ctl_in, pos);
 }
 
+void hq_control_feed(struct coll *c, const void *p, size_t n)
+{
+	if (bft_buf_append(&c->ctl_in, p, n)) {
+		coll_log("out of memory for HQ's control input");
+		return;
+	}
+	control_input(c);
+}
+
 /* ---- the handshake ---- */
 
 /* Read one whole message of ctx from a blocking socket, with a deadline. */

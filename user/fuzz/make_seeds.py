@@ -188,6 +188,21 @@ def hq_seeds(corpus, msgs):
         script_feed(dat, b"\x1e\x00") + tick + script_feed(2, b"\x10\x10"))
 
 
+def collector_seeds(corpus, msgs):
+    seq = (msgs["configuration"] + msgs["suspend"] + msgs["start"] +
+           msgs["unsuspend"] + msgs["pause"] + msgs["unpause"] +
+           msgs["stop"])
+    put(corpus, "fuzz_collector_control", b"\x00" + seq)
+    put(corpus, "fuzz_collector_control", bytes([32 << 2]) + seq)
+    put(corpus, "fuzz_collector_control", b"\x02" + msgs["start"] +
+        msgs["configuration"] + msgs["error"])
+    json = (b'{"bufferMemoryBudget":2,"exclusions":[".*"],'
+            b'"heartbeatInterval":1,"inclusions":["prog!m.*"],'
+            b'"numDataSenders":1,"queueRetryCount":3,"runId":1}')
+    put(corpus, "fuzz_collector_control", b"\x01\x01" +
+        struct.pack(">H", len(json)) + json + msgs["start"])
+
+
 def main():
     corpus = sys.argv[1]
     msgs = golden("bytefrog-v1.txt")
@@ -198,6 +213,7 @@ def main():
     elf_seeds(corpus)
     nl_seeds(corpus)
     hq_seeds(corpus, msgs)
+    collector_seeds(corpus, msgs)
 
 
 if __name__ == "__main__":
