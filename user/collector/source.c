@@ -550,6 +550,9 @@ void source_tick(struct coll *c)
 	kernel_events(c);
 	update_status(c);
 	source_refresh_methods(c);
+	/* a type first named "exception type N" gets its name; a start
+	 * numbers the types anew */
+	source_refresh_exceptions(c);
 }
 
 bool source_targets_gone(struct coll *c)
