@@ -240,6 +240,7 @@ void bft_control_exit(void)
 {
 	mutex_lock(&bft_lock);
 	bft_stop();
+	bft_lingering_release();
 	bft_methods_forget();
 	bft_unwind_forget();
 	mutex_unlock(&bft_lock);

@@ -146,6 +146,7 @@ struct bft_probe {
 	u32 flags;
 	char *name;
 	u64 __percpu *hits;	/* per CPU: handlers on two CPUs share no line */
+	bool lingers;		/* detached, restoring return addresses only */
 #if BFT_UPROBE_GEN >= 2
 	struct uprobe *uprobe;
 #endif
@@ -182,6 +183,7 @@ void bft_probe_free(struct bft_probe *p);
 u64 bft_probe_hits(const struct bft_probe *p);
 void bft_target_detach(struct bft_target *t);
 void bft_detach_all(void);
+void bft_lingering_release(void);
 int bft_targets_signal(int sig);
 void bft_targets_reap(void);
 
@@ -196,6 +198,7 @@ static inline bool bft_probe_has_ret(const struct bft_probe *p)
 }
 
 void bft_unwind_hook(struct bft_probe *p, struct pt_regs *regs);
+void bft_unwind_restore(struct bft_probe *p, struct pt_regs *regs);
 void bft_unwind_found(struct bft_target *t, struct pt_regs *regs);
 void bft_unwind_returned(unsigned long sp);
 void bft_unwind_forget(void);

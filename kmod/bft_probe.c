@@ -16,6 +16,22 @@ LIST_HEAD(bft_targets);
 u32 bft_nr_probes;
 u32 bft_nr_targets;
 
+/*
+ * Targets detached while frames entered under a return probe may still be
+ * on their stacks: such a frame keeps the kernel's trampoline in its return
+ * slot until it returns, and an unwinder walking through it would make the
+ * program terminate.  Their unwinder hooks stay registered, restoring
+ * return addresses only, until the process exits (or the module goes).
+ */
+static LIST_HEAD(bft_lingering);
+static u32 bft_nr_lingering;
+#define BFT_MAX_LINGERING 256
+
+static bool bft_probe_may_linger(const struct bft_probe *p)
+{
+	return p->flags & (BFT_PF_HOOK_UNWIND | BFT_PF_HOOK_FORCED);
+}
+
 /* Pending return probes of the current thread, ours and anybody else's. */
 static unsigned int bft_uretprobe_depth(void)
 {
@@ -44,6 +60,10 @@ static int bft_entry_handler(BFT_HANDLER_ARGS)
 	 * repaired in every mode too; hooks that close frames do so here,
 	 * where the kernel drops their return instances.
 	 */
+	if (unlikely(READ_ONCE(p->lingers))) {
+		bft_unwind_restore(p, regs);
+		return 0;
+	}
 	if (unlikely(p->flags & BFT_PF_HOOKS))
 		bft_unwind_hook(p, regs);
 	else if (p->flags & BFT_PF_RETURN)
@@ -71,7 +91,7 @@ static int bft_return_handler(BFT_RET_HANDLER_ARGS)
 {
 	struct bft_probe *p = container_of(uc, struct bft_probe, uc);
 
-	if (current->mm != p->target->mm)
+	if (current->mm != p->target->mm || READ_ONCE(p->lingers))
 		return 0;
 	/* the kernel just dropped the instances of frames left below us */
 	bft_unwind_returned(user_stack_pointer(regs));
@@ -202,15 +222,20 @@ struct bft_target *bft_target_new(pid_t tgid, struct netlink_ext_ack *extack)
 	return t;
 }
 
+static void bft_target_release(struct bft_target *t)
+{
+	mmdrop(t->mm);
+	put_pid(t->pid);
+	kfree(t);
+}
+
 static void bft_target_free(struct bft_target *t)
 {
 	if (t->stopped)
 		kill_pid(t->pid, SIGCONT, 1);
 	list_del(&t->node);
 	bft_nr_targets--;
-	mmdrop(t->mm);
-	put_pid(t->pid);
-	kfree(t);
+	bft_target_release(t);
 }
 
 void bft_target_free_if_empty(struct bft_target *t)
@@ -219,26 +244,108 @@ void bft_target_free_if_empty(struct bft_target *t)
 		bft_target_free(t);
 }
 
-/* Unregister every probe of @ts first, wait once, then free. */
-static void bft_targets_detach(struct list_head *ts)
+static bool bft_target_gone(struct bft_target *t)
+{
+	bool alive;
+
+	/* an exec also ends the traced address space */
+	if (!atomic_read(&t->mm->mm_users))
+		return true;
+	rcu_read_lock();
+	alive = pid_task(t->pid, PIDTYPE_TGID);
+	rcu_read_unlock();
+	return !alive;
+}
+
+/* A detached target whose hooks stay: only they remain on its list. */
+static void bft_target_linger(struct bft_target *t)
+{
+	if (t->stopped)
+		kill_pid(t->pid, SIGCONT, 1);
+	t->stopped = false;
+	list_move_tail(&t->node, &bft_lingering);
+	bft_nr_targets--;
+	bft_nr_lingering++;
+}
+
+/* Unregister and free lingering targets: all, or the gone ones. */
+static void bft_lingering_drop(bool all)
 {
 	struct bft_probe *p, *pn;
 	struct bft_target *t, *tn;
+	LIST_HEAD(drop);
 
-	list_for_each_entry(t, ts, node)
+	list_for_each_entry_safe(t, tn, &bft_lingering, node)
+		if (all || bft_target_gone(t) ||
+		    bft_nr_lingering > BFT_MAX_LINGERING) {
+			list_move(&t->node, &drop);
+			bft_nr_lingering--;
+		}
+	if (list_empty(&drop))
+		return;
+	list_for_each_entry(t, &drop, node)
 		list_for_each_entry(p, &t->probes, node)
 			bft_probe_unregister_nosync(p);
+	bft_probes_unregister_sync();
+	list_for_each_entry_safe(t, tn, &drop, node) {
+		list_for_each_entry_safe(p, pn, &t->probes, node) {
+			list_del(&p->node);
+			bft_probe_free(p);
+		}
+		list_del(&t->node);
+		bft_target_release(t);
+	}
+}
+
+void bft_lingering_release(void)
+{
+	bft_lingering_drop(true);
+}
+
+/*
+ * Unregister every probe of @ts first, wait once, then free.  With
+ * @keep_hooks, a target's unwinder hooks stay, restoring only, when it had
+ * return probes: see bft_lingering.
+ */
+static void bft_targets_detach(struct list_head *ts, bool keep_hooks)
+{
+	struct bft_probe *p, *pn;
+	struct bft_target *t, *tn;
+	LIST_HEAD(kept);
+
+	list_for_each_entry(t, ts, node) {
+		bool had_ret = false;
+
+		list_for_each_entry(p, &t->probes, node)
+			had_ret |= !!(p->flags & BFT_PF_RETURN);
+		list_for_each_entry_safe(p, pn, &t->probes, node) {
+			if (keep_hooks && had_ret && bft_probe_may_linger(p)) {
+				WRITE_ONCE(p->lingers, true);
+				list_move_tail(&p->node, &kept);
+				continue;
+			}
+			bft_probe_unregister_nosync(p);
+		}
+		/* the kept ones, first in line, until the free below */
+		list_splice_init(&kept, &t->probes);
+	}
 	bft_probes_unregister_sync();
 	list_for_each_entry_safe(t, tn, ts, node) {
 		list_for_each_entry_safe(p, pn, &t->probes, node) {
 			bft_method_retire(p, t->tgid);
+			if (p->lingers)
+				continue;
 			list_del(&p->node);
 			bft_probe_free(p);
 		}
 		bft_nr_probes -= t->nr_probes;
 		t->nr_probes = 0;
-		bft_target_free(t);
+		if (list_empty(&t->probes))
+			bft_target_free(t);
+		else
+			bft_target_linger(t);
 	}
+	bft_lingering_drop(false);
 }
 
 void bft_target_detach(struct bft_target *t)
@@ -246,7 +353,7 @@ void bft_target_detach(struct bft_target *t)
 	LIST_HEAD(one);
 
 	list_move(&t->node, &one);
-	bft_targets_detach(&one);
+	bft_targets_detach(&one, true);
 }
 
 void bft_detach_all(void)
@@ -254,7 +361,7 @@ void bft_detach_all(void)
 	LIST_HEAD(all);
 
 	list_splice_init(&bft_targets, &all);
-	bft_targets_detach(&all);
+	bft_targets_detach(&all, true);
 }
 
 int bft_targets_signal(int sig)
@@ -272,23 +379,11 @@ int bft_targets_signal(int sig)
 	return ret;
 }
 
-static bool bft_target_gone(struct bft_target *t)
-{
-	bool alive;
-
-	/* an exec also ends the traced address space */
-	if (!atomic_read(&t->mm->mm_users))
-		return true;
-	rcu_read_lock();
-	alive = pid_task(t->pid, PIDTYPE_TGID);
-	rcu_read_unlock();
-	return !alive;
-}
-
 /* From the flush work: forget targets that exited, and say so. */
 void bft_targets_reap(void)
 {
 	struct bft_target *t, *tn;
+	LIST_HEAD(gone);
 	pid_t tgid;
 	u32 n;
 
@@ -297,7 +392,9 @@ void bft_targets_reap(void)
 			continue;
 		tgid = t->tgid;
 		n = t->nr_probes;
-		bft_target_detach(t);
+		list_move(&t->node, &gone);
+		bft_targets_detach(&gone, false);
 		bft_notify_target_exit(tgid, n);
 	}
+	bft_lingering_drop(false);
 }

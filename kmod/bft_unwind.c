@@ -492,6 +492,13 @@ int bft_unwind_dump_types(struct sk_buff *skb, struct netlink_callback *cb,
 
 /* ---- dispatch ---- */
 
+/* A hook left on a detached target (bft_probe.c, bft_lingering). */
+void bft_unwind_restore(struct bft_probe *p, struct pt_regs *regs)
+{
+	if (user_64bit_mode(regs))
+		bft_hook_restore(p->target, user_stack_pointer(regs));
+}
+
 /* An entry handler's first step: whatever the mode, the stack is fixed. */
 void bft_unwind_hook(struct bft_probe *p, struct pt_regs *regs)
 {
