@@ -809,6 +809,7 @@ static int on_call(void *arg, const struct bft_call_event *ev)
 	th->calls[th->ncalls++] = (struct bst_call){
 		.kind = (uint8_t)ev->kind, .noret = ev->noret, .id = ev->id,
 		.depth = ev->depth, .time_ns = ev->time_ns,
+		.unwound = ev->unwound, .how = ev->how, .exc = ev->exc,
 	};
 	return 0;
 }
@@ -1023,7 +1024,9 @@ char *bst_call_text(const struct bst_call *c, size_t n)
 			snprintf(word, sizeof(word), "|");
 		else
 			snprintf(word, sizeof(word), "%c%u",
-				 c[i].kind == BFT_CALL_EXIT ? 'x' :
+				 c[i].kind == BFT_CALL_THROW ? 't' :
+				 c[i].kind == BFT_CALL_EXIT ?
+				 (c[i].unwound ? 'u' : 'x') :
 				 c[i].noret ? 'n' : 'e', c[i].id);
 		text_add(&buf, &len, &cap, word);
 	}

@@ -183,7 +183,11 @@ struct bst_ev {
 struct bst_call {
 	uint8_t kind;		/* enum bft_call_kind */
 	uint8_t noret;
-	uint32_t id;		/* ENTER: entered; EXIT: the frame closed */
+	uint8_t unwound;	/* EXIT: BFT_UNWIND_* reason, 0 if returned */
+	uint8_t how;		/* THROW: BFT_THROW_* */
+	uint32_t id;		/* ENTER: entered; EXIT: the frame closed;
+				 * THROW: the innermost open frame */
+	uint32_t exc;		/* THROW: exception type id, 0 if unknown */
 	uint32_t depth;
 	uint64_t time_ns;
 };
@@ -243,7 +247,8 @@ size_t bst_trace_threads_of(const struct bst_trace *t, uint32_t tgid,
 
 /* "e5 n6 x x" for a sequence (for messages); malloc'ed. */
 char *bst_ev_text(const struct bst_ev *ev, size_t n);
-/* "e5 n6 x6 x5" for reconstructed calls; malloc'ed. */
+/* "e5 n6 x6 x5" for reconstructed calls (t5 a throw in 5, u5 a frame of 5
+ * unwound); malloc'ed. */
 char *bst_call_text(const struct bst_call *c, size_t n);
 
 /*
