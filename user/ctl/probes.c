@@ -330,9 +330,16 @@ void probes_print_list(const struct bft_plan *pl, const struct probe_set *s,
 	out_begin();
 	out_u64("pid", NULL, (uint64_t)pid);
 	out_bool("entries_only_for_safety", NULL, s->fallback);
+	/* JSON: the selected functions, then the hooks alone; text: one list */
 	out_arr_open("probes");
 	for (size_t i = 0; i < s->n; i++)
-		print_row(&s->v[i], false, false);
+		if (s->v[i].f)
+			print_row(&s->v[i], false, false);
+	out_arr_close();
+	out_arr_open("hooks");
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->v[i].f)
+			print_row(&s->v[i], false, false);
 	out_arr_close();
 	if (pl->nleft)
 		out_text("left out (no function entries):\n");
@@ -532,7 +539,13 @@ done:
 	out_text("\n");
 	out_arr_open("probes");
 	for (size_t i = 0; i < n; i++)
-		print_row(&s->v[row_of[i]], true, c->verbose);
+		if (s->v[row_of[i]].f)
+			print_row(&s->v[row_of[i]], true, c->verbose);
+	out_arr_close();
+	out_arr_open("hooks");
+	for (size_t i = 0; i < n; i++)
+		if (!s->v[row_of[i]].f)
+			print_row(&s->v[row_of[i]], true, c->verbose);
 	out_arr_close();
 	out_end();
 out:

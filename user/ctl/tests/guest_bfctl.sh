@@ -480,7 +480,8 @@ list_check() {
 	bf --json methods --pid "$FXPID" >"$T/methods.json" 2>>"$T/err"
 	if python3 - "$T/list.json" "$T/methods.json" >"$T/cmp" 2>&1 <<'EOF'
 import json, sys
-lst = {(p["path"], p["offset"], p["signature"]) for p in json.load(open(sys.argv[1]))["probes"]}
+doc = json.load(open(sys.argv[1]))
+lst = {(p["path"], p["offset"], p["signature"]) for p in doc["probes"] + doc["hooks"]}
 got = {(m["path"], m["offset"], m["name"]) for m in json.load(open(sys.argv[2]))["methods"]}
 print("%d listed, %d attached" % (len(lst), len(got)))
 assert len(lst) > 5 and lst == got, (lst ^ got)
