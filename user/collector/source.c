@@ -85,6 +85,10 @@ static int method_cb(const struct bft_nl_method *m, void *arg)
 	if ((m->flags & BFT_PF_GONE) && !session_running(c->src->mode))
 		return 0;
 	c->src->had_targets = true;
+	/* a hook alone (the C++ runtime's, libc's longjmp) traces nothing of
+	 * its object: HQ is told of the objects whose functions are traced */
+	if (!(m->flags & BFT_PF_ENTRY))
+		return 0;
 	news = methods_object(&c->methods, m->path, BFP_CLASS_TRANSFORMED);
 	if (news && c->hq == HQ_UP) {
 		struct bfp_msg msg = { .id = BFP_CLASS_TRANSFORMED,
