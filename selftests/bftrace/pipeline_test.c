@@ -7,6 +7,11 @@
  * thread, with every sequence number delivered and every method and thread
  * mapped before its first event.
  *
+ * A C++ target that throws and rethrows through traced frames (targets/
+ * exc.cc, under bfctl run with its exception hooks) must come out of bfhq
+ * with the throws at their frames and the frames they left as unwound,
+ * as the target's model (targets/exc_shape.h) says.
+ *
  * The faults that need a kernel are here too: HQ going away mid-trace must
  * suspend recording until the collector is back, and a collector killed
  * mid-trace must leave the module ready for the next one.
@@ -30,6 +35,7 @@
 #include "bft_flow.h"
 #include "bft_selftest.h"
 #include "calltree_shape.h"
+#include "exc_shape.h"
 
 /* Under TCG everything is slow; these bound a stuck tool, not a fast one. */
 #define TOOL_EXIT_MS	120000
@@ -710,6 +716,272 @@ TEST_F_TIMEOUT(pipeline, hq_and_flow_files_equal_the_call_structure, 300)
 	nb = check_chrome(_metadata, trace);
 	EXPECT_EQ(expected_ncalls(self->expect), nb);
 	check_flow(_metadata, self);
+	if (!_metadata->passed)
+		show_log(self->log);
+}
+
+/* ---- C++ exceptions ------------------------------------------------ */
+
+/* The exception types of exc_shape.h as bfcollector names them. */
+static const char *exc_display(const char *mangled)
+{
+	static const char *const names[][2] = {
+		{ EX_T_RUNTIME, "std::runtime_error" },
+		{ EX_T_LOGIC, "std::logic_error" },
+		{ EX_T_RANGE, "std::out_of_range" },
+		{ EX_T_DOMAIN, "std::domain_error" },
+		{ EX_T_INT, "int" },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(names[i][0], mangled))
+			return names[i][1];
+	return mangled;
+}
+
+/*
+ * What bfhq's calls.txt says of a thread of the model, as "e:fn u:fn
+ * !:type ...": a frame left is 'u', a throw '!' with its type as
+ * bfcollector names it (a rethrow of unknown type: the thread's last one).
+ * flow gets what the .flow file says: a frame left is an exit, throws are
+ * not there.
+ */
+static void exc_expected(const struct exm_thread *t, struct calls *hq,
+			 struct calls *flow, unsigned int *throws,
+			 unsigned int *unwound)
+{
+	const char *last = "unknown exception";
+
+	memset(hq, 0, sizeof(*hq));
+	memset(flow, 0, sizeof(*flow));
+	for (size_t i = 0; i < t->n; i++) {
+		const struct exm_ev *ev = &t->ev[i];
+
+		switch (ev->kind) {
+		case EXM_ENTER:
+			c_put(hq, 'e', ev->fn);
+			c_put(flow, 'e', ev->fn);
+			break;
+		case EXM_EXIT:
+			c_put(hq, ev->unwound ? 'u' : 'x', ev->fn);
+			c_put(flow, 'x', ev->fn);
+			*unwound += ev->unwound != 0;
+			break;
+		case EXM_THROW:
+			if (ev->how == BFT_THROW_FORCED)
+				last = "abi::__forced_unwind";
+			else if (ev->exc)
+				last = exc_display(ev->exc);
+			else if (ev->how != BFT_THROW_RETHROW)
+				last = "unknown exception";
+			/* a throw outside traced frames is not sent */
+			if (ev->fn) {
+				c_put(hq, '!', last);
+				(*throws)++;
+			}
+			break;
+		}
+	}
+}
+
+/* C++ functions are named with their parameters: the model has none. */
+static void names_drop_params(struct names *nm)
+{
+	for (unsigned int i = 0; i < nm->n; i++) {
+		char *paren = strchr(nm->v[i].fn, '(');
+
+		if (paren)
+			*paren = '\0';
+	}
+}
+
+/* bfhq's calls.txt read back with methods.txt and exceptions.txt. */
+static void exc_check_hq(struct __test_metadata *_metadata, const char *trace,
+			 const struct calls *want)
+{
+	char path[256], *text, *line, *save = NULL;
+	struct names nm = { 0 }, types = { 0 };
+	unsigned int nthreads = 0;
+	static const char *const keys[] = { "methods.txt", "exceptions.txt" };
+
+	for (int k = 0; k < 2; k++) {
+		snprintf(path, sizeof(path), "%s/%s", trace, keys[k]);
+		text = slurp(path);
+		ASSERT_NE(NULL, text) TH_LOG("%s", path);
+		save = NULL;
+		for (line = strtok_r(text, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			unsigned long long id, n;
+			int off = 0;
+
+			ASSERT_EQ(2, sscanf(line, "%llu %llu %n", &id, &n, &off));
+			/* type names hold no '!': kept whole */
+			ASSERT_EQ(0, names_add(k ? &types : &nm, id, line + off,
+					       strlen(line + off)));
+		}
+		free(text);
+	}
+	names_drop_params(&nm);
+	snprintf(path, sizeof(path), "%s/calls.txt", trace);
+	text = slurp(path);
+	ASSERT_NE(NULL, text);
+	save = NULL;
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *tok, *tsave = NULL, *body = strrchr(line, ':');
+		struct calls got = { 0 };
+
+		ASSERT_NE(NULL, body);
+		*body++ = '\0';
+		for (tok = strtok_r(body, " ", &tsave); tok;
+		     tok = strtok_r(NULL, " ", &tsave)) {
+			const struct names *key = tok[0] == '!' ? &types : &nm;
+			const char *name = names_get(key, strtoull(tok + 1,
+								   NULL, 10));
+
+			/* "x?", "x!", "u?", "|": never expected */
+			ASSERT_TRUE(strchr("exu!", tok[0]) && name &&
+				    tok[1] >= '0' && tok[1] <= '9')
+				TH_LOG("thread %s: event '%s'", line, tok);
+			c_put(&got, tok[0], name);
+		}
+		EXPECT_STREQ(want->text, got.text) TH_LOG("thread %s", line);
+		nthreads++;
+	}
+	free(text);
+	names_free(&nm);
+	names_free(&types);
+	EXPECT_EQ(1, nthreads);
+}
+
+/* The .flow file of the one traced thread: frames left are exits. */
+static void exc_check_flow(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(pipeline) *self,
+			   const struct calls *want)
+{
+	char path[256], *threads, *line, *save = NULL;
+	struct names nm = { 0 };
+	struct bft_ids_error ierr = { 0 };
+	unsigned int nthreads = 0;
+
+	snprintf(path, sizeof(path), "%s/ids.properties", self->flow);
+	ASSERT_EQ(0, bft_ids_read_file(path, flow_id, &nm, &ierr))
+		TH_LOG("ids.properties line %u: %s", ierr.line, ierr.msg);
+	names_drop_params(&nm);
+	snprintf(path, sizeof(path), "%s/threads", self->flow);
+	threads = slurp(path);
+	ASSERT_NE(NULL, threads);
+	for (line = strtok_r(threads, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct flow_ctx f = { .nm = &nm };
+		struct bft_flow_error ferr = { 0 };
+		unsigned int tid, tgid;
+
+		if (line[0] == '#')
+			continue;
+		ASSERT_EQ(2, sscanf(line, "%u %u", &tid, &tgid));
+		snprintf(path, sizeof(path), "%s/thread-%u.flow", self->flow,
+			 tid);
+		EXPECT_EQ(0, bft_flow_read_file(path, BFT_FLOW_STRICT |
+						BFT_FLOW_BALANCED, flow_event,
+						&f, &ferr))
+			TH_LOG("%s: %s", path, ferr.msg);
+		EXPECT_EQ(0, f.depth);
+		EXPECT_STREQ(want->text, f.got.text) TH_LOG("%s", path);
+		nthreads++;
+	}
+	free(threads);
+	names_free(&nm);
+	EXPECT_EQ(1, nthreads);
+}
+
+/* How often needle occurs in hay. */
+static unsigned int count_of(const char *hay, const char *needle)
+{
+	unsigned int n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay += strlen(needle))
+		n++;
+	return n;
+}
+
+TEST_F_TIMEOUT(pipeline, cxx_throws_and_unwound_frames_reach_hq, 300)
+{
+	const char *hq_argv[] = {
+		"bfhq", "--port", self->port_s, "--output", self->hqout,
+		"--start", "--count", "1", "--timeout", "240",
+		"--data-senders", variant->senders, NULL,
+	};
+	char trace[200], want_line[256], *exe, *lib_pat, *tree, *sum;
+	const char *run_argv[] = {
+		"bfctl", "run", "-p", "exc*:ex_*", "-p", NULL, "--", NULL,
+		"rethrow", NULL,
+	};
+	unsigned int throws = 0, unwound = 0;
+	struct calls want_hq, want_flow;
+	struct exm_case mc = { .nth = 0 };
+	pid_t run;
+	int rc;
+
+	if (!(self->s.caps.features & BFT_FEAT_UNWIND))
+		SKIP(return, "the module has no exception hooks");
+	exe = bst_target_path("exc");
+	ASSERT_NE(NULL, exe);
+	lib_pat = strdup("libbftexc*:ex_*");
+	run_argv[5] = lib_pat;
+	run_argv[7] = exe;
+	ASSERT_EQ(0, exm_build(&mc, "rethrow",
+			       self->s.caps.limits.uretprobe_depth, 0));
+	ASSERT_EQ(1u, mc.nth);
+	exc_expected(&mc.th[0], &want_hq, &want_flow, &throws, &unwound);
+	exm_case_free(&mc);
+
+	self->hq = spawn(hq_argv, self->log);
+	ASSERT_LT(0, self->hq);
+	ASSERT_TRUE(port_listening(self->port, 10000));
+	self->coll = start_collector(self, variant->protocol);
+	ASSERT_LT(0, self->coll);
+	ASSERT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS))
+		show_log(self->log);
+	/* the target, its probes and its hooks; it exits 0 */
+	run = spawn(run_argv, self->log);
+	ASSERT_LT(0, run);
+	rc = wait_exit(run, TOOL_EXIT_MS);
+	EXPECT_EQ(0, rc) show_log(self->log);
+	free(exe);
+	free(lib_pat);
+	rc = wait_exit(self->coll, TOOL_EXIT_MS);
+	self->coll = 0;
+	EXPECT_EQ(0, rc) show_log(self->log);
+	rc = wait_exit(self->hq, TOOL_EXIT_MS);
+	self->hq = 0;
+	ASSERT_EQ(0, rc) show_log(self->log);
+
+	snprintf(trace, sizeof(trace), "%s/trace-1", self->hqout);
+	exc_check_hq(_metadata, trace, &want_hq);
+	/* tree.txt: each throw a comment in its frame, each frame it left
+	 * closed as unwound by its type */
+	snprintf(want_line, sizeof(want_line), "%s/tree.txt", trace);
+	tree = slurp(want_line);
+	ASSERT_NE(NULL, tree);
+	EXPECT_EQ(throws, count_of(tree, "/* throw std::logic_error */\n"))
+		TH_LOG("%s", tree);
+	EXPECT_EQ(unwound, count_of(tree, ": unwound (std::logic_error) */\n"))
+		TH_LOG("%s", tree);
+	free(tree);
+	snprintf(want_line, sizeof(want_line), "%s/summary.txt", trace);
+	sum = slurp(want_line);
+	ASSERT_NE(NULL, sum);
+	snprintf(want_line, sizeof(want_line), "exceptions:    %u thrown, %u "
+		 "frames unwound, 0 uses of an unmapped type\n", throws,
+		 unwound);
+	EXPECT_NE(NULL, strstr(sum, want_line)) TH_LOG("%s", sum);
+	EXPECT_NE(NULL, strstr(sum, "status:        complete\n"));
+	EXPECT_NE(NULL, strstr(sum, "0 sequence numbers missing in 0 gaps"));
+	EXPECT_NE(NULL, strstr(sum, "data breaks:   0 "));
+	free(sum);
+	EXPECT_EQ(want_hq.ncalls, check_chrome(_metadata, trace));
+	exc_check_flow(_metadata, self, &want_flow);
 	if (!_metadata->passed)
 		show_log(self->log);
 }
