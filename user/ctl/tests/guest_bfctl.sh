@@ -260,6 +260,8 @@ c = json.loads(subprocess.check_output([sys.argv[1], "--json", "caps"], timeout=
 assert c["proto_version"] == 1, c
 assert {"entry", "return", "read"} <= set(c["features"]), c
 ' "$BFCTL"
+	check "caps: the module has exception hooks (unwind)" bash -c '
+"$1" caps | grep -Eq "^  unwind +yes" && "$1" --json caps | grep -q "\"unwind\""' _ "$BFCTL"
 
 	check "status --watch --json gives one document per refresh" python3 -c '
 import json, subprocess, sys
@@ -621,10 +623,11 @@ sec_bad() {
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$BFCTL" start
 	# The module's own cap: an attach that would exceed it, on a target with
 	# probes already, detaches everything rather than leave half of it.
-	bf attach --pid "$FXPID" -p 'fx_c:foo_fast' >/dev/null 2>&1
+	# (Entry probes only: no exception hooks come along to count.)
+	bf attach --pid "$FXPID" --entry-only -p 'fx_c:foo_fast' >/dev/null 2>&1
 	bf set max_probes 2 >/dev/null
 	expect_fail "bad input: over the module's max_probes, earlier probes included" 6 'max_probes' \
-		bf attach --pid "$FXPID" -p 'fx_c:foo_slow' -p 'fx_c:bar'
+		bf attach --pid "$FXPID" --entry-only -p 'fx_c:foo_slow' -p 'fx_c:bar'
 	check "  ... and the target is left with nothing attached" nothing_attached "$FXPID"
 	bf set max_probes 4096 >/dev/null
 	finish_fixture "$T/fx.out" >/dev/null
@@ -656,10 +659,75 @@ sec_opts() {
 		bf unpause
 }
 
+# ---- exceptions, cold fragments, setjmp ------------------------------------------
+
+# bfctl run with every function of the program traced, its output and status
+# against an untraced run; grep_err: what bfctl -v must say.
+exc_check() { # name, grep_err, program args..., --, patterns...
+	local name=$1 want=$2
+	shift 2
+	local prog=() pats=()
+	while (($#)) && [[ $1 != -- ]]; do prog+=("$1"); shift; done
+	shift
+	for p in "$@"; do pats+=(-p "$p"); done
+	settle
+	"${prog[@]}" >"$T/plain.out" 2>"$T/plain.err"
+	local st0=$? st1
+	bf -v run "${pats[@]}" -- "${prog[@]}" >"$T/traced.out" 2>"$T/traced.err"
+	st1=$?
+	# bfctl's messages, and its report with one row per probe under -v
+	grep -Ev '^(bfctl: |attached to process | +[0-9]+ 0x[0-9a-f]+ )' "$T/traced.err" >"$T/traced.tgt"
+	if ((st0 == st1)) && cmp -s "$T/plain.out" "$T/traced.out" &&
+	   cmp -s "$T/plain.err" "$T/traced.tgt" && grep -Eq "$want" "$T/traced.err"; then
+		ok "$name"
+	else
+		echo "# status untraced $st0, traced $st1"
+		note "$T/plain.out" "$T/traced.out" "$T/traced.err"
+		not_ok "$name"
+	fi
+	settle
+}
+
+sec_exc() {
+	exc_check "exceptions: a C++ throw through return-probed frames, the program lives" \
+		'exception hooks on process' "$FX/fx_exc" -- 'fx_exc:*'
+	exc_check "cold fragments: left out, said under -v, the cold path runs traced" \
+		'left out fx_cold!cf_work.cold' "$FX/fx_cold" 2000 -- 'fx_cold:*'
+	exc_check "setjmp: entry probe only, said under -v; the longjmp lands" \
+		'_setjmp: returns twice' "$FX/fx_cold" jump -- 'fx_cold:*' 'libc.so*:_setjmp' \
+		'libc.so*:__sigsetjmp' 'libc.so*:setjmp'
+	exc_check "unknown unwinder (static, stripped C++): warned, entries only, the program lives" \
+		'recording entries only' "$FX/fx_exc_stripped" -- 'fx_exc_stripped:*'
+
+	settle
+	fixture_exc() {
+		"$FX/fx_exc" wait >"$T/exc.out" 2>&1 <"$T/exc.in" &
+		EXCPID=$!
+		bg_pids+=("$EXCPID")
+		wait_for "$T/exc.out" '^ready' 60
+	}
+	mkfifo "$T/exc.in"
+	exec 8<>"$T/exc.in"
+	if fixture_exc && bf attach --pid "$EXCPID" -p 'fx_exc:fx_exc_*' >/dev/null 2>"$T/err" &&
+	   bf methods --pid "$EXCPID" >"$T/methods.txt" 2>>"$T/err" &&
+	   grep -q '\[exception hook: catch' "$T/methods.txt" &&
+	   grep -q '\[exception hook: unwind' "$T/methods.txt" &&
+	   grep -q 'fx_exc!fx_exc_thrower' "$T/methods.txt"; then
+		ok "methods: the exception hooks show as such"
+	else
+		note "$T/methods.txt" "$T/err"; not_ok "methods: the exception hooks show as such"
+	fi
+	echo >&8
+	exec 8>&-
+	bounded_wait "$EXCPID" 30
+	bf detach --pid "$EXCPID" >/dev/null 2>&1
+	settle
+}
+
 # ---- run the sections -------------------------------------------------------
 
 # BFT_BFCTL_ONLY: a regex of the sections to run (all by default).
-for sec in caps counts sqlite run list endbr bad opts; do
+for sec in caps counts sqlite run list endbr bad opts exc; do
 	[[ -z ${BFT_BFCTL_ONLY:-} || $sec =~ ${BFT_BFCTL_ONLY} ]] && "sec_$sec"
 done
 echo "1..$n"
