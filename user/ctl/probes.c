@@ -191,7 +191,7 @@ int probes_build(struct ctl *c, pid_t pid, const struct bft_plan *pl,
 		 struct probe_set *s)
 {
 	uint32_t flags = BFT_PF_ALL;
-	bool hooks = false;
+	bool hooks = false, any_return;
 	size_t *merged = NULL;
 	char err[512];
 	int rc;
@@ -259,7 +259,12 @@ int probes_build(struct ctl *c, pid_t pid, const struct bft_plan *pl,
 			vlog(c, 1, "%s: %s", r->sig, r->why);
 		}
 	}
-	for (size_t i = 0; i < s->hooks.n; i++) {
+	/* hooks serve return probes: with none left (all entry-only), none */
+	any_return = false;
+	for (size_t i = 0; i < s->n; i++)
+		any_return |= !!(s->v[i].p.flags & BFT_PF_RETURN);
+	hooks = hooks && any_return;
+	for (size_t i = 0; hooks && i < s->hooks.n; i++) {
 		const struct bft_hook *k = &s->hooks.v[i];
 		struct probe_row *r;
 
@@ -280,7 +285,7 @@ int probes_build(struct ctl *c, pid_t pid, const struct bft_plan *pl,
 		};
 	}
 	free(merged);
-	if (s->hooks.n)
+	if (hooks && s->hooks.n)
 		vlog(c, 1, "%zu exception hooks on process %d%s%s%s", s->hooks.n, (int)pid,
 		     s->hooks.libgcc ? " (" : "",
 		     s->hooks.libgcc ? s->hooks.libgcc : "",
