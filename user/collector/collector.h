@@ -225,6 +225,8 @@ static inline bool methods_excluded(struct methods *m, struct method *me)
 	(void)m;
 	return me->excluded;
 }
+/* The kernel's ids after a start: every probe's id is forgotten. */
+void methods_forget(struct methods *m);
 /* Record an object's fate; true if that is news (to report to HQ). */
 bool methods_object(struct methods *m, const char *path, uint8_t kind);
 void methods_free(struct methods *m);
@@ -236,6 +238,8 @@ int exc_types_add(struct exc_types *x, uint32_t id, const char *mangled);
 struct exc_type *exc_types_get(struct exc_types *x, uint32_t id);
 /* "id\tname" lines (names as type_info gives them); no file: no types. */
 int exc_types_load_file(struct exc_types *x, const char *path);
+/* The kernel's types after a start (ours stay). */
+void exc_types_forget(struct exc_types *x);
 void exc_types_free(struct exc_types *x);
 
 /* source.c */

@@ -122,6 +122,21 @@ int exc_types_load_file(struct exc_types *x, const char *path)
 	return err;
 }
 
+void exc_types_forget(struct exc_types *x)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < x->n; i++) {
+		if (x->v[i].id == COLL_EXC_UNKNOWN ||
+		    x->v[i].id >= COLL_EXC_LONGJMP)
+			x->v[n++] = x->v[i];
+		else
+			free(x->v[i].name);
+	}
+	x->n = n;
+	x->last = 0;
+}
+
 void exc_types_free(struct exc_types *x)
 {
 	uint32_t i;

@@ -111,6 +111,7 @@ int methods_add(struct methods *m, uint32_t id, const char *path,
 	me->sig = strdup(buf);
 	me->path = strdup(path);
 	me->known = true;
+	me->mapped = 0;		/* HQ must hear the new signature */
 	if (!me->sig || !me->path)
 		return -ENOMEM;
 	decide(m, me);
@@ -255,6 +256,19 @@ int methods_load_file(struct methods *m, const char *path)
 	free(line);
 	fclose(f);
 	return err;
+}
+
+void methods_forget(struct methods *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < m->cap; i++) {
+		free(m->v[i].sig);
+		free(m->v[i].path);
+	}
+	if (m->cap)
+		memset(m->v, 0, m->cap * sizeof(*m->v));
+	m->count = 0;
 }
 
 void methods_free(struct methods *m)

@@ -140,6 +140,19 @@ int source_refresh_exceptions(struct coll *c)
 	return err;
 }
 
+/*
+ * A start forgets the probes of earlier sessions and numbers exception
+ * types anew: the ids we learnt before may name other functions now.
+ */
+static void kernel_started(struct coll *c)
+{
+	if (!c->o.methods_file)
+		methods_forget(&c->methods);
+	exc_types_forget(&c->exc);
+	source_refresh_methods(c);
+	source_refresh_exceptions(c);
+}
+
 static void update_status(struct coll *c)
 {
 	struct source *s = c->src;
@@ -233,6 +246,11 @@ static void kernel_events(struct coll *c)
 			break;
 		switch (ev.type) {
 		case BFT_EV_MODE:
+			/* started by someone else (bfctl run) */
+			if (ev.mode == BFT_MODE_TRACING &&
+			    (s->mode == BFT_MODE_INITIALIZING ||
+			     s->mode == BFT_MODE_SHUTTING_DOWN))
+				kernel_started(c);
 			s->mode = ev.mode;
 			/* probes attached before a start: learn them now */
 			source_refresh_methods(c);
@@ -540,8 +558,10 @@ int source_mode_cmd(struct coll *c, int cmd)
 		return e;
 	}
 	s->mode = mode;
-	if (cmd == BFT_CMD_START)
+	if (cmd == BFT_CMD_START) {
 		bft_rings_rearm(s->rings);
+		kernel_started(c);
+	}
 	return 0;
 }
 
