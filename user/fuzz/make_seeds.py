@@ -203,6 +203,25 @@ def collector_seeds(corpus, msgs):
         struct.pack(">H", len(json)) + json + msgs["start"])
 
 
+def counters_seeds(corpus):
+    """The counters wire (test_counters_wire.c's golden bytes): requests
+    to the agent (selector 0) and what the agent sends (selector 1)."""
+    h = ("12000000 03000000 727373 01000000 01000000 03000000 0700")
+    to_agent = ["01", "02 03000000 727373 09000000 436f6c6c6563746f72",
+                "02 03000000 727373 ffffffff", "03 3412", "03 ffff", "7f"]
+    to_insp = ["00 0100 0100 " + h, "00 0100 0000",
+               "01 03000000 727373 09000000 436f6c6c6563746f72 ffffffff",
+               "02 00 " + h, "02 02", "02 03", "03 00",
+               "04 0080b5f7f57f9f08 0000 0400 feffffff 0100 0800"
+               " 0807060504030201 0001 0800 000000000000f83f ffff"]
+    for sel, msgs in ((0, to_agent), (1, to_insp)):
+        for m in msgs:
+            put(corpus, "fuzz_counters",
+                bytes([sel]) + bytes.fromhex(m.replace(" ", "")))
+        put(corpus, "fuzz_counters", bytes([sel]) + b"".join(
+            bytes.fromhex(m.replace(" ", "")) for m in msgs))
+
+
 def main():
     corpus = sys.argv[1]
     msgs = golden("bytefrog-v1.txt")
@@ -214,6 +233,7 @@ def main():
     nl_seeds(corpus)
     hq_seeds(corpus, msgs)
     collector_seeds(corpus, msgs)
+    counters_seeds(corpus)
 
 
 if __name__ == "__main__":
