@@ -17,6 +17,8 @@
  *   hqlink.c    the control connection and the data connections to HQ:
  *               handshake, configuration, control messages, heartbeats,
  *               reconnection
+ *   counters.c  the counters agent (seed 003): samples what the others
+ *               count for an inspector (--counters)
  *   main.c      options and the loop
  *
  * One thread: a poll loop.  Control messages go out on their own socket
@@ -64,6 +66,9 @@ struct coll_opts {
 	unsigned int handshake_ms;
 	bool until_exit;	/* finish when the traced processes are gone */
 	bool no_stop;		/* HQ's stop ends tracing, not bfcollector */
+	const char *counters_host;	/* --counters: the inspector */
+	const char *counters_port;
+	unsigned int counters_ms;	/* sampling interval */
 	int verbose;
 };
 
@@ -80,6 +85,10 @@ struct method {
 	uint64_t mapped;
 	char *sig;
 	char *path;
+	/* counters.c's: entries and frames left, seen in the stream (the
+	 * excluded too); live: in the kernel's last table (methods.gen) */
+	uint64_t calls, exits;
+	uint32_t live_gen;
 };
 
 struct methods {
@@ -92,6 +101,7 @@ struct methods {
 		uint8_t kind;	/* BFP_CLASS_TRANSFORMED, _IGNORED, _FAILED */
 	} *objects;		/* what every new HQ session is told */
 	uint32_t nobjects;
+	uint32_t gen;		/* kernel table reads, for live_gen */
 };
 
 /* ---- exceptions.c ---- */
@@ -118,6 +128,24 @@ struct exc_types {
 /* ---- source.c ---- */
 
 struct source;
+
+/* What the counters sample of the source (source_stats). */
+struct source_cpu_stats {
+	uint64_t used;		/* bytes in the ring now (replay: 0) */
+	uint64_t records;	/* events produced into it */
+	uint64_t lost;
+	uint64_t reads;		/* our reads that returned data */
+};
+
+struct source_stats {
+	uint8_t mode;		/* enum bft_mode */
+	uint32_t probes, targets;
+	uint64_t hits;		/* probe hits the handlers saw */
+	uint64_t lost;
+	struct source_cpu_stats *cpu;	/* source_ncpus() of them, caller's */
+};
+
+struct counters;
 
 /* ---- the collector ---- */
 
@@ -206,6 +234,9 @@ struct coll {
 	uint64_t throws_outside;	/* thrown with no traced frame open */
 	uint64_t breaks_sent;
 	uint64_t last_stamp;		/* the last relative time sent */
+	uint64_t heartbeats;		/* sent to HQ */
+	struct counters *ctr;		/* --counters */
+	bool input_ended;
 };
 
 uint64_t coll_now_ms(void);
@@ -267,6 +298,8 @@ void source_tick(struct coll *c);
 char *source_thread_name(struct coll *c, uint32_t tgid, uint32_t tid);
 bool source_targets_gone(struct coll *c);
 uint32_t source_ncpus(struct source *s);
+/* Counts for the counters agent: 0, or -errno (kernel unreachable). */
+int source_stats(struct coll *c, struct source_stats *st);
 
 /* pipeline.c */
 int pipeline_init(struct coll *c, unsigned int ncpus);
@@ -309,5 +342,20 @@ void hq_shutdown(struct coll *c);
  * without a socket, for tests and fuzzing.
  */
 void hq_control_feed(struct coll *c, const void *p, size_t n);
+
+/* counters.c: nothing here may block the loop */
+int counters_init(struct coll *c);
+void counters_free(struct coll *c);
+/* Its socket, if any, and the time to the next sample. */
+int counters_pollfds(struct coll *c, struct pollfd *p, int max,
+		     int *timeout_ms);
+/* After poll: connect, read requests, write, sample when due. */
+void counters_io(struct coll *c, const struct pollfd *p, int n);
+/* An inspector is connected, or being connected to. */
+bool counters_connected(const struct coll *c);
+/* Requests from the inspector, as if read from its socket (tests). */
+void counters_feed(struct coll *c, const void *p, size_t n);
+/* A last sample, written if the socket takes it, then close. */
+void counters_shutdown(struct coll *c);
 
 #endif /* BFCOLLECTOR_H */

@@ -813,7 +813,8 @@ void hq_heartbeat(struct coll *c, bool force)
 	c->next_heartbeat_ms = now + (uint64_t)c->config.heartbeat_ms;
 	m.mode = mode_letter(c);
 	m.queue = q > 65535 ? 65535 : (uint16_t)q;
-	hq_control_msg(c, &m);
+	if (!hq_control_msg(c, &m))
+		c->heartbeats++;
 }
 
 void hq_shutdown(struct coll *c)

@@ -63,13 +63,16 @@ static void usage(FILE *f)
 "      --handshake-timeout MS  HQ must configure us within this (10000)\n"
 "      --until-exit            finish once every traced process is gone\n"
 "      --no-stop               HQ's stop ends tracing, not bfcollector\n"
+"      --counters HOST:PORT    serve counters to an inspector there\n"
+"      --counters-interval MS  sample them every MS (1000)\n"
 "  -v, --verbose\n"
 "  -h, --help\n");
 }
 
 enum {
 	OPT_METHODS = 256, OPT_THREADS, OPT_DEVICE, OPT_CHUNK, OPT_DELAY,
-	OPT_CONNECT, OPT_HANDSHAKE, OPT_UNTIL_EXIT, OPT_NO_STOP,
+	OPT_CONNECT, OPT_HANDSHAKE, OPT_UNTIL_EXIT, OPT_NO_STOP, OPT_COUNTERS,
+	OPT_COUNTERS_MS,
 };
 
 static const struct option longopts[] = {
@@ -86,6 +89,8 @@ static const struct option longopts[] = {
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE },
 	{ "until-exit", no_argument, NULL, OPT_UNTIL_EXIT },
 	{ "no-stop", no_argument, NULL, OPT_NO_STOP },
+	{ "counters", required_argument, NULL, OPT_COUNTERS },
+	{ "counters-interval", required_argument, NULL, OPT_COUNTERS_MS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -108,12 +113,39 @@ static int num(const char *s, const char *what, unsigned long lo,
 	return 0;
 }
 
+/* HOST:PORT, [V6]:PORT; the port may not be left out. */
+static int host_port(const char *arg, const char *what, char *host,
+		     size_t hlen, char *port, size_t plen)
+{
+	const char *colon = strrchr(arg, ':');
+	unsigned int p;
+	size_t hl;
+
+	if (!colon || strchr(colon, ']') || colon == arg) {
+		fprintf(stderr, "bfcollector: %s: HOST:PORT, not %s\n", what,
+			arg);
+		return -1;
+	}
+	hl = (size_t)(colon - arg);
+	if (hl >= hlen || num(colon + 1, "port", 1, 65535, &p))
+		return -1;
+	memcpy(host, arg, hl);
+	host[hl] = 0;
+	if (host[0] == '[') {
+		memmove(host, host + 1, strlen(host));
+		host[strcspn(host, "]")] = 0;
+	}
+	snprintf(port, plen, "%u", p);
+	return 0;
+}
+
 static int parse_args(struct coll_opts *o, int argc, char **argv)
 {
-	static char host[256], port[16];
+	static char host[256], port[16], chost[256], cport[16];
 	int ch;
 
 	o->protocol = 1;
+	o->counters_ms = 1000;
 	o->replay_chunk = 65536;
 	o->handshake_ms = 10000;
 	while ((ch = getopt_long(argc, argv, "H:P:o:r:vh", longopts,
@@ -186,6 +218,18 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 		case OPT_NO_STOP:
 			o->no_stop = true;
 			break;
+		case OPT_COUNTERS:
+			if (host_port(optarg, "--counters", chost,
+				      sizeof(chost), cport, sizeof(cport)))
+				return -1;
+			o->counters_host = chost;
+			o->counters_port = cport;
+			break;
+		case OPT_COUNTERS_MS:
+			if (num(optarg, "counters interval", 10, 3600000,
+				&o->counters_ms))
+				return -1;
+			break;
 		case 'v':
 			o->verbose++;
 			break;
@@ -202,9 +246,9 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 			argv[optind]);
 		return -1;
 	}
-	if (!o->hq_host && !o->outdir) {
-		fprintf(stderr, "bfcollector: nothing to do: give --hq and/or "
-			"--output\n");
+	if (!o->hq_host && !o->outdir && !o->counters_host) {
+		fprintf(stderr, "bfcollector: nothing to do: give --hq, "
+			"--output and/or --counters\n");
 		return -1;
 	}
 	return 0;
@@ -259,6 +303,15 @@ static int die(struct coll *c, const char *what, int err)
 	return EXIT_FATAL;
 }
 
+/*
+ * Without HQ, an inspector still connected when the input ends keeps us
+ * until it says Good Bye or goes (a signal ends it too).
+ */
+static bool lingering(const struct coll *c)
+{
+	return counters_connected(c) && !got_signal;
+}
+
 static int loop(struct coll *c)
 {
 	uint64_t next_tick = 0;
@@ -267,7 +320,7 @@ static int loop(struct coll *c)
 
 	while (!(c->exit_code && c->hq == HQ_NONE)) {
 		struct pollfd p[COLL_MAX_SENDERS + 8];
-		int n, timeout = 100;
+		int n, nc, timeout = 100;
 		uint64_t now = coll_now_ms();
 		uint64_t budget = (uint64_t)(c->config.buffer_budget > 4096 ?
 					     c->config.buffer_budget : 4096);
@@ -285,7 +338,8 @@ static int loop(struct coll *c)
 		    source_mode(c) == BFT_MODE_TRACING)
 			source_mode_cmd(c, BFT_CMD_SUSPEND);
 		if (ended && (c->hq != HQ_DOWN || !c->ever_up ||
-			      now - c->down_since_ms > 10000))
+			      now - c->down_since_ms > 10000) &&
+		    (c->hq != HQ_NONE || !lingering(c)))
 			break;
 		n = hq_pollfds(c, p, COLL_MAX_SENDERS + 1);
 		if (c->hq == HQ_DOWN)
@@ -295,9 +349,11 @@ static int loop(struct coll *c)
 			source_pollfds(c->src, p + n, 4, &timeout);
 		if (timeout > 100)
 			timeout = 100;
-		if (poll(p, (nfds_t)n, timeout) < 0 && errno != EINTR)
+		nc = counters_pollfds(c, p + n, 1, &timeout);
+		if (poll(p, (nfds_t)(n + nc), timeout) < 0 && errno != EINTR)
 			return die(c, "poll", errno);
 		hq_io(c, p, n);
+		counters_io(c, p + n, nc);
 		if (c->exit_code && c->hq == HQ_NONE)
 			break;
 		/* Back-pressure: HQ slower than the input leaves data in the
@@ -309,6 +365,7 @@ static int loop(struct coll *c)
 			if (rc == 1) {
 				pipeline_drain(c);
 				ended = true;
+				c->input_ended = true;
 				c->stopping = true;
 			}
 		}
@@ -335,7 +392,7 @@ static int loop(struct coll *c)
 		}
 		pipeline_report_lost(c);
 		hq_heartbeat(c, false);
-		if (ended && c->hq == HQ_NONE)
+		if (ended && c->hq == HQ_NONE && !lingering(c))
 			break;
 		if (ended && c->hq == HQ_UP)
 			break;
@@ -372,6 +429,10 @@ int main(int argc, char **argv)
 		rc = EXIT_FATAL;
 		goto out;
 	}
+	if (counters_init(&c)) {
+		rc = EXIT_FATAL;
+		goto out_pipeline;
+	}
 	if (c.o.hq_host) {
 		c.hq = HQ_DOWN;
 		c.down_since_ms = coll_now_ms();
@@ -384,6 +445,7 @@ int main(int argc, char **argv)
 			source_mode_cmd(&c, BFT_CMD_START);
 	}
 	rc = loop(&c);
+	counters_shutdown(&c);
 	if (c.hq == HQ_UP) {
 		pipeline_report_lost(&c);
 		hq_shutdown(&c);
@@ -402,6 +464,8 @@ int main(int argc, char **argv)
 		 c.lost_gaps, c.lost_undelivered, c.lost_unsent,
 		 c.suspended_dropped, c.breaks_sent, c.throws,
 		 c.throws_outside, c.bubbles);
+out_pipeline:
+	counters_free(&c);
 	pipeline_free(&c);
 out:
 	source_close(c.src);

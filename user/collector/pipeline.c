@@ -377,6 +377,11 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 	me = method_of(c, ev->id);
 	if (!me)
 		return -ENOMEM;
+	/* the counters count what ran, excluded from the trace or not */
+	if (ev->kind == BFT_CALL_ENTER)
+		me->calls++;
+	else if (ev->kind == BFT_CALL_EXIT)
+		me->exits++;
 	if (methods_excluded(&c->methods, me)) {
 		c->excluded++;
 		return 0;

@@ -48,6 +48,7 @@ struct source {
 	uint64_t next_read_ms;
 	struct tname *names;
 	uint32_t nnames;
+	uint64_t *reads;	/* per CPU, for the counters */
 };
 
 bool source_is_kernel(const struct source *s)
@@ -82,6 +83,12 @@ static int method_cb(const struct bft_nl_method *m, void *arg)
 	 * session it is from an earlier one: named, nothing more, or
 	 * --until-exit would finish before anything is attached.
 	 */
+	if (!(m->flags & BFT_PF_GONE)) {
+		struct method *me = methods_get(&c->methods, m->method_id);
+
+		if (me)
+			me->live_gen = c->methods.gen;
+	}
 	if ((m->flags & BFT_PF_GONE) && !session_running(c->src->mode))
 		return 0;
 	c->src->had_targets = true;
@@ -107,6 +114,7 @@ int source_refresh_methods(struct coll *c)
 
 	if (!s->kernel || c->o.methods_file)
 		return 0;
+	c->methods.gen++;	/* what the dump does not name is detached */
 	err = bft_nl_get_methods(s->nl, method_cb, c);
 	if (err)
 		coll_log("cannot read the method table: %s",
@@ -220,6 +228,9 @@ static int ring_cb(unsigned int cpu, const void *data, size_t len, void *arg)
 {
 	struct coll *c = arg;
 	int e = bft_merge_feed(&c->merge, cpu, data, len);
+
+	if (c->src->reads && cpu < c->src->ncpus)
+		c->src->reads[cpu]++;
 
 	if (e)
 		coll_log("cpu %u: %s", cpu,
@@ -396,6 +407,9 @@ static int replay_read(struct coll *c)
 		r = read(s->fd[n], buf, c->o.replay_chunk);
 		if (r > 0) {
 			int e = bft_merge_feed(&c->merge, n, buf, (size_t)r);
+
+			if (s->reads)
+				s->reads[n]++;
 
 			if (e == -EPROTO)
 				coll_log("cpu %u: %s", n,
@@ -633,10 +647,65 @@ void source_close(struct source *s)
 	for (i = 0; i < s->nnames; i++)
 		free(s->names[i].name);
 	free(s->names);
+	free(s->reads);
 	free(s);
 }
 
 uint32_t source_ncpus(struct source *s)
 {
 	return s->ncpus;
+}
+
+int source_stats(struct coll *c, struct source_stats *st)
+{
+	struct source *s = c->src;
+	struct bft_nl_status ks = { 0 };
+	uint32_t i;
+	int e;
+
+	if (!s->reads) {
+		s->reads = calloc(s->ncpus ? s->ncpus : 1, sizeof(*s->reads));
+		if (!s->reads)
+			return -ENOMEM;
+	}
+	memset(st->cpu, 0, s->ncpus * sizeof(*st->cpu));
+	st->hits = st->lost = 0;
+	if (!s->kernel) {
+		/* the streams tell what a ring would have held */
+		st->mode = s->mode;
+		st->probes = c->methods.count;
+		st->targets = 0;
+		for (i = 0; i < s->ncpus; i++) {
+			const struct bft_stream_stats *ss =
+				bft_stream_stats(bft_merge_stream(&c->merge, i));
+
+			st->cpu[i].records = ss->events;
+			st->cpu[i].lost = ss->lost;
+			st->cpu[i].reads = s->reads[i];
+			st->hits += ss->events;
+			st->lost += ss->lost;
+		}
+		return 0;
+	}
+	e = bft_nl_get_status(s->nl, &ks);
+	if (e)
+		return e;
+	st->mode = ks.mode;
+	st->probes = ks.nr_probes;
+	st->targets = ks.nr_targets;
+	for (i = 0; i < ks.nr_cpus; i++) {
+		const struct bft_nl_cpu_stats *k = &ks.cpus[i];
+
+		st->hits += k->produced + k->suspended;
+		st->lost += k->lost;
+		if (k->cpu >= s->ncpus)
+			continue;
+		st->cpu[k->cpu].used = k->used;
+		st->cpu[k->cpu].records = k->produced;
+		st->cpu[k->cpu].lost = k->lost;
+	}
+	for (i = 0; i < s->ncpus; i++)
+		st->cpu[i].reads = s->reads[i];
+	bft_nl_status_free(&ks);
+	return 0;
 }
