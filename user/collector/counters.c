@@ -131,6 +131,8 @@ struct counters {
 	uint64_t cpu_ns, cpu_at_ns;
 };
 
+static void prime(struct coll *c, struct entry *e);
+
 static bool is_method(enum kind k)
 {
 	return k <= K_CALL_RATE;
@@ -310,9 +312,11 @@ static void hello(struct coll *c)
 		drop_connection(c, "out of memory");
 		return;
 	}
-	for (i = 0; i < t->nset; i++)
+	for (i = 0; i < t->nset; i++) {
+		prime(c, &t->set[i]);
 		header_of(c, &t->set[i], &m.headers[i], names[i],
 			  sizeof(names[i]));
+	}
 	m.nheaders = t->nset;
 	send_msg(c, &m);
 	free(m.headers);
@@ -410,13 +414,7 @@ static void on_add(struct coll *c, const struct bfc_msg *req)
 		send_msg(c, &m);
 		return;
 	}
-	/* a rate starts from now */
-	e->last_ns = coll_mono_ns();
-	if (k == K_CALL_RATE) {
-		struct method *me = methods_get(&c->methods, arg);
-
-		e->last = me ? me->calls : 0;
-	}
+	prime(c, e);
 	header_of(c, e, &h, name, sizeof(name));
 	m.status = BFC_OK;
 	m.headers = &h;
@@ -542,6 +540,36 @@ static uint64_t events_in(struct coll *c)
 	return n;
 }
 
+static uint64_t hq_bytes_written(const struct coll *c);
+static uint64_t events_in(struct coll *c);
+
+/* What a rate counts: the count now. */
+static uint64_t rate_count(struct coll *c, const struct entry *e)
+{
+	struct method *me;
+
+	switch (e->kind) {
+	case K_CALL_RATE:
+		me = methods_get(&c->methods, e->arg);
+		return me ? me->calls : 0;
+	case K_EV_IN_RATE:
+		return events_in(c);
+	case K_EV_OUT_RATE:
+		return c->events_sent;
+	case K_HQ_BYTE_RATE:
+		return hq_bytes_written(c);
+	default:
+		return 0;
+	}
+}
+
+/* A rate starts from when it joins the sample set. */
+static void prime(struct coll *c, struct entry *e)
+{
+	e->last = rate_count(c, e);
+	e->last_ns = coll_mono_ns();
+}
+
 static double rate(struct entry *e, uint64_t now_count, uint64_t now_ns)
 {
 	double r = 0;
@@ -573,7 +601,10 @@ static void value_of(struct coll *c, struct entry *e, uint64_t now,
 		*iv = me ? (int64_t)me->exits : 0;
 		break;
 	case K_CALL_RATE:
-		*dv = rate(e, me ? me->calls : 0, now);
+	case K_EV_IN_RATE:
+	case K_EV_OUT_RATE:
+	case K_HQ_BYTE_RATE:
+		*dv = rate(e, rate_count(c, e), now);
 		break;
 	case K_RING_USED:
 		*iv = cs ? (int64_t)cs->used : 0;
@@ -586,15 +617,6 @@ static void value_of(struct coll *c, struct entry *e, uint64_t now,
 		break;
 	case K_RING_READS:
 		*iv = cs ? (int64_t)cs->reads : 0;
-		break;
-	case K_EV_IN_RATE:
-		*dv = rate(e, events_in(c), now);
-		break;
-	case K_EV_OUT_RATE:
-		*dv = rate(e, c->events_sent, now);
-		break;
-	case K_HQ_BYTE_RATE:
-		*dv = rate(e, hq_bytes_written(c), now);
 		break;
 	case K_HQ_QUEUE:
 		*iv = c->hq == HQ_UP ? (int64_t)hq_pending(c) : 0;

@@ -15,6 +15,7 @@
 
 #include "bft_util.h"
 #include "hq.h"
+#include "inspector.h"
 
 static volatile sig_atomic_t got_signal;
 
@@ -28,6 +29,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: bfhq [options]                 serve Bytefrog agents\n"
 "       bfhq --control PATH --send CMD  drive a running bfhq\n"
+"       bfhq --counters [HOST:]PORT ... inspect a counters agent (--counters\n"
+"                                       --help)\n"
 "\n"
 "  -l, --listen HOST[:PORT]   address to listen on (default 127.0.0.1:%u)\n"
 "  -p, --port PORT            port to listen on\n"
@@ -307,6 +310,10 @@ int main(int argc, char **argv)
 	int rc;
 
 	setvbuf(stderr, NULL, _IOLBF, 0);
+	/* the counters inspector is a mode of its own, with its options */
+	for (int i = 1; i < argc; i++)
+		if (!strncmp(argv[i], "--counters", 10))
+			return inspector_main(argc, argv);
 	if (parse_args(&hq.o, argc, argv, &send)) {
 		bfp_config_free(&hq.o.config);
 		return 1;
