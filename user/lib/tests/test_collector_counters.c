@@ -7,8 +7,11 @@
  * the input has ended and compares the sampled calls with the true
  * count, removes, lists again and says Good Bye.  Then garbage, a
  * vanishing inspector and unknown counters: the agent says why in its log,
- * reconnects and goes on.
+ * reconnects and goes on.  Last, the same through bfhq --counters, the
+ * inspector's command line, driven by its standard input.
  */
+#include <jansson.h>
+
 #include "kselftest_harness.h"
 
 #include "bfc_wire.h"
@@ -52,7 +55,8 @@ FIXTURE_TEARDOWN(ctr)
 		wait_exit(self->pid, 10);
 	if (self->fd >= 0)
 		close(self->fd);
-	close(self->lfd);
+	if (self->lfd >= 0)
+		close(self->lfd);
 	bft_buf_free(&self->in);
 	remove_tmpdir(self->dir);
 }
@@ -395,6 +399,134 @@ TEST_F(ctr, survives_garbage_vanishing_and_unknown_counters)
 	free(log);
 	if (_metadata->passed != 1 || getenv("BFT_SHOW_LOG"))
 		show_log(self->log);
+}
+
+/* bfhq with its stdin and stdout ours, stderr to log. */
+static pid_t spawn_piped(char *const argv[], const char *log, int *to,
+			 FILE **from)
+{
+	char path[PATH_MAX];
+	int in[2], out[2];
+	pid_t pid;
+
+	tool_path(argv[0], path, sizeof(path));
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		if (fd >= 0)
+			dup2(fd, 2);
+		execv(path, argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	*to = in[1];
+	*from = fdopen(out[0], "r");
+	return pid;
+}
+
+/* The next JSON line of this event, within a bounded number of lines. */
+static json_t *next_event(FILE *f, const char *event)
+{
+	char line[65536];
+
+	while (fgets(line, sizeof(line), f)) {
+		json_t *j = json_loads(line, 0, NULL);
+
+		if (j && !strcmp(json_string_value(json_object_get(j, "event")) ?:
+				 "", event))
+			return j;
+		json_decref(j);
+	}
+	return NULL;
+}
+
+TEST_F(ctr, bfhq_inspects_through_its_command_line)
+{
+	char port[16], where[32], hqlog[PATH_MAX + 16];
+	char *hq[] = { "bfhq", "--counters", port, "--json", "--add",
+		       "Method:prog!fn_1 calls", "--timeout", "20", NULL };
+	char *coll[] = { "bfcollector", "--replay", self->dir, "--counters",
+			 where, "--counters-interval", "20", NULL };
+	json_t *j, *v;
+	FILE *from;
+	int to, idx = -1;
+	int64_t calls = -1;
+	pid_t hqpid;
+	static const char reqs[] = "list\nadd Kernel:nope\n";
+
+	ASSERT_EQ(0, write_replay(self->dir, 1));
+	/* bfhq listens itself: the fixture's socket is not needed */
+	close(self->lfd);
+	self->lfd = -1;
+	snprintf(port, sizeof(port), "%d", self->port);
+	snprintf(where, sizeof(where), "127.0.0.1:%d", self->port);
+	snprintf(hqlog, sizeof(hqlog), "%s/hq.log", self->dir);
+	hqpid = spawn_piped(hq, hqlog, &to, &from);
+	ASSERT_LT(0, hqpid);
+	ASSERT_NE(NULL, from);
+	/* bfhq takes this probe for an agent that went away at once */
+	ASSERT_TRUE(wait_listening(self->port, 10000));
+	self->pid = spawn(coll, self->log);
+	ASSERT_LT(0, self->pid);
+
+	j = next_event(from, "add");
+	ASSERT_NE(NULL, j);
+	EXPECT_STREQ("OK", json_string_value(json_object_get(j, "status")));
+	idx = (int)json_integer_value(json_object_get(
+		json_object_get(j, "counter"), "index"));
+	json_decref(j);
+	/* samples until the input has ended: then the count is final */
+	while ((j = next_event(from, "sample"))) {
+		v = json_object_get(j, "values");
+		if (json_integer_value(json_object_get(v, "Collector:input "
+						       "open")) == 0 &&
+		    json_object_get(v, "Collector:input open")) {
+			calls = json_integer_value(json_object_get(
+				v, "Method:prog!fn_1 calls"));
+			json_decref(j);
+			break;
+		}
+		json_decref(j);
+	}
+	EXPECT_EQ(2 * CALLS_PER_THREAD, calls);
+
+	dprintf(to, "remove %d\n", idx);
+	j = next_event(from, "remove");
+	EXPECT_STREQ("OK", json_string_value(json_object_get(j, "status")));
+	json_decref(j);
+	ASSERT_EQ((ssize_t)strlen(reqs), write(to, reqs, strlen(reqs)));
+	j = next_event(from, "list");
+	ASSERT_NE(NULL, j);
+	v = json_object_get(j, "counters");
+	EXPECT_LT(20u, json_array_size(v));
+	json_decref(j);
+	j = next_event(from, "add");
+	EXPECT_STREQ("NOTFOUND", json_string_value(json_object_get(j,
+								   "status")));
+	json_decref(j);
+	/* a sample after the remove: without the counter */
+	j = next_event(from, "sample");
+	ASSERT_NE(NULL, j);
+	EXPECT_EQ(NULL, json_object_get(json_object_get(j, "values"),
+					"Method:prog!fn_1 calls"));
+	json_decref(j);
+
+	ASSERT_EQ(4, write(to, "bye\n", 4));
+	EXPECT_EQ(0, wait_exit(hqpid, 10000));
+	EXPECT_EQ(0, wait_exit(self->pid, 10000));
+	self->pid = -1;
+	close(to);
+	fclose(from);
+	if (_metadata->passed != 1 || getenv("BFT_SHOW_LOG")) {
+		show_log(hqlog);
+		show_log(self->log);
+	}
 }
 
 TEST_HARNESS_MAIN
