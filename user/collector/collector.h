@@ -353,6 +353,8 @@ int counters_pollfds(struct coll *c, struct pollfd *p, int max,
 void counters_io(struct coll *c, const struct pollfd *p, int n);
 /* An inspector is connected, or being connected to. */
 bool counters_connected(const struct coll *c);
+/* A connected socket as the inspector's (tests): Hello goes out. */
+int counters_adopt(struct coll *c, int fd);
 /* Requests from the inspector, as if read from its socket (tests). */
 void counters_feed(struct coll *c, const void *p, size_t n);
 /* A last sample, written if the socket takes it, then close. */

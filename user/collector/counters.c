@@ -779,6 +779,18 @@ static void connected(struct coll *c)
 	hello(c);
 }
 
+int counters_adopt(struct coll *c, int fd)
+{
+	struct counters *t = c->ctr;
+
+	if (!t || t->state != C_DOWN)
+		return -EBUSY;
+	t->fd = fd;
+	t->state = C_UP;
+	hello(c);
+	return 0;
+}
+
 int counters_init(struct coll *c)
 {
 	struct counters *t;

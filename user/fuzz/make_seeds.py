@@ -220,6 +220,21 @@ def counters_seeds(corpus):
                 bytes([sel]) + bytes.fromhex(m.replace(" ", "")))
         put(corpus, "fuzz_counters", bytes([sel]) + b"".join(
             bytes.fromhex(m.replace(" ", "")) for m in msgs))
+    # the agent's side: requests against fuzz_collector_counters' replay
+    def s32(b):
+        return struct.pack("<i", len(b)) + b
+
+    def add(name, cat):
+        return b"\x02" + s32(name) + s32(cat)
+
+    reqs = [b"\x01", add(b"prog!main calls", b"Method"),
+            add(b"prog!work calls/s", b"Method"), add(b"cpu1 lost", b"Ring"),
+            add(b"RSS", b"Collector"), add(b"mode", b"Kernel"),
+            add(b"prog!main calls", b"Method"), add(b"nothing", b"Method"),
+            b"\x03\x10\x00", b"\x03\xff\xff", b"\x7f", b"\x55junk"]
+    for r in reqs:
+        put(corpus, "fuzz_collector_counters", b"\x80" + r)
+    put(corpus, "fuzz_collector_counters", b"\x80" + b"".join(reqs[:-2]))
 
 
 def main():
