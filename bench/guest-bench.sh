@@ -346,5 +346,7 @@ res collector_exit lost_line="$(grep -c 'lost' "$tmp/coll.log")" \
 	summary="$(tail -n 1 "$tmp/coll.log" | tr ' ' '_')"
 "$bfctl" stop >/dev/null 2>&1
 rmmod bftrace || echo "guest-bench: rmmod bftrace failed" >&2
+# the counters agent at 10 Hz with 1000 probes (loads the module again)
+"$root/bench/guest-counters.sh" "$kver"
 rm -rf "$tmp"
 echo "# guest-bench: done"

@@ -126,6 +126,9 @@ struct counters {
 	uint64_t next_ns;	/* next sample, on a fixed grid */
 	uint64_t interval_ns;
 	struct source_stats st;	/* read once per sample, if needed */
+	struct bfc_value *vals;	/* a sample's values and their bytes */
+	uint8_t *bytes;
+	uint32_t vcap;
 	uint64_t samples, dropped, skipped;
 	/* CPU %: process CPU time at the last sample */
 	uint64_t cpu_ns, cpu_at_ns;
@@ -680,12 +683,22 @@ static void sample(struct coll *c, uint64_t now)
 	clock_gettime(CLOCK_REALTIME, &rt);
 	m.timestamp = bfc_ticks_from_unix_ns((int64_t)rt.tv_sec * 1000000000 +
 					     rt.tv_nsec);
-	m.values = calloc(t->nset ? t->nset : 1, sizeof(*m.values));
-	bytes = calloc(t->nset ? t->nset : 1, 8);
-	if (!m.values || !bytes) {
-		t->dropped++;
-		goto out;
+	if (t->nset > t->vcap) {
+		struct bfc_value *v = realloc(t->vals, t->nset * sizeof(*v));
+		uint8_t *b = v ? realloc(t->bytes, t->nset * 8) : NULL;
+
+		if (v)
+			t->vals = v;
+		if (b)
+			t->bytes = b;
+		if (!v || !b) {
+			t->dropped++;
+			return;
+		}
+		t->vcap = t->nset;
 	}
+	m.values = t->vals;
+	bytes = t->bytes;
 	for (i = 0; i < t->nset; i++) {
 		int64_t iv;
 		double dv;
@@ -706,14 +719,11 @@ static void sample(struct coll *c, uint64_t now)
 			coll_log("counters: the inspector does not keep up: "
 				 "dropping samples");
 		t->dropping = true;
-		goto out;
+		return;
 	}
 	t->dropping = false;
 	t->samples++;
 	send_msg(c, &m);
-out:
-	free(m.values);
-	free(bytes);
 }
 
 /* ---- the connection ---- */
@@ -826,6 +836,8 @@ void counters_free(struct coll *c)
 	bft_buf_free(&t->in);
 	bft_buf_free(&t->out);
 	free(t->set);
+	free(t->vals);
+	free(t->bytes);
 	free(t->st.cpu);
 	free(t);
 	c->ctr = NULL;

@@ -489,6 +489,37 @@ static int put_header(struct bft_buf *b, const struct bfc_header *h)
 	       put(b, (uint16_t)h->index, 2);
 }
 
+/* Sampled ten times a second with a thousand values: one reservation. */
+static int encode_sample(struct bft_buf *b, const struct bfc_msg *m)
+{
+	size_t need = 8 + 2;
+	uint8_t *p;
+	uint32_t i;
+
+	for (i = 0; i < m->nvalues; i++) {
+		if (m->values[i].index < 0 || m->values[i].size > 0x7fff)
+			return -EINVAL;
+		need += 4 + m->values[i].size;
+	}
+	if (bft_buf_reserve(b, need))
+		return -ENOMEM;
+	p = b->data + b->len;
+	put_le(p, (uint64_t)m->timestamp, 8);
+	p += 8;
+	for (i = 0; i < m->nvalues; i++) {
+		const struct bfc_value *v = &m->values[i];
+
+		put_le(p, (uint16_t)v->index, 2);
+		put_le(p + 2, v->size, 2);
+		if (v->size)
+			memcpy(p + 4, v->data, v->size);
+		p += 4 + v->size;
+	}
+	put_le(p, 0xffff, 2);
+	b->len += need;
+	return 0;
+}
+
 static int encode(struct bft_buf *b, enum bfc_dir dir, const struct bfc_msg *m)
 {
 	uint32_t i;
@@ -535,17 +566,7 @@ static int encode(struct bft_buf *b, enum bfc_dir dir, const struct bfc_msg *m)
 	case BFC_REMOVE:
 		return m->status > BFC_EXISTING ? -EINVAL : put(b, m->status, 1);
 	case BFC_SAMPLE:
-		e = put(b, (uint64_t)m->timestamp, 8);
-		for (i = 0; !e && i < m->nvalues; i++) {
-			const struct bfc_value *v = &m->values[i];
-
-			if (v->index < 0 || v->size > 0x7fff)
-				return -EINVAL;
-			e = put(b, (uint16_t)v->index, 2) ?: put(b, v->size, 2);
-			if (!e && v->size)
-				e = bft_buf_append(b, v->data, v->size);
-		}
-		return e ?: put(b, 0xffff, 2);
+		return encode_sample(b, m);
 	}
 	return -EINVAL;
 }
