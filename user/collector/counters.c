@@ -106,6 +106,11 @@ struct entry {
 	enum kind kind;
 	uint32_t arg;
 	int16_t index;
+	/* a method's signature: a start numbers the probes anew, so the id
+	 * (arg) is checked against it, and the last value stays if it is
+	 * gone */
+	char *sig;
+	int64_t last_iv;
 	/* rates: the count and time of the last sample */
 	uint64_t last, last_ns;
 };
@@ -135,6 +140,18 @@ struct counters {
 };
 
 static void prime(struct coll *c, struct entry *e);
+
+static void set_remove(struct counters *t, uint32_t i)
+{
+	free(t->set[i].sig);
+	t->set[i] = t->set[--t->nset];
+}
+
+static void set_clear(struct counters *t)
+{
+	while (t->nset)
+		set_remove(t, t->nset - 1);
+}
 
 static bool is_method(enum kind k)
 {
@@ -250,7 +267,7 @@ static void drop_connection(struct coll *c, const char *why)
 	t->state = C_DOWN;
 	t->in.len = 0;
 	t->out.len = 0;
-	t->nset = 0;
+	set_clear(t);
 	t->backoff_ms = t->backoff_ms ? t->backoff_ms * 2 : 100;
 	if (t->backoff_ms > BACKOFF_MAX_MS)
 		t->backoff_ms = BACKOFF_MAX_MS;
@@ -302,7 +319,7 @@ static void hello(struct coll *c)
 	char (*names)[64];
 	uint32_t i;
 
-	t->nset = 0;
+	set_clear(t);
 	t->next_index = 0;
 	for (i = K_EV_IN_RATE; i <= K_LOST; i++)
 		if (!set_add(t, (enum kind)i, 0))
@@ -417,6 +434,15 @@ static void on_add(struct coll *c, const struct bfc_msg *req)
 		send_msg(c, &m);
 		return;
 	}
+	if (is_method(k)) {
+		e->sig = strdup(methods_get(&c->methods, arg)->sig);
+		if (!e->sig) {
+			set_remove(t, t->nset - 1);
+			m.status = BFC_NOK;
+			send_msg(c, &m);
+			return;
+		}
+	}
 	prime(c, e);
 	header_of(c, e, &h, name, sizeof(name));
 	m.status = BFC_OK;
@@ -432,12 +458,12 @@ static void on_remove(struct coll *c, int16_t index)
 	uint32_t i;
 
 	if (index == -1) {
-		t->nset = 0;
+		set_clear(t);
 		m.status = BFC_OK;
 	}
 	for (i = 0; i < t->nset; i++)
 		if (t->set[i].index == index) {
-			t->set[i] = t->set[--t->nset];
+			set_remove(t, i);
 			m.status = BFC_OK;
 			break;
 		}
@@ -546,15 +572,34 @@ static uint64_t events_in(struct coll *c)
 static uint64_t hq_bytes_written(const struct coll *c);
 static uint64_t events_in(struct coll *c);
 
+/* The method an entry samples, found again by signature if its id now
+ * names another (a start renumbers the probes); NULL if it is gone. */
+static struct method *entry_method(struct coll *c, struct entry *e)
+{
+	struct method *me = methods_get(&c->methods, e->arg);
+
+	if (!e->sig || (me && me->sig && !strcmp(me->sig, e->sig)))
+		return me;
+	for (uint32_t s = 0; s < c->methods.cap; s++) {
+		me = &c->methods.v[s];
+		if (me->used && me->known && me->sig &&
+		    !strcmp(me->sig, e->sig)) {
+			e->arg = me->id;
+			return me;
+		}
+	}
+	return NULL;
+}
+
 /* What a rate counts: the count now. */
-static uint64_t rate_count(struct coll *c, const struct entry *e)
+static uint64_t rate_count(struct coll *c, struct entry *e)
 {
 	struct method *me;
 
 	switch (e->kind) {
 	case K_CALL_RATE:
-		me = methods_get(&c->methods, e->arg);
-		return me ? me->calls : 0;
+		me = entry_method(c, e);
+		return me ? me->calls : e->last;
 	case K_EV_IN_RATE:
 		return events_in(c);
 	case K_EV_OUT_RATE:
@@ -591,17 +636,16 @@ static void value_of(struct coll *c, struct entry *e, uint64_t now,
 	struct counters *t = c->ctr;
 	struct source_cpu_stats *cs = have_st && e->arg < source_ncpus(c->src) ?
 				      &t->st.cpu[e->arg] : NULL;
-	struct method *me = is_method(e->kind) ?
-			    methods_get(&c->methods, e->arg) : NULL;
+	struct method *me = is_method(e->kind) ? entry_method(c, e) : NULL;
 
 	*iv = 0;
 	*dv = 0;
 	switch (e->kind) {
 	case K_CALLS:
-		*iv = me ? (int64_t)me->calls : 0;
+		*iv = me ? (int64_t)me->calls : e->last_iv;
 		break;
 	case K_EXITS:
-		*iv = me ? (int64_t)me->exits : 0;
+		*iv = me ? (int64_t)me->exits : e->last_iv;
 		break;
 	case K_CALL_RATE:
 	case K_EV_IN_RATE:
@@ -704,6 +748,7 @@ static void sample(struct coll *c, uint64_t now)
 		double dv;
 
 		value_of(c, &t->set[i], now, have_st, &iv, &dv);
+		t->set[i].last_iv = iv;
 		m.values[i].index = t->set[i].index;
 		m.values[i].data = bytes + 8 * i;
 		m.values[i].size = (uint16_t)bfc_value_put(
@@ -835,6 +880,7 @@ void counters_free(struct coll *c)
 		close(t->fd);
 	bft_buf_free(&t->in);
 	bft_buf_free(&t->out);
+	set_clear(t);
 	free(t->set);
 	free(t->vals);
 	free(t->bytes);
