@@ -19,6 +19,9 @@ packages=(
 	libmnl-dev libelf-dev libdw-dev libbpf-dev libiberty-dev libjansson-dev
 	# make fuzz: libFuzzer harnesses (clang -fsanitize=fuzzer)
 	clang libclang-rt-dev
+	# the BPF backend: vmlinux.h and the skeleton made by bpftool (its
+	# programs are built with the clang above)
+	bpftool
 	# peers and real programs the tests and benchmarks trace
 	bpftrace valgrind sqlite3 linux-perf iproute2
 	# packaging checks: DKMS builds, man pages, the flame graph in a browser

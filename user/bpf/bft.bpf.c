@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The BPF capture backend: uprobe and uretprobe handlers that write the
+ * records of include/uapi/linux/bftrace.h (section 2), byte for byte what
+ * bftrace.ko's kmod/bft_ring.c writes for the same events, into one BPF
+ * ring buffer per CPU; and bft_ctl, which user space runs on a chosen CPU
+ * (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU) for what the module's
+ * flush work and mode changes write there: seals, SYNC, BREAK.
+ *
+ * One hit's records go out as one ring buffer sample, so a reader sees
+ * whole records only and a CPU's samples, in order, are its stream.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+/*
+ * linux/bftrace.h defines only constants and enums; the types its
+ * includes would bring are in vmlinux.h, which cannot coexist with them.
+ */
+#define _LINUX_TYPES_H
+#define _LINUX_IOCTL_H
+#include <linux/bftrace.h>
+
+#include "bft_bpf_shared.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define MASK		(BFT_BPF_SCRATCH - 1)
+#define F_ENTER		0x80
+#define F_EXIT		0x00
+#define PACK_CONT	0x40
+#define PACK_LOW	0x3f
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);		/* possible CPUs, set by the loader */
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_RINGBUF);
+		__uint(max_entries, 1 << 20);	/* set by the loader */
+	});
+} bft_rings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bft_bpf_cpu);
+} bft_cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bft_bpf_ctl);
+} bft_ctl_map SEC(".maps");
+
+/* Entry hits recorded, per method id (BFT_P_HITS); entries made at attach. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} bft_hits SEC(".maps");
+
+/* The method table and the readers' progress: user space only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct bft_bpf_method_key);
+	__type(value, struct bft_bpf_method);
+} bft_methods SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* possible CPUs, set by the loader */
+	__type(key, __u32);
+	__type(value, __u64);
+} bft_read SEC(".maps");
+
+enum rec { REC_ENTER, REC_NORET, REC_EXIT };
+
+/* ---- encoding into the CPU's scratch buffer ---- */
+
+/*
+ * The length lives in the map value, not on the stack: the verifier then
+ * knows it only as "masked", so the paths through the varint encoders
+ * converge instead of multiplying.
+ */
+static __always_inline void put_byte(struct bft_bpf_cpu *c, __u8 b)
+{
+	__u32 n = c->len;
+
+	c->buf[n & MASK] = b;
+	c->len = n + 1;
+}
+
+static __always_inline void put_varint(struct bft_bpf_cpu *c, __u64 v)
+{
+	for (int i = 0; i < 10; i++) {
+		if (v < 0x80) {
+			put_byte(c, v);
+			return;
+		}
+		put_byte(c, (v & 0x7f) | 0x80);
+		v >>= 7;
+	}
+}
+
+static __always_inline void put_packed(struct bft_bpf_cpu *c, __u8 flag,
+				       __u64 v)
+{
+	if (v <= PACK_LOW) {
+		put_byte(c, flag | v);
+		return;
+	}
+	put_byte(c, flag | PACK_CONT | (v & PACK_LOW));
+	put_varint(c, v >> 6);
+}
+
+static __always_inline void put_esc(struct bft_bpf_cpu *c, __u8 kind)
+{
+	put_byte(c, BFT_ESC_LEAD | kind);
+	put_byte(c, 0);
+}
+
+static __always_inline void put_units(struct bft_bpf_cpu *c, __u64 units)
+{
+	if (!units)
+		return;
+	if (units <= BFT_TIME_SHORT_MAX) {
+		put_esc(c, BFT_ESC_TIME_SHORT - 1 + units);
+		return;
+	}
+	put_esc(c, BFT_ESC_TIME);
+	put_varint(c, units);
+}
+
+static __always_inline void put_event(struct bft_bpf_cpu *c, enum rec kind,
+				      __u32 id)
+{
+	if (kind == REC_ENTER) {
+		put_packed(c, F_ENTER, id);
+	} else if (kind == REC_NORET) {
+		put_esc(c, BFT_ESC_ENTER_NORET);
+		put_varint(c, id);
+	}
+	/* an exit's byte waits in the run */
+}
+
+/* ---- the ring ---- */
+
+static __always_inline void *cpu_ring(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&bft_rings, &cpu);
+}
+
+static __always_inline __u64 ring_wake_flag(void *ring, struct bft_bpf_ctl *ctl)
+{
+	__u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
+
+	return avail >= ctl->watermark ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/* Publish buf[0, len) as one sample; false if the ring has no room. */
+static __always_inline bool ring_put(struct bft_bpf_cpu *c, void *ring,
+				     __u64 flags)
+{
+	__u32 n = c->len & MASK;
+
+	c->len = 0;
+	if (!n)
+		return true;
+	if (bpf_ringbuf_output(ring, c->buf, n, flags))
+		return false;
+	c->bytes_written += n;
+	return true;
+}
+
+static __always_inline void ring_drop(struct bft_bpf_cpu *c, __u64 n)
+{
+	c->lost += n;
+	c->pending_lost += n;
+}
+
+static __always_inline void ring_seal(struct bft_bpf_cpu *c, void *ring,
+				      __u64 flags)
+{
+
+	if (!c->run)
+		return;
+	put_packed(c, F_EXIT, c->run - 1);
+	if (ring_put(c, ring, flags))
+		c->written += c->run;
+	else
+		ring_drop(c, c->run);
+	c->run = 0;
+}
+
+/* Records owed before anything else: LOST, then SYNC, then BREAK. */
+static __always_inline void put_owed(struct bft_bpf_cpu *c, __u64 now,
+				     __u64 *time)
+{
+	if (c->pending_lost) {
+		put_esc(c, BFT_ESC_LOST);
+		put_varint(c, c->pending_lost);
+	}
+	if (c->need_sync || c->pending_break) {
+		put_esc(c, BFT_ESC_SYNC);
+		put_varint(c, c->written + c->lost);
+		put_varint(c, now);
+		put_varint(c, c->res);
+		*time = now;
+	}
+	if (c->pending_break) {
+		put_esc(c, BFT_ESC_BREAK);
+		put_varint(c, c->pending_break);
+	}
+}
+
+static __always_inline void commit_owed(struct bft_bpf_cpu *c, __u64 time)
+{
+	c->pending_lost = 0;
+	c->need_sync = 0;
+	c->pending_break = 0;
+	c->time = time;
+}
+
+/* Drops while another handler owned the state become owed LOSTs. */
+static __always_inline void take_nested(struct bft_bpf_cpu *c)
+{
+	__u64 n;
+
+	if (!c->nested_lost)
+		return;
+	n = __sync_lock_test_and_set(&c->nested_lost, 0);
+	c->produced += n;
+	ring_drop(c, n);
+}
+
+static __always_inline bool cpu_claim(struct bft_bpf_cpu *c)
+{
+	return __sync_val_compare_and_swap(&c->busy, 0, 1) == 0;
+}
+
+static __always_inline void cpu_release(struct bft_bpf_cpu *c)
+{
+	__sync_lock_test_and_set(&c->busy, 0);
+}
+
+static __always_inline __u64 units_of(struct bft_bpf_cpu *c, __u64 delta)
+{
+	if (!c->res || delta < c->res)
+		return 0;
+	return delta / c->res;
+}
+
+static __always_inline bool recording(__u32 mode)
+{
+	return mode == BFT_MODE_TRACING || mode == BFT_MODE_PAUSED;
+}
+
+/* kmod/bft_ring.c: bft_ring_record(), the fast and the slow path in one. */
+static __always_inline void record(struct bft_bpf_cpu *c,
+				   struct bft_bpf_ctl *ctl, enum rec kind,
+				   __u32 id)
+{
+	struct task_struct *tsk = (void *)bpf_get_current_task();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
+	__u64 now, nsw, units, time, flags;
+	bool new_thread;
+	void *ring;
+
+	ring = cpu_ring();
+	if (!ring)
+		return;
+	c->len = 0;
+	take_nested(c);
+	if (!recording(ctl->mode)) {
+		if (ctl->mode == BFT_MODE_SUSPENDED)
+			c->suspended++;
+		return;
+	}
+	now = bpf_ktime_get_ns();
+	if (now < c->time)
+		now = c->time;
+	nsw = BPF_CORE_READ(tsk, nvcsw) + BPF_CORE_READ(tsk, nivcsw);
+	new_thread = !c->have_thread || c->need_sync || c->pending_break ||
+		     c->tid != tid || c->nsw != nsw;
+	c->produced++;
+	flags = ring_wake_flag(ring, ctl);
+
+	if (!new_thread && !c->pending_lost) {
+		units = units_of(c, now - c->time);
+		if (kind == REC_EXIT && c->run && !units) {
+			c->run++;
+			return;
+		}
+		if (c->run)
+			put_packed(c, F_EXIT, c->run - 1);
+		put_units(c, units);
+		put_event(c, kind, id);
+		if (ring_put(c, ring, flags)) {
+			c->written += c->run;
+			c->run = 0;
+			c->time += units * c->res;
+			if (kind == REC_EXIT)
+				c->run = 1;
+			else
+				c->written++;
+			return;
+		}
+		/* no room for all: the run goes alone, as the module's */
+	}
+
+	ring_seal(c, ring, flags);
+	time = c->time;
+	put_owed(c, now, &time);
+	if (new_thread) {
+		put_esc(c, BFT_ESC_THREAD);
+		put_varint(c, tgid);
+		put_varint(c, tid);
+		put_varint(c, now - time);
+		time = now;
+	} else {
+		units = units_of(c, now - time);
+		put_units(c, units);
+		time += units * c->res;
+	}
+	put_event(c, kind, id);
+	if (!ring_put(c, ring, flags)) {
+		ring_drop(c, 1);
+		return;
+	}
+	commit_owed(c, time);
+	if (new_thread) {
+		c->have_thread = 1;
+		c->tgid = tgid;
+		c->tid = tid;
+		c->nsw = nsw;
+	}
+	if (kind == REC_EXIT)
+		c->run = 1;
+	else
+		c->written++;
+}
+
+static __always_inline struct bft_bpf_ctl *get_ctl(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&bft_ctl_map, &zero);
+}
+
+static __always_inline struct bft_bpf_cpu *get_cpu(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&bft_cpus, &zero);
+}
+
+static __always_inline bool session_active(__u32 mode)
+{
+	return recording(mode) || mode == BFT_MODE_SUSPENDED;
+}
+
+/* Pending return probes of the current thread, as kmod/bft_probe.c reads them. */
+static __always_inline __u32 uretprobe_depth(void)
+{
+	struct task_struct *tsk = (void *)bpf_get_current_task();
+
+	return BPF_CORE_READ(tsk, utask, depth);
+}
+
+static __always_inline bool too_deep(struct bft_bpf_ctl *ctl, __u32 depth)
+{
+	return ctl->max_depth && depth >= ctl->max_depth;
+}
+
+/* Another handler on this CPU owns the state: the event is lost. */
+static __always_inline void nested_drop(struct bft_bpf_cpu *c,
+					struct bft_bpf_ctl *ctl)
+{
+	if (recording(ctl->mode))
+		__sync_fetch_and_add(&c->nested_lost, 1);
+}
+
+SEC("uprobe")
+int bft_enter(struct pt_regs *regs)
+{
+	__u64 cookie = bpf_get_attach_cookie(regs);
+	__u32 id = (__u32)cookie, pf = cookie >> 32;
+	struct bft_bpf_ctl *ctl = get_ctl();
+	struct bft_bpf_cpu *c = get_cpu();
+	__u32 depth;
+	__u64 *hits;
+
+	if (!ctl || !c || !(pf & BFT_PF_ENTRY) || !session_active(ctl->mode))
+		return 0;
+	/*
+	 * The kernel checks this same depth right after the handlers and
+	 * gives up the return probe at BFT_URETPROBE_DEPTH: say so now.
+	 */
+	depth = uretprobe_depth();
+	if (too_deep(ctl, depth))
+		return 0;
+	if (!cpu_claim(c)) {
+		nested_drop(c, ctl);
+		return 0;
+	}
+	hits = bpf_map_lookup_elem(&bft_hits, &id);
+	if (hits)
+		*hits += 1;
+	if (!(pf & BFT_PF_RETURN) || depth >= BFT_URETPROBE_DEPTH)
+		record(c, ctl, REC_NORET, id);
+	else
+		record(c, ctl, REC_ENTER, id);
+	cpu_release(c);
+	return 0;
+}
+
+SEC("uretprobe")
+int bft_exit(struct pt_regs *regs)
+{
+	__u64 cookie = bpf_get_attach_cookie(regs);
+	struct bft_bpf_ctl *ctl = get_ctl();
+	struct bft_bpf_cpu *c = get_cpu();
+
+	if (!ctl || !c || !((cookie >> 32) & BFT_PF_RETURN) ||
+	    !session_active(ctl->mode))
+		return 0;
+	/* this frame's return instance is still counted in the depth */
+	if (too_deep(ctl, uretprobe_depth() - 1))
+		return 0;
+	if (!cpu_claim(c)) {
+		nested_drop(c, ctl);
+		return 0;
+	}
+	record(c, ctl, REC_EXIT, 0);
+	cpu_release(c);
+	return 0;
+}
+
+/* kmod/bft_ring.c: bft_ring_mark(). */
+static __always_inline void mark(struct bft_bpf_cpu *c, void *ring, __u8 brk)
+{
+	__u64 now = bpf_ktime_get_ns(), time;
+
+	ring_seal(c, ring, BPF_RB_FORCE_WAKEUP);
+	time = c->time;
+	c->need_sync = 1;
+	if (brk)
+		c->pending_break = brk;
+	if (now < c->time)
+		now = c->time;
+	put_owed(c, now, &time);
+	if (ring_put(c, ring, BPF_RB_FORCE_WAKEUP)) {
+		commit_owed(c, time);
+		/* a reader may start at any SYNC: name the thread again */
+		c->have_thread = 0;
+	}
+}
+
+SEC("raw_tp")
+int bft_ctl(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u64 op = ctx->args[0], arg = ctx->args[1];
+	struct bft_bpf_cpu *c = get_cpu();
+	void *ring = cpu_ring();
+	int ret = 0;
+
+	if (!c || !ring)
+		return -1;
+	if (!cpu_claim(c))
+		return BFT_BPF_BUSY;
+	c->len = 0;
+	take_nested(c);
+	switch (op) {
+	case BFT_BPF_OP_SEAL:
+		ring_seal(c, ring, BPF_RB_FORCE_WAKEUP);
+		ret = c->produced != c->sync_written;
+		break;
+	case BFT_BPF_OP_RESTART:
+		c->res = arg;
+		c->have_thread = 0;
+		mark(c, ring, 0);
+		break;
+	case BFT_BPF_OP_MARK:
+		mark(c, ring, arg);
+		break;
+	case BFT_BPF_OP_HEARTBEAT:
+		mark(c, ring, 0);
+		c->sync_written = c->produced;
+		break;
+	case BFT_BPF_OP_OWED:
+		if (c->pending_lost || c->pending_break)
+			mark(c, ring, 0);
+		break;
+	default:
+		ret = -1;
+	}
+	cpu_release(c);
+	return ret;
+}

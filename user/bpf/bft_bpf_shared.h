@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the BPF programs of user/bpf/bft.bpf.c and their loader
+ * (user/lib/bft_bpf.c) share: the layout of the maps' values and the
+ * operations of the control program.  Included by both sides, so only
+ * __u8/__u32/__u64 appear here.
+ */
+#ifndef BFT_BPF_SHARED_H
+#define BFT_BPF_SHARED_H
+
+/*
+ * Bytes one hit can produce, as in the module: an EXIT run, LOST, SYNC,
+ * BREAK, THREAD and the event, each at most BFT_RECORD_MAX (32) bytes.
+ * A power of two: the programs mask offsets with it for the verifier.
+ */
+#define BFT_BPF_SCRATCH		256
+
+/* The attach cookie: method id in the low half, BFT_PF_* in the high. */
+#define BFT_BPF_COOKIE(id, flags)	(((__u64)(flags) << 32) | (__u32)(id))
+
+/*
+ * One CPU's writer state: the module's struct bft_ring without the bytes
+ * (those live in the CPU's BPF ring buffer).  A handler owns it while
+ * @busy is set; a handler that finds it set (another one on this CPU was
+ * preempted or interrupted while writing) drops its event into
+ * @nested_lost, which the owner turns into a LOST record later.
+ */
+struct bft_bpf_cpu {
+	__u64 time;		/* stream time */
+	__u64 nsw;		/* context switches of @tid at its last record */
+	__u64 produced;
+	__u64 written;
+	__u64 lost;
+	__u64 suspended;
+	__u64 bytes_written;
+	__u64 pending_lost;	/* LOST owed */
+	__u64 sync_written;	/* @produced at the last heartbeat SYNC */
+	__u64 nested_lost;	/* atomic: drops while @busy */
+	__u64 busy;		/* atomic: a handler owns this state */
+	__u32 tgid;
+	__u32 tid;
+	__u32 run;		/* exits of the open EXIT run */
+	__u32 res;		/* TIME unit, ns */
+	__u32 len;		/* bytes in @buf */
+	__u8 have_thread;
+	__u8 need_sync;
+	__u8 pending_break;	/* BFT_BREAK_* owed, 0 none */
+	__u8 pad;
+	__u8 buf[BFT_BPF_SCRATCH];	/* the records of one hit */
+};
+
+/* The one entry of the control map: what the module keeps in globals. */
+struct bft_bpf_ctl {
+	__u32 mode;		/* enum bft_mode */
+	__u32 max_depth;	/* BFT_OPT_MAX_DEPTH, 0: no limit */
+	__u32 time_res_ns;	/* BFT_OPT_TIME_RES_NS, taken at start */
+	__u32 watermark;	/* wake the reader from this fill, bytes */
+	__u32 flags;		/* BFT_BPF_F_* (user space only) */
+	__u32 pad;
+	__u64 opts[16];		/* BFT_OPT_* values by id (user space only) */
+};
+
+/* The programs were loaded for uprobe_multi links, not one per function. */
+#define BFT_BPF_F_MULTI		(1U << 0)
+
+/*
+ * The control program (bft_ctl, run with BPF_PROG_TEST_RUN on one CPU):
+ * ctx args[0] is the operation, args[1] its argument.  It returns
+ * BFT_BPF_BUSY when a handler owns the CPU's state (the caller retries).
+ */
+enum bft_bpf_op {
+	BFT_BPF_OP_SEAL = 1,	/* seal the EXIT run; ret 1 if active */
+	BFT_BPF_OP_MARK,	/* SYNC, and BREAK arg if non-zero */
+	BFT_BPF_OP_RESTART,	/* new unit (args[1]), then a SYNC */
+	BFT_BPF_OP_OWED,	/* write what is owed, if anything */
+	BFT_BPF_OP_HEARTBEAT,	/* SYNC, and remember @produced */
+};
+
+#define BFT_BPF_BUSY	0x100
+
+/*
+ * The method table (bft_methods, user space only): what the module keeps
+ * for BFT_CMD_GET_METHODS.  Sized like the netlink attributes.
+ */
+struct bft_bpf_method_key {
+	__u32 tgid;
+	__u32 method_id;
+};
+
+struct bft_bpf_method {
+	__u64 offset;
+	__u32 flags;		/* BFT_PF_*, BFT_PF_GONE once detached */
+	__u32 pad;
+	char path[4096];	/* BFT_PATH_MAX */
+	char name[512];		/* BFT_NAME_MAX */
+};
+
+#endif /* BFT_BPF_SHARED_H */

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * bft_bpf: the BPF capture backend (docs/bpf-backend.md).  The programs
+ * of user/bpf/bft.bpf.c write the same record streams as bftrace.ko; this
+ * is their control side, with the calls and the errno values of the
+ * module's netlink commands (bft_nl.h), so a tool drives either backend
+ * the same way.
+ *
+ * A session is a set of objects pinned under the pin directory
+ * (BFT_BPF_PIN_DIR, or $BFT_BPF_PIN_DIR): the maps, the programs and one
+ * link per attached probe group.  They outlive the process that made
+ * them, as the module's state outlives a bfctl invocation; removing the
+ * directory (bft_bpf_unload) ends the session and frees everything.
+ * What the module does from its own timers (seal exit runs, SYNC
+ * heartbeats, reap exited targets) is bft_bpf_flush(), which the reader
+ * (bfcollector) calls every BFT_OPT_FLUSH_MS.
+ *
+ * Conventions: 0 or -errno; bft_bpf_errmsg() says why.
+ */
+#ifndef BFT_BPF_H
+#define BFT_BPF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bft_nl.h"
+#include "bft_rings.h"
+
+#define BFT_BPF_PIN_DIR	"/sys/fs/bpf/bftrace"
+
+/* BFT_A_FEATURES of the BPF backend: no events, no exception hooks. */
+#define BFT_BPF_FEATURES (BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_NORET | \
+			  BFT_FEAT_PAUSE | BFT_FEAT_SUSPEND | BFT_FEAT_READ)
+
+struct bft_bpf;
+
+/* The pin directory in use: $BFT_BPF_PIN_DIR or BFT_BPF_PIN_DIR. */
+const char *bft_bpf_pin_dir(void);
+
+/*
+ * Whether this machine can run the backend, without changing anything:
+ *   -ENOSYS      the kernel has no bpf() (CONFIG_BPF_SYSCALL off)
+ *   -EPERM       neither CAP_BPF+CAP_PERFMON nor CAP_SYS_ADMIN
+ *   -ENOTSUP     no kernel BTF (/sys/kernel/btf/vmlinux)
+ *   -EOPNOTSUPP  kernel older than 5.15 (no attach cookies for uprobes)
+ *   -ENODEV      no bpffs where the pins go
+ * The text in err says which and what to do.
+ */
+int bft_bpf_probe(char *err, size_t errlen);
+
+/* Whether a session's pins exist. */
+bool bft_bpf_loaded(void);
+
+/*
+ * Open the session; with create, make one (load and pin) if there is
+ * none.  Without create and no session: -ENOENT.
+ */
+int bft_bpf_open(struct bft_bpf **bp, bool create, char *err, size_t errlen);
+void bft_bpf_close(struct bft_bpf *b);
+const char *bft_bpf_errmsg(const struct bft_bpf *b);
+
+/* Remove the session: stop, detach, unpin.  0 or -errno. */
+int bft_bpf_unload(char *err, size_t errlen);
+
+/* Whether the programs attach with uprobe_multi links (else per function). */
+bool bft_bpf_multi(const struct bft_bpf *b);
+
+int bft_bpf_get_caps(struct bft_bpf *b, struct bft_nl_caps *caps);
+int bft_bpf_attach(struct bft_bpf *b, uint32_t tgid,
+		   const struct bft_nl_probe *probes, size_t n, int *results);
+int bft_bpf_detach(struct bft_bpf *b, uint32_t tgid);
+int bft_bpf_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode);
+int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st);
+int bft_bpf_get_opt(struct bft_bpf *b, uint32_t id, struct bft_nl_opt *out);
+int bft_bpf_get_opts(struct bft_bpf *b, struct bft_nl_opt *out, size_t cap,
+		     size_t *n);
+int bft_bpf_set_opt(struct bft_bpf *b, uint32_t id, uint64_t value,
+		    struct bft_nl_opt *out);
+int bft_bpf_get_methods(struct bft_bpf *b, bft_nl_method_cb cb, void *arg);
+
+/*
+ * One round of the module's flush work: seal open exit runs, write a SYNC
+ * into every CPU's ring when any CPU recorded since the last round (and
+ * heartbeat is set), write owed LOST/BREAK records, detach targets that
+ * exited.  0 or -errno.
+ */
+int bft_bpf_flush(struct bft_bpf *b, bool heartbeat);
+
+/* ---- reading the rings ---- */
+
+struct bft_bpf_rings;
+
+/* One reader of every CPU's ring; cb gets each CPU's bytes in order. */
+int bft_bpf_rings_open(struct bft_bpf *b, struct bft_bpf_rings **rp,
+		       bft_rings_cb cb, void *arg);
+void bft_bpf_rings_close(struct bft_bpf_rings *r);
+/* Wait up to timeout_ms for data, deliver it; bytes delivered or -errno. */
+ssize_t bft_bpf_rings_poll(struct bft_bpf_rings *r, int timeout_ms);
+/*
+ * Flush (seal runs) and read until no byte came for quiet_ms; max_ms
+ * bounds the call (-ETIME).  Bytes delivered or -errno.
+ */
+ssize_t bft_bpf_rings_drain(struct bft_bpf_rings *r, int quiet_ms, int max_ms);
+uint64_t bft_bpf_rings_bytes_read(const struct bft_bpf_rings *r,
+				  unsigned int cpu);
+
+#endif /* BFT_BPF_H */
