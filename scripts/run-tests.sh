@@ -2,8 +2,9 @@
 # The project's test command (`make test`, and CI through .ci/run): install
 # what is missing, build the module for every kernel, the tools and the
 # selftests, run the native unit tests and the packaging checks (make
-# install, DKMS, the flame graph in headless Chromium), then the selftests in
-# a guest on each kernel.  Every TAP result line of every suite is counted; a
+# install, DKMS, the flame graph in headless Chromium), the exact-trace tests
+# through the BPF backend on this machine, then the selftests in a guest on
+# each kernel.  Every TAP result line of every suite is counted; a
 # step that fails without a failing TAP line of its own (build error, crash,
 # guest that does not boot, kernel log with warnings) counts as one failure.  The last line is
 # "N passed, M failed"; the exit status is non-zero if M > 0.
@@ -200,6 +201,19 @@ build_step "make -C selftests/bftrace" make -C selftests/bftrace -j"$jobs" && se
 if ((user_ok)); then
 	build_step "bfctl fixtures" sh user/lib/tests/resolve_fixtures/build.sh build/user/ctl-fixtures ||
 		fail "bfctl fixtures did not build"
+fi
+
+# --- native: the BPF backend ----------------------------------------------
+# The one part of bftrace that runs on the build machine itself: the exact
+# call-tree tests through the BPF backend.  Where this machine cannot run
+# BPF (no BTF, no privileges, BPF off) they report SKIP with the reason.
+if ((selftests_ok)); then
+	test_step "bpf backend (native)" env BFT_BACKEND=bpf build/selftests/trace_test
+	if ((step_rc != 0 && step_nok == 0)); then
+		fail "bpf backend (native): exit $step_rc with no failing test reported"
+	fi
+else
+	echo "==> skipping the native BPF tests: the selftests did not build"
 fi
 
 # --- guests ---------------------------------------------------------------

@@ -15,9 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -864,22 +866,16 @@ static int on_record(void *arg, const struct bft_record *r)
 int bst_collect(struct bst_session *s, int quiet_ms, int max_ms,
 		struct bst_trace *t)
 {
-	struct bft_calltree_opts cto = { .on_call = on_call };
-	struct collect_ctx c = { .t = t };
-	struct bft_merge_opts mo = { .on_record = on_record, .ctx = &c,
-				     .policy = BFT_STREAM_STOP };
-	struct bft_merge m;
+	const uint8_t **data;
+	size_t *lens;
 	struct bft_rings *r = NULL;
 	char msg[256] = "";
+	uint32_t nr_cpus = s->caps.nr_cpus;
 	ssize_t got;
 	int err;
 
 	memset(t, 0, sizeof(*t));
-	t->nr_cpus = s->caps.nr_cpus;
-	t->cpu = calloc(t->nr_cpus ? t->nr_cpus : 1, sizeof(*t->cpu));
-	if (!t->cpu)
-		return -ENOMEM;
-	err = bft_rings_open(&r, NULL, t->nr_cpus, msg, sizeof(msg));
+	err = bft_rings_open(&r, NULL, nr_cpus, msg, sizeof(msg));
 	if (err) {
 		snprintf(t->err, sizeof(t->err), "opening the rings: %s", msg);
 		return err;
@@ -891,28 +887,55 @@ int bst_collect(struct bst_session *s, int quiet_ms, int max_ms,
 		bft_rings_close(r);
 		return (int)got;
 	}
+	data = calloc(nr_cpus ? nr_cpus : 1, sizeof(*data));
+	lens = calloc(nr_cpus ? nr_cpus : 1, sizeof(*lens));
+	if (!data || !lens) {
+		free(data);
+		free(lens);
+		bft_rings_close(r);
+		return -ENOMEM;
+	}
+	for (uint32_t cpu = 0; cpu < nr_cpus; cpu++)
+		if (bft_rings_bound(r, cpu))
+			data[cpu] = bft_rings_data(r, cpu, &lens[cpu]);
+	err = bst_decode(t, nr_cpus, data, lens);
+	free(data);
+	free(lens);
+	bft_rings_close(r);
+	return err;
+}
 
+int bst_decode(struct bst_trace *t, uint32_t nr_cpus,
+	       const uint8_t *const *data, const size_t *lens)
+{
+	struct bft_calltree_opts cto = { .on_call = on_call };
+	struct collect_ctx c = { .t = t };
+	struct bft_merge_opts mo = { .on_record = on_record, .ctx = &c,
+				     .policy = BFT_STREAM_STOP };
+	struct bft_merge m;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->nr_cpus = nr_cpus;
+	t->cpu = calloc(t->nr_cpus ? t->nr_cpus : 1, sizeof(*t->cpu));
+	if (!t->cpu)
+		return -ENOMEM;
 	cto.ctx = &c;
 	mo.ncpus = t->nr_cpus;
 	err = bft_calltree_init(&c.ct, &cto);
-	if (err) {
-		bft_rings_close(r);
+	if (err)
 		return err;
-	}
 	err = bft_merge_init(&m, &mo);
 	if (err) {
 		bft_calltree_free(&c.ct);
-		bft_rings_close(r);
 		return err;
 	}
 	for (uint32_t cpu = 0; cpu < t->nr_cpus && !err; cpu++) {
-		size_t len = 0;
-		const uint8_t *data = bft_rings_bound(r, cpu) ?
-				      bft_rings_data(r, cpu, &len) : NULL;
+		size_t len = data[cpu] ? lens[cpu] : 0;
 
 		t->cpu[cpu].bytes = len;
 		if (len)
-			err = bft_merge_feed(&m, cpu, data, len);
+			err = bft_merge_feed(&m, cpu, data[cpu], len);
 	}
 	if (!err)
 		err = bft_merge_drain(&m);
@@ -938,7 +961,6 @@ int bst_collect(struct bst_session *s, int quiet_ms, int max_ms,
 	t->unbalanced = bft_calltree_stats(&c.ct)->unbalanced;
 	bft_merge_free(&m);
 	bft_calltree_free(&c.ct);
-	bft_rings_close(r);
 	if (!err && t->err[0])
 		err = -EPROTO;
 	return err;
@@ -1112,5 +1134,91 @@ int bst_count_methods(struct bst_session *s, uint32_t tgid, size_t *live,
 
 	*live = c.live;
 	*gone = c.gone;
+	return err;
+}
+
+/* ---- the BPF backend ---------------------------------------------------- */
+
+int bst_bpf_open(struct bft_bpf **bp, char *why, size_t len)
+{
+	struct statfs sfs;
+	char err[512];
+	int ret;
+
+	*bp = NULL;
+	/* a session of the tests' own, beside any real one */
+	setenv("BFT_BPF_PIN_DIR", "/sys/fs/bpf/bftrace-selftest", 0);
+	/* a guest's init may not mount bpffs */
+	if (!statfs("/sys/fs/bpf", &sfs) && sfs.f_type != 0xcafe4a11)
+		mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL);
+	if (bft_bpf_probe(why, len))
+		return 1;
+	if (bft_bpf_loaded())
+		bft_bpf_unload(err, sizeof(err));	/* a failed test's */
+	ret = bft_bpf_open(bp, true, why, len);
+	return ret;
+}
+
+void bst_bpf_close(struct bft_bpf *b)
+{
+	char err[512];
+
+	if (!b)
+		return;
+	bft_bpf_close(b);
+	bft_bpf_unload(err, sizeof(err));
+}
+
+struct bpf_bufs {
+	uint8_t **data;
+	size_t *len, *cap;
+};
+
+static int bpf_append(unsigned int cpu, const void *data, size_t len,
+		      void *arg)
+{
+	struct bpf_bufs *bb = arg;
+
+	if (grow((void **)&bb->data[cpu], &bb->cap[cpu], bb->len[cpu] + len, 1))
+		return -ENOMEM;
+	memcpy(bb->data[cpu] + bb->len[cpu], data, len);
+	bb->len[cpu] += len;
+	return 0;
+}
+
+int bst_bpf_collect(struct bft_bpf *b, int quiet_ms, int max_ms,
+		    struct bst_trace *t)
+{
+	struct bft_nl_caps caps;
+	struct bft_bpf_rings *r;
+	struct bpf_bufs bb;
+	ssize_t got;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	bft_bpf_get_caps(b, &caps);
+	bb.data = calloc(caps.nr_cpus, sizeof(*bb.data));
+	bb.len = calloc(caps.nr_cpus, sizeof(*bb.len));
+	bb.cap = calloc(caps.nr_cpus, sizeof(*bb.cap));
+	err = bb.data && bb.len && bb.cap ? 0 : -ENOMEM;
+	if (!err)
+		err = bft_bpf_rings_open(b, &r, bpf_append, &bb);
+	if (!err) {
+		got = bft_bpf_rings_drain(r, quiet_ms, max_ms);
+		bft_bpf_rings_close(r);
+		if (got < 0) {
+			err = (int)got;
+			snprintf(t->err, sizeof(t->err), "draining the rings: %s",
+				 bft_bpf_errmsg(b));
+		}
+	}
+	if (!err)
+		err = bst_decode(t, caps.nr_cpus,
+				 (const uint8_t *const *)bb.data, bb.len);
+	for (uint32_t i = 0; bb.data && i < caps.nr_cpus; i++)
+		free(bb.data[i]);
+	free(bb.data);
+	free(bb.len);
+	free(bb.cap);
 	return err;
 }

@@ -26,6 +26,7 @@
 
 #include <linux/bftrace.h>
 
+#include "bft_bpf.h"
 #include "bft_calltree.h"
 #include "bft_nl.h"
 #include "bft_stream.h"
@@ -237,6 +238,9 @@ struct bst_trace {
  */
 int bst_collect(struct bst_session *s, int quiet_ms, int max_ms,
 		struct bst_trace *t);
+/* The same from per-CPU streams in memory (data[cpu] may be NULL). */
+int bst_decode(struct bst_trace *t, uint32_t nr_cpus,
+	       const uint8_t *const *data, const size_t *lens);
 void bst_trace_free(struct bst_trace *t);
 /* The thread tid of process tgid, or NULL. */
 const struct bst_thread *bst_trace_thread(const struct bst_trace *t,
@@ -262,5 +266,20 @@ int bst_count_methods(struct bst_session *s, uint32_t tgid, size_t *live,
 /* Monotonic clock in ns. */
 uint64_t bst_now_ns(void);
 void bst_sleep_ms(unsigned int ms);
+
+/* ---- the BPF backend (bft_bpf.h) ------------------------------------- */
+
+/*
+ * A session of the tests' own ($BFT_BPF_PIN_DIR, by default
+ * /sys/fs/bpf/bftrace-selftest), made fresh.  When this machine cannot run
+ * BPF, 1 and the reason in why: the caller skips.  Else 0 or -errno (a
+ * failure: the programs did not load, ...).
+ */
+int bst_bpf_open(struct bft_bpf **bp, char *why, size_t len);
+/* Close and unload the session. */
+void bst_bpf_close(struct bft_bpf *b);
+/* bst_collect for the BPF rings: seal, drain, decode. */
+int bst_bpf_collect(struct bft_bpf *b, int quiet_ms, int max_ms,
+		    struct bst_trace *t);
 
 #endif /* BFT_SELFTEST_H */

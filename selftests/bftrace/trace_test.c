@@ -8,6 +8,11 @@
  *
  * Method ids are chosen to cover every varint length: 1 and 63 fit the
  * first byte, 64 and 200 take two bytes, 8192 and 70000 three.
+ *
+ * The bpf_ variants run the same tests on the BPF backend (bft_bpf.h),
+ * which must record exactly the same; they skip where this machine cannot
+ * run BPF.  With BFT_BACKEND=bpf the module's variants skip instead (a
+ * machine that cannot load the module).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -161,6 +166,7 @@ struct probe_set {
 
 FIXTURE(trace) {
 	struct bst_session s;
+	struct bft_bpf *bpf;		/* the BPF backend's session, or NULL */
 	struct bst_proc target;
 	struct bst_trace t;
 	char *exe, *lib;
@@ -173,6 +179,7 @@ FIXTURE(trace) {
 FIXTURE_VARIANT(trace) {
 	const char *exe;		/* the calltree build to trace */
 	bool cet;			/* its functions start with endbr64 */
+	bool bpf;			/* through the BPF backend */
 };
 
 FIXTURE_VARIANT_ADD(trace, plain) {
@@ -185,28 +192,58 @@ FIXTURE_VARIANT_ADD(trace, cet) {
 	.cet = true,
 };
 
+FIXTURE_VARIANT_ADD(trace, bpf_plain) {
+	.exe = "calltree",
+	.cet = false,
+	.bpf = true,
+};
+
+FIXTURE_VARIANT_ADD(trace, bpf_cet) {
+	.exe = "calltree_cet",
+	.cet = true,
+	.bpf = true,
+};
+
 FIXTURE_SETUP(trace)
 {
+	const char *only = getenv("BFT_BACKEND");
 	struct bft_nl_opt depth;
+	char why[512];
 
-	ASSERT_EQ(0, bst_session_open(&self->s));
 	self->exe = bst_target_path(variant->exe);
 	self->lib = bst_target_path("libbftgt.so");
 	ASSERT_NE(NULL, self->exe);
 	ASSERT_NE(NULL, self->lib);
+	if (variant->bpf) {
+		int ret = bst_bpf_open(&self->bpf, why, sizeof(why));
+
+		if (ret > 0)
+			SKIP(return, "BPF backend: %s", why);
+		ASSERT_EQ(0, ret) TH_LOG("BPF backend: %s", why);
+		/* the model needs the caps; the options start at their defaults */
+		ASSERT_EQ(0, bft_bpf_get_caps(self->bpf, &self->s.caps));
+		goto target;
+	}
+	if (only && !strcmp(only, "bpf"))
+		SKIP(return, "BFT_BACKEND=bpf: the module's variants do not run");
+	ASSERT_EQ(0, bst_session_open(&self->s));
 	/* The recursion must not be cut by BFT_OPT_MAX_DEPTH (0: no limit). */
 	ASSERT_EQ(0, bft_nl_get_opt(self->s.nl, BFT_OPT_MAX_DEPTH, &depth));
 	if (depth.value && depth.value <= CT_RECUR_DEPTH + 1) {
 		ASSERT_EQ(0, bst_set_opt(&self->s, BFT_OPT_MAX_DEPTH,
 					 depth.min == 0 ? 0 : depth.max));
 	}
+target:
 	ASSERT_EQ(0, bst_proc_start(&self->target, variant->exe, NULL, false,
 				    10000));
 }
 
 FIXTURE_TEARDOWN(trace)
 {
-	bst_session_close(&self->s);
+	if (self->bpf)
+		bst_bpf_close(self->bpf);
+	else if (self->s.nl)
+		bst_session_close(&self->s);
 	bst_proc_kill(&self->target);
 	bst_trace_free(&self->t);
 	bft_nl_status_free(&self->st0);
@@ -224,6 +261,27 @@ static int record_hits(const struct bft_nl_method *m, void *arg)
 			hits[f] = m->hits;
 	}
 	return 0;
+}
+
+/* trace_runs() after the attach, on the BPF backend. */
+static void trace_runs_bpf(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(trace) *self)
+{
+	uint8_t mode;
+
+	ASSERT_EQ(0, bft_bpf_get_status(self->bpf, &self->st0));
+	ASSERT_EQ(0, bft_bpf_mode_cmd(self->bpf, BFT_CMD_START, &mode))
+		TH_LOG("start: %s", bft_bpf_errmsg(self->bpf));
+	for (int r = 0; r < NR_RUNS; r++) {
+		ASSERT_EQ(0, bst_proc_send(&self->target, 'r'));
+		ASSERT_EQ(0, bst_proc_wait_line(&self->target, CT_LINE_DONE, 30000));
+	}
+	ASSERT_EQ(0, bft_bpf_get_methods(self->bpf, record_hits, self->hits));
+	ASSERT_EQ(0, bft_bpf_mode_cmd(self->bpf, BFT_CMD_STOP, &mode))
+		TH_LOG("stop: %s", bft_bpf_errmsg(self->bpf));
+	ASSERT_EQ(0, bft_bpf_get_status(self->bpf, &self->st));
+	ASSERT_EQ(0, bst_bpf_collect(self->bpf, 300, 10000, &self->t))
+		TH_LOG("%s", self->t.err);
 }
 
 /* Attach the probes of ps, trace NR_RUNS runs, stop, collect. */
@@ -265,13 +323,23 @@ static void trace_runs(struct __test_metadata *_metadata,
 		EXPECT_EQ(f.offset + (cet ? BFT_ENDBR64_LEN : 0), probes[i].offset);
 		bft_elf_close(e);
 	}
-	ASSERT_EQ(0, bft_nl_attach(self->s.nl, (uint32_t)self->target.pid,
-				   probes, n, results))
-		TH_LOG("attach: %s", bft_nl_errmsg(self->s.nl));
+	if (self->bpf) {
+		ASSERT_EQ(0, bft_bpf_attach(self->bpf, (uint32_t)self->target.pid,
+					    probes, n, results))
+			TH_LOG("attach: %s", bft_bpf_errmsg(self->bpf));
+	} else {
+		ASSERT_EQ(0, bft_nl_attach(self->s.nl, (uint32_t)self->target.pid,
+					   probes, n, results))
+			TH_LOG("attach: %s", bft_nl_errmsg(self->s.nl));
+	}
 	for (size_t i = 0; i < n; i++) {
 		ASSERT_EQ(0, results[i]) TH_LOG("probe %s", probes[i].name);
 	}
 
+	if (self->bpf) {
+		trace_runs_bpf(_metadata, self);
+		return;
+	}
 	ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &self->st0));
 	ASSERT_EQ(0, bst_mode(&self->s, BFT_CMD_START));
 	for (int r = 0; r < NR_RUNS; r++) {
@@ -511,6 +579,9 @@ TEST_F_TIMEOUT(trace, exact_trace_matches_call_structure, 90)
 		[FN_LIB] = FULL,
 	} };
 
+	/* this harness runs the body after a SKIP in the setup */
+	if (_metadata->skip)
+		return;
 	trace_runs(_metadata, self, &ps, variant->cet);
 	expect_complete(_metadata, self);
 	expect_no_break(_metadata, self);
@@ -531,6 +602,9 @@ TEST_F_TIMEOUT(trace, deep_recursion_records_noret_past_depth_limit, 90)
 	const struct bst_thread *main_th;
 	size_t noret = 0, enter = 0, exits = 0;
 
+	/* this harness runs the body after a SKIP in the setup */
+	if (_metadata->skip)
+		return;
 	trace_runs(_metadata, self, &ps, variant->cet);
 	expect_complete(_metadata, self);
 	expect_no_break(_metadata, self);
@@ -555,6 +629,9 @@ TEST_F_TIMEOUT(trace, entry_only_probe_records_noret, 90)
 		[FN_B] = FULL, [FN_C] = ENTRY_ONLY,
 	} };
 
+	/* this harness runs the body after a SKIP in the setup */
+	if (_metadata->skip)
+		return;
 	trace_runs(_metadata, self, &ps, variant->cet);
 	expect_complete(_metadata, self);
 	expect_no_break(_metadata, self);
