@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bft_bpf.h"
 #include "bft_nl.h"
 #include "parser.h"
 
@@ -30,6 +31,9 @@ struct ctl {
 	bool json;
 	bool help;
 	struct bft_nl *nl;
+	struct bft_bpf *bpf;	/* the BPF backend's session, if in use */
+	const char *backend;	/* --backend: kmod, bpf, auto (NULL: $BFT_BACKEND) */
+	bool use_bpf;		/* the choice ctl_backend_choose() made */
 	struct bft_nl_caps caps;
 };
 
@@ -68,6 +72,25 @@ void ctl_close(struct ctl *c);
 int ctl_nl_fail(struct ctl *c, const char *what, int rc);
 /* The exit code for -errno. */
 int exit_for_errno(int rc);
+
+/*
+ * The backend (backend.c): --backend, else $BFT_BACKEND, else auto (the
+ * module if loaded, else BPF).  ctl_connect() calls ctl_backend_choose().
+ * The ctl_* calls are those of bft_nl.h on whichever is connected.
+ */
+int ctl_backend_choose(struct ctl *c);
+const char *ctl_backend_name(const struct ctl *c);
+const char *ctl_errmsg(const struct ctl *c);
+int ctl_attach(struct ctl *c, uint32_t tgid, const struct bft_nl_probe *p,
+	       size_t n, int *results);
+int ctl_detach(struct ctl *c, uint32_t tgid);
+int ctl_mode_cmd(struct ctl *c, int cmd, uint8_t *mode);
+int ctl_get_status(struct ctl *c, struct bft_nl_status *st);
+int ctl_get_opt(struct ctl *c, uint32_t id, struct bft_nl_opt *out);
+int ctl_get_opts(struct ctl *c, struct bft_nl_opt *out, size_t cap, size_t *n);
+int ctl_set_opt(struct ctl *c, uint32_t id, uint64_t value,
+		struct bft_nl_opt *out);
+int ctl_get_methods(struct ctl *c, bft_nl_method_cb cb, void *arg);
 
 /* Commands. */
 int cmd_attach(struct ctl *c, int argc, char **argv);

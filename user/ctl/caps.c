@@ -30,6 +30,7 @@ int cmd_caps(struct ctl *c, int argc, char **argv)
 	if (rc)
 		return rc;
 	out_begin();
+	out_str("backend", "backend           %s\n", ctl_backend_name(c));
 	out_u64("proto_version", "protocol version  %llu\n", c->caps.proto_version);
 	out_u64("nr_cpus", "CPUs (rings)      %llu\n", c->caps.nr_cpus);
 	out_u64("features_mask", NULL, c->caps.features);

@@ -111,9 +111,9 @@ int exit_for_errno(int rc)
 
 int ctl_nl_fail(struct ctl *c, const char *what, int rc)
 {
-	const char *msg = c->nl ? bft_nl_errmsg(c->nl) : "";
+	const char *msg = ctl_errmsg(c);
 
-	if (rc == -EPERM && !(c->nl && bft_nl_err_is_extack(c->nl)))
+	if (rc == -EPERM && !c->bpf && !(c->nl && bft_nl_err_is_extack(c->nl)))
 		/* the netlink core's GENL_ADMIN_PERM check carries no text */
 		err_msg("%s: %s (needs CAP_NET_ADMIN: run as root)", what, strerror(-rc));
 	else if (msg && *msg && !strstr(msg, strerror(-rc)))
@@ -125,11 +125,48 @@ int ctl_nl_fail(struct ctl *c, const char *what, int rc)
 	return exit_for_errno(rc);
 }
 
+/* The BPF backend: its session, made if there is none (as a netlink
+ * lookup loads the module). */
+static int bpf_connect(struct ctl *c)
+{
+	char err[512];
+	int rc;
+
+	rc = bft_bpf_open(&c->bpf, true, err, sizeof(err));
+	if (!rc) {
+		bft_bpf_get_caps(c->bpf, &c->caps);
+		vlog(c, 2, "connected: BPF backend, session pinned at %s (%s)",
+		     bft_bpf_pin_dir(), bft_bpf_multi(c->bpf) ?
+		     "uprobe_multi links" : "one link per function");
+		return EXIT_OK;
+	}
+	err_msg("BPF backend: %s", err);
+	switch (-rc) {
+	case EPERM:
+	case EACCES:
+		return EXIT_PERM;
+	case ENOSYS:
+	case ENOTSUP:
+	case ENODEV:
+		return EXIT_NOMODULE;
+	default:
+		return rc == -EOPNOTSUPP ? EXIT_NOMODULE : EXIT_FAIL;
+	}
+}
+
 int ctl_connect(struct ctl *c, uint64_t need)
 {
 	char err[512], feats[256];
 	int rc;
 
+	if (ctl_backend_choose(c))
+		return EXIT_USAGE;
+	if (c->use_bpf) {
+		rc = bpf_connect(c);
+		if (rc)
+			return rc;
+		goto check;
+	}
 	rc = bft_nl_open(&c->nl, err, sizeof(err));
 	if (rc == -ENOENT) {
 		err_msg("%s", err);
@@ -154,12 +191,14 @@ int ctl_connect(struct ctl *c, uint64_t need)
 		ctl_close(c);
 		return EXIT_NOMODULE;
 	}
-	vlog(c, 1, "module: protocol %u, features %s, %u CPUs, max %u probes",
-	     c->caps.proto_version,
+check:
+	vlog(c, 1, "%s: protocol %u, features %s, %u CPUs, max %u probes",
+	     c->bpf ? "BPF backend" : "module", c->caps.proto_version,
 	     bft_features_str(c->caps.features, feats, sizeof(feats)),
 	     c->caps.nr_cpus, c->caps.limits.max_probes);
 	if ((c->caps.features & need) != need) {
-		err_msg("bftrace.ko lacks feature(s) %s that this command needs",
+		err_msg("%s lacks feature(s) %s that this command needs",
+			c->bpf ? "the BPF backend" : "bftrace.ko",
 			bft_features_str(need & ~c->caps.features, feats, sizeof(feats)));
 		ctl_close(c);
 		return EXIT_FAIL;
@@ -169,6 +208,11 @@ int ctl_connect(struct ctl *c, uint64_t need)
 
 void ctl_close(struct ctl *c)
 {
+	if (c->bpf) {
+		vlog(c, 2, "BPF session closed (it stays pinned)");
+		bft_bpf_close(c->bpf);
+		c->bpf = NULL;
+	}
 	if (c->nl) {
 		vlog(c, 2, "connection closed");
 		bft_nl_close(c->nl);

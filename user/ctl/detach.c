@@ -31,10 +31,10 @@ int cmd_detach(struct ctl *c, int argc, char **argv)
 	if (rc)
 		return rc;
 	vlog(c, 3, "detach tgid %u", (unsigned int)pid);
-	rc = bft_nl_detach(c->nl, (uint32_t)pid);
+	rc = ctl_detach(c, (uint32_t)pid);
 	if (rc == -ENOENT && pid) {
 		err_msg("detach: process %u has no probes (%s)", (unsigned int)pid,
-			bft_nl_errmsg(c->nl));
+			ctl_errmsg(c));
 		rc = EXIT_TARGET;
 	} else if (rc == -ENOENT) {
 		vlog(c, 1, "no process had probes");

@@ -50,8 +50,9 @@ const struct cmd *cmd_find(const char *name)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bfctl [-v|-vv|-vvv] [--json] COMMAND [ARGS]\n\n"
-		"bfctl drives bftrace.ko, a function tracer for running processes.\n\n"
+	fprintf(f, "usage: bfctl [-v|-vv|-vvv] [--json] [--backend kmod|bpf|auto] COMMAND [ARGS]\n\n"
+		"bfctl drives bftrace.ko, a function tracer for running processes, or\n"
+		"its BPF backend where the module cannot be loaded.\n\n"
 		"commands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++) {
 		const char *nl = strchr(commands[i].summary, '\n');
@@ -71,17 +72,23 @@ static void usage(FILE *f)
 		"  exceptions and thread cancellation survive traced frames.  Where\n"
 		"  they cannot work (module without feature 'unwind', unknown unwinder)\n"
 		"  it says so and records entries only, unless --force.\n\n"
+		"backend: --backend (or $BFT_BACKEND) kmod, bpf or auto (default): auto\n"
+		"  is the module if it is loaded, else BPF.  The BPF backend keeps its\n"
+		"  session pinned under /sys/fs/bpf/bftrace; it has no exception hooks,\n"
+		"  so it records entries only where C++ exceptions may unwind.\n\n"
 		"verbosity: -v features and failures in detail, -vv connection and\n"
 		"  objects searched, -vvv every request sent to the module.\n\n"
 		"exit codes:\n"
 		"  0  success\n"
 		"  1  the kernel or the system refused (the message says why)\n"
 		"  2  bad option, argument, pattern or regex\n"
-		"  3  bftrace.ko not loaded, or it speaks another protocol version\n"
+		"  3  bftrace.ko not loaded, or it speaks another protocol version; or\n"
+		"     the BPF backend cannot run here (no bpf(), no BTF, kernel < 5.15)\n"
 		"  4  no such process, it exited, or its objects cannot be read\n"
 		"  5  the patterns select no function\n"
 		"  6  more probes than --max-probes or the module's max_probes allow\n"
-		"  7  permission denied (needs root: CAP_NET_ADMIN, CAP_SYS_PTRACE)\n"
+		"  7  permission denied (needs root: CAP_NET_ADMIN, CAP_SYS_PTRACE;\n"
+		"     BPF: CAP_BPF and CAP_PERFMON)\n"
 		"  run: the command's own exit status (128+N if killed by signal N)\n"
 		"  once it has started; the codes above before that.\n");
 }
@@ -105,6 +112,10 @@ int main(int argc, char **argv)
 			c.verbose += (unsigned int)strlen(a + 1);
 		} else if (!strcmp(a, "--verbose")) {
 			c.verbose++;
+		} else if (!strncmp(a, "--backend=", 10)) {
+			c.backend = a + 10;
+		} else if (!strcmp(a, "--backend") && i + 1 < argc) {
+			c.backend = argv[++i];
 		} else {
 			fprintf(stderr, "bfctl: unknown option '%s' (see 'bfctl --help')\n", a);
 			return EXIT_USAGE;

@@ -67,7 +67,7 @@ int cmd_methods(struct ctl *c, int argc, char **argv)
 	out_text("%-8s %6s %12s %4s %10s %s\n", "pid", "id", "hits", "flags",
 		 "offset", "signature");
 	out_arr_open("methods");
-	rc = bft_nl_get_methods(c->nl, method_cb, &x);
+	rc = ctl_get_methods(c, method_cb, &x);
 	out_arr_close();
 	out_end();
 	if (rc)

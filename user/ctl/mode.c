@@ -38,7 +38,7 @@ int cmd_mode(struct ctl *c, int argc, char **argv)
 	if (rc)
 		return rc;
 	vlog(c, 3, "send %s", bft_cmd_name((unsigned int)cmd));
-	rc = bft_nl_mode_cmd(c->nl, cmd, &mode);
+	rc = ctl_mode_cmd(c, cmd, &mode);
 	if (rc) {
 		rc = ctl_nl_fail(c, current_cmd->name, rc);
 	} else {

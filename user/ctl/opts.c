@@ -88,9 +88,9 @@ int cmd_get(struct ctl *c, int argc, char **argv)
 		goto out;
 	vlog(c, 3, "get option %s", id ? bft_opt_name((unsigned int)id) : "(all)");
 	if (id)
-		rc = bft_nl_get_opt(c->nl, (uint32_t)id, &opts[0]), n = 1;
+		rc = ctl_get_opt(c, (uint32_t)id, &opts[0]), n = 1;
 	else
-		rc = bft_nl_get_opts(c->nl, opts, sizeof(opts) / sizeof(opts[0]), &n);
+		rc = ctl_get_opts(c, opts, sizeof(opts) / sizeof(opts[0]), &n);
 	if (rc) {
 		rc = opt_fail(c, "get", id ? pos.v[0] : "(all)", rc);
 	} else {
@@ -136,7 +136,7 @@ int cmd_set(struct ctl *c, int argc, char **argv)
 		goto out;
 	vlog(c, 3, "set option %s (%d) = %" PRIu64, bft_opt_name((unsigned int)id),
 	     id, value);
-	rc = bft_nl_set_opt(c->nl, (uint32_t)id, value, &now);
+	rc = ctl_set_opt(c, (uint32_t)id, value, &now);
 	if (rc) {
 		rc = opt_fail(c, "set", pos.v[0], rc);
 	} else {

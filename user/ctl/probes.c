@@ -115,8 +115,10 @@ uint64_t probes_features(struct ctl *c)
 	struct bft_nl *nl;
 	uint64_t f;
 
-	if (c->nl)
+	if (c->nl || c->bpf)
 		return c->caps.features;
+	if (!ctl_backend_choose(c) && c->use_bpf)
+		return BFT_BPF_FEATURES;
 	if (bft_nl_open(&nl, NULL, 0)) {
 		vlog(c, 1, "bftrace.ko is not loaded: listing as if it had return probes and exception hooks");
 		return all;
@@ -445,7 +447,7 @@ static const struct known *known_find(const struct known_list *l,
 
 static void rollback(struct ctl *c, pid_t pid, size_t before)
 {
-	int rc = bft_nl_detach(c->nl, (uint32_t)pid);
+	int rc = ctl_detach(c, (uint32_t)pid);
 
 	if (rc && rc != -ENOENT) {
 		ctl_nl_fail(c, "detaching after the failed attach", rc);
@@ -466,7 +468,7 @@ int probes_attach(struct ctl *c, pid_t pid, struct probe_set *s)
 	uint32_t next_id;
 	int *results, rc, ret = EXIT_OK;
 
-	rc = bft_nl_get_methods(c->nl, known_cb, &known);
+	rc = ctl_get_methods(c, known_cb, &known);
 	if (rc) {
 		free(known.v);
 		return ctl_nl_fail(c, "reading the method table", rc);
@@ -508,7 +510,7 @@ int probes_attach(struct ctl *c, pid_t pid, struct probe_set *s)
 		goto out;
 	}
 	vlog(c, 2, "attaching %zu probes to process %d", n, (int)pid);
-	rc = bft_nl_attach(c->nl, (uint32_t)pid, probes, n, results);
+	rc = ctl_attach(c, (uint32_t)pid, probes, n, results);
 	for (size_t i = 0; i < n; i++)
 		ok += results[i] == 0;
 	if (!rc && ok == n)

@@ -85,11 +85,11 @@ static int name_cb(const struct bft_nl_method *m, void *arg)
 
 static void refresh_names(struct rec *x)
 {
-	int rc = bft_nl_get_methods(x->c->nl, name_cb, x);
+	int rc = ctl_get_methods(x->c, name_cb, x);
 
 	if (rc)
 		vlog(x->c, 1, "record: reading the method table: %s",
-		     bft_nl_errmsg(x->c->nl));
+		     ctl_errmsg(x->c));
 }
 
 static const char *name_of(struct rec *x, uint32_t id, char *buf, size_t len)
@@ -204,7 +204,7 @@ static void print_counts(struct rec *x)
 static int mode_now(struct ctl *c, uint8_t *mode)
 {
 	struct bft_nl_status st;
-	int rc = bft_nl_get_status(c->nl, &st);
+	int rc = ctl_get_status(c, &st);
 
 	if (!rc) {
 		*mode = st.mode;
@@ -233,7 +233,8 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 	struct bft_calltree_opts co = { .on_call = on_call, .ctx = &x };
 	struct bft_rings *rings = NULL;
 	struct bft_nl_opt flush = { .value = 100 };
-	int64_t t0, last_names = 0, last_status = 0;
+	int64_t t0, last_names = 0, last_status = 0, last_flush = 0;
+	struct bft_bpf_rings *brings = NULL;
 	bool merge_ok = false, tree_ok = false;
 	char err[256];
 	uint8_t mode;
@@ -247,15 +248,20 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 	rc = ctl_connect(c, BFT_FEAT_READ);
 	if (rc)
 		return rc;
-	if (bft_nl_get_opt(c->nl, BFT_OPT_FLUSH_MS, &flush))
+	if (ctl_get_opt(c, BFT_OPT_FLUSH_MS, &flush))
 		vlog(c, 1, "record: flush interval unknown, assuming 100 ms");
-	rc = bft_rings_open(&rings, NULL, c->caps.nr_cpus, err, sizeof(err));
+	if (c->bpf) {
+		rc = bft_bpf_rings_open(c->bpf, &brings, on_data, &x);
+		snprintf(err, sizeof(err), "%s", bft_bpf_errmsg(c->bpf));
+	} else {
+		rc = bft_rings_open(&rings, NULL, c->caps.nr_cpus, err, sizeof(err));
+	}
 	if (rc) {
 		err_msg("record: %s", err);
 		rc = rc == -ENOENT ? EXIT_NOMODULE : exit_for_errno(rc);
 		goto out;
 	}
-	mo.ncpus = bft_rings_nr_cpus(rings);
+	mo.ncpus = c->bpf ? c->caps.nr_cpus : bft_rings_nr_cpus(rings);
 	if (bft_merge_init(&x.m, &mo) || bft_calltree_init(&x.ct, &co)) {
 		err_msg("record: out of memory");
 		rc = EXIT_FAIL;
@@ -265,7 +271,7 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	t0 = bft_mono_ms();
-	vlog(c, 2, "record: reading %u rings", bft_rings_nr_bound(rings));
+	vlog(c, 2, "record: reading %u rings", mo.ncpus);
 	while (!interrupted && !x.err) {
 		int64_t t = bft_mono_ms();
 
@@ -285,18 +291,29 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 				break;
 			last_status = t;
 		}
-		n = bft_rings_poll(rings, 50, on_data, &x);
+		/* the BPF backend has no flush timer of its own: its reader is */
+		if (brings && t - last_flush >= (int64_t)flush.value) {
+			n = bft_bpf_flush(c->bpf, true);
+			if (n < 0)
+				vlog(c, 1, "record: flush: %s", bft_bpf_errmsg(c->bpf));
+			last_flush = t;
+		}
+		n = brings ? bft_bpf_rings_poll(brings, 50) :
+		    bft_rings_poll(rings, 50, on_data, &x);
 		if (n < 0 && !x.err) {
-			err_msg("record: %s", bft_rings_errmsg(rings));
+			err_msg("record: %s", brings ? bft_bpf_errmsg(c->bpf) :
+				bft_rings_errmsg(rings));
 			rc = EXIT_FAIL;
 			goto out;
 		}
 	}
 	/* What the flush timer seals last arrives within one interval. */
 	if (!x.err) {
-		n = bft_rings_drain(rings, (int)flush.value * 2 + 100, 10000, on_data, &x);
+		n = brings ? bft_bpf_rings_drain(brings, (int)flush.value * 2 + 100, 10000) :
+		    bft_rings_drain(rings, (int)flush.value * 2 + 100, 10000, on_data, &x);
 		if (n < 0 && !x.err)
-			vlog(c, 1, "record: draining: %s", bft_rings_errmsg(rings));
+			vlog(c, 1, "record: draining: %s", brings ?
+			     bft_bpf_errmsg(c->bpf) : bft_rings_errmsg(rings));
 	}
 	if (!x.err)
 		x.err = bft_merge_drain(&x.m);
@@ -329,6 +346,7 @@ out:
 		free(x.mc[i].name);
 	free(x.mc);
 	bft_rings_close(rings);
+	bft_bpf_rings_close(brings);
 	ctl_close(c);
 	return rc;
 }

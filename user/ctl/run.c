@@ -223,13 +223,13 @@ static int start_tracing(struct ctl *c, bool suspended)
 	uint8_t mode;
 	int rc;
 
-	rc = bft_nl_get_status(c->nl, &st);
+	rc = ctl_get_status(c, &st);
 	if (rc)
 		return ctl_nl_fail(c, "status", rc);
 	mode = st.mode;
 	bft_nl_status_free(&st);
 	if (mode == BFT_MODE_INITIALIZING || mode == BFT_MODE_SHUTTING_DOWN) {
-		rc = bft_nl_mode_cmd(c->nl, BFT_CMD_START, &mode);
+		rc = ctl_mode_cmd(c, BFT_CMD_START, &mode);
 		if (rc)
 			return ctl_nl_fail(c, "start", rc);
 		vlog(c, 1, "run: tracing started");
@@ -237,7 +237,7 @@ static int start_tracing(struct ctl *c, bool suspended)
 		vlog(c, 1, "run: the module is %s already", bft_mode_name(mode));
 	}
 	if (suspended && mode == BFT_MODE_TRACING) {
-		rc = bft_nl_mode_cmd(c->nl, BFT_CMD_SUSPEND, &mode);
+		rc = ctl_mode_cmd(c, BFT_CMD_SUSPEND, &mode);
 		if (rc)
 			return ctl_nl_fail(c, "suspend", rc);
 		vlog(c, 1, "run: recording suspended ('bfctl unsuspend' resumes it)");
@@ -374,7 +374,7 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	if (!rc) {
 		rc = start_tracing(c, suspended);
 		if (rc) {
-			int d = bft_nl_detach(c->nl, (uint32_t)h.pid);
+			int d = ctl_detach(c, (uint32_t)h.pid);
 
 			if (d && d != -ENOENT)
 				ctl_nl_fail(c, "detach", d);

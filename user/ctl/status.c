@@ -34,7 +34,7 @@ static void print_stats(const char *key, const struct bft_nl_cpu_stats *s,
 	out_obj_close();
 }
 
-static void print_status(const struct bft_nl_status *st)
+static void print_status(const struct ctl *c, const struct bft_nl_status *st)
 {
 	struct bft_nl_cpu_stats total = { 0 };
 	struct timespec now;
@@ -42,6 +42,7 @@ static void print_status(const struct bft_nl_status *st)
 	clock_gettime(CLOCK_REALTIME, &now);
 	out_begin();
 	out_u64("time", NULL, (uint64_t)now.tv_sec);
+	out_str("backend", "backend  %s\n", ctl_backend_name(c));
 	out_str("mode", "mode     %s\n", bft_mode_name(st->mode));
 	out_u64("nr_probes", "probes   %llu\n", st->nr_probes);
 	out_u64("nr_targets", "targets  %llu\n", st->nr_targets);
@@ -98,7 +99,7 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 	for (uint64_t n = 0; !interrupted; n++) {
 		struct bft_nl_status st;
 
-		rc = bft_nl_get_status(c->nl, &st);
+		rc = ctl_get_status(c, &st);
 		if (rc) {
 			rc = ctl_nl_fail(c, "status", rc);
 			break;
@@ -107,7 +108,7 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 			fputs("\033[H\033[2J", stdout);
 		else if (n && !c->json)
 			putchar('\n');
-		print_status(&st);
+		print_status(c, &st);
 		bft_nl_status_free(&st);
 		if (!watch || (count && n + 1 >= count))
 			break;
