@@ -207,11 +207,14 @@ fi
 # The one part of bftrace that runs on the build machine itself: the exact
 # call-tree tests through the BPF backend.  Where this machine cannot run
 # BPF (no BTF, no privileges, BPF off) they report SKIP with the reason.
-if ((selftests_ok)); then
-	test_step "bpf backend (native)" env BFT_BACKEND=bpf build/selftests/trace_test
-	if ((step_rc != 0 && step_nok == 0)); then
-		fail "bpf backend (native): exit $step_rc with no failing test reported"
-	fi
+# pipeline_test adds bfctl, bfcollector and bfhq over Bytefrog v1 and v2.
+if ((selftests_ok && user_ok)); then
+	for t in trace_test pipeline_test; do
+		test_step "bpf backend: $t (native)" env BFT_BACKEND=bpf "build/selftests/$t"
+		if ((step_rc != 0 && step_nok == 0)); then
+			fail "bpf backend: $t (native): exit $step_rc with no failing test reported"
+		fi
+	done
 else
 	echo "==> skipping the native BPF tests: the selftests did not build"
 fi

@@ -60,6 +60,7 @@ struct coll_opts {
 	const char *methods_file;
 	const char *threads_file;
 	const char *device;
+	const char *backend;	/* kmod, bpf, auto; NULL: $BFT_BACKEND */
 	unsigned int replay_chunk;
 	unsigned int replay_delay_ms;
 	unsigned int connect_timeout_s;	/* give up reaching HQ (0: never) */

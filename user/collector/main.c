@@ -57,6 +57,8 @@ static void usage(FILE *f)
 "                              DIR/methods with --replay)\n"
 "      --threads FILE          thread names for --replay (DIR/threads)\n"
 "      --device PATH           the bftrace device (/dev/bftrace)\n"
+"      --backend kmod|bpf|auto the capture backend (auto, or $BFT_BACKEND:\n"
+"                              the module if loaded, else a BPF session)\n"
 "      --replay-chunk BYTES    bytes read per CPU at a time (65536)\n"
 "      --replay-delay MS       pause between replay reads (0)\n"
 "      --connect-timeout SEC   give up reaching HQ after this long (never)\n"
@@ -72,7 +74,7 @@ static void usage(FILE *f)
 enum {
 	OPT_METHODS = 256, OPT_THREADS, OPT_DEVICE, OPT_CHUNK, OPT_DELAY,
 	OPT_CONNECT, OPT_HANDSHAKE, OPT_UNTIL_EXIT, OPT_NO_STOP, OPT_COUNTERS,
-	OPT_COUNTERS_MS,
+	OPT_COUNTERS_MS, OPT_BACKEND,
 };
 
 static const struct option longopts[] = {
@@ -83,6 +85,7 @@ static const struct option longopts[] = {
 	{ "methods", required_argument, NULL, OPT_METHODS },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
 	{ "replay-chunk", required_argument, NULL, OPT_CHUNK },
 	{ "replay-delay", required_argument, NULL, OPT_DELAY },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT },
@@ -191,6 +194,15 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 			break;
 		case OPT_DEVICE:
 			o->device = optarg;
+			break;
+		case OPT_BACKEND:
+			if (strcmp(optarg, "kmod") && strcmp(optarg, "bpf") &&
+			    strcmp(optarg, "auto")) {
+				fprintf(stderr, "bfcollector: bad backend: %s "
+					"(kmod, bpf or auto)\n", optarg);
+				return -1;
+			}
+			o->backend = optarg;
 			break;
 		case OPT_CHUNK:
 			if (num(optarg, "replay chunk", 1, 1u << 26,

@@ -4,7 +4,10 @@
  *
  * kernel  /dev/bftrace through bft_rings (one reader per CPU), commands and
  *         the method table through bft_nl, kernel events (mode changes,
- *         failed probes, targets leaving) from the events group.
+ *         failed probes, targets leaving) from the events group.  Or the
+ *         BPF backend (bft_bpf.h): its rings through libbpf's ring buffer,
+ *         everything else from its pinned session; it has no events, and
+ *         its flush work (seal, SYNC heartbeats) is done from here.
  * replay  a directory of recorded or synthetic streams: cpu0.bft,
  *         cpu1.bft, ... (one CPU stream each), "methods" (the method
  *         table, methods.c) and optionally "threads" ("tgid\ttid\tname"
@@ -20,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bft_bpf.h"
 #include "bft_nl.h"
 #include "bft_rings.h"
 #include "collector.h"
@@ -38,6 +42,9 @@ struct source {
 	/* kernel */
 	struct bft_nl *nl, *ev;
 	struct bft_rings *rings;
+	struct bft_bpf *bpf;		/* the BPF backend instead of nl/rings */
+	struct bft_bpf_rings *brings;
+	uint64_t next_flush_ms;
 	uint32_t nr_targets;
 	bool had_targets;
 	uint64_t flush_ms;
@@ -115,10 +122,11 @@ int source_refresh_methods(struct coll *c)
 	if (!s->kernel || c->o.methods_file)
 		return 0;
 	c->methods.gen++;	/* what the dump does not name is detached */
-	err = bft_nl_get_methods(s->nl, method_cb, c);
+	err = s->bpf ? bft_bpf_get_methods(s->bpf, method_cb, c) :
+	      bft_nl_get_methods(s->nl, method_cb, c);
 	if (err)
-		coll_log("cannot read the method table: %s",
-			 bft_nl_errmsg(s->nl));
+		coll_log("cannot read the method table: %s", s->bpf ?
+			 bft_bpf_errmsg(s->bpf) : bft_nl_errmsg(s->nl));
 	return err;
 }
 
@@ -139,7 +147,8 @@ int source_refresh_exceptions(struct coll *c)
 	struct source *s = c->src;
 	int err;
 
-	if (!s->kernel)
+	/* the BPF backend has no exception hooks, so no types */
+	if (!s->kernel || s->bpf)
 		return 0;
 	err = bft_nl_get_exceptions(s->nl, exception_cb, c);
 	if (err)
@@ -166,13 +175,57 @@ static void update_status(struct coll *c)
 	struct source *s = c->src;
 	struct bft_nl_status st = { 0 };
 
-	if (bft_nl_get_status(s->nl, &st))
+	if (s->bpf ? bft_bpf_get_status(s->bpf, &st) :
+	    bft_nl_get_status(s->nl, &st))
 		return;
+	/* the BPF backend has no mode events: a start shows here */
+	if (s->bpf && st.mode == BFT_MODE_TRACING &&
+	    (s->mode == BFT_MODE_INITIALIZING ||
+	     s->mode == BFT_MODE_SHUTTING_DOWN))
+		kernel_started(c);
 	s->mode = st.mode;
 	s->nr_targets = st.nr_targets;
 	if (st.nr_targets)
 		s->had_targets = true;
 	bft_nl_status_free(&st);
+}
+
+static int ring_cb(unsigned int cpu, const void *data, size_t len, void *arg);
+
+/*
+ * The BPF backend when asked for, or (auto) when the module is not loaded:
+ * the session bfctl made, or a new one.
+ */
+static bool want_bpf(const struct coll *c)
+{
+	const char *b = c->o.backend ? c->o.backend : getenv("BFT_BACKEND");
+
+	if (b && !strcmp(b, "bpf"))
+		return true;
+	if (b && !strcmp(b, "kmod"))
+		return false;
+	return access("/sys/module/bftrace", F_OK) != 0;
+}
+
+static int open_bpf(struct coll *c, char *err, size_t errlen)
+{
+	struct source *s = c->src;
+	struct bft_nl_caps caps;
+	struct bft_nl_opt opt;
+	int e;
+
+	e = bft_bpf_open(&s->bpf, true, err, errlen);
+	if (e)
+		return e;
+	bft_bpf_get_caps(s->bpf, &caps);
+	s->ncpus = caps.nr_cpus;
+	s->flush_ms = 100;
+	if (!bft_bpf_get_opt(s->bpf, BFT_OPT_FLUSH_MS, &opt))
+		s->flush_ms = opt.value;
+	e = bft_bpf_rings_open(s->bpf, &s->brings, ring_cb, c);
+	if (e)
+		snprintf(err, errlen, "BPF rings: %s", bft_bpf_errmsg(s->bpf));
+	return e;
 }
 
 int source_open_kernel(struct coll *c, char *err, size_t errlen)
@@ -186,6 +239,14 @@ int source_open_kernel(struct coll *c, char *err, size_t errlen)
 		return -ENOMEM;
 	s->kernel = true;
 	c->src = s;
+	if (want_bpf(c)) {
+		e = open_bpf(c, err, errlen);
+		if (e)
+			return e;
+		coll_log("reading the BPF backend's rings (%s)",
+			 bft_bpf_pin_dir());
+		goto methods;
+	}
 	e = bft_nl_open(&s->nl, err, errlen);
 	if (e)
 		return e;
@@ -205,6 +266,7 @@ int source_open_kernel(struct coll *c, char *err, size_t errlen)
 	e = bft_rings_open(&s->rings, c->o.device, s->ncpus, err, errlen);
 	if (e)
 		return e;
+methods:
 	update_status(c);	/* the mode decides what a dump means */
 	if (c->o.methods_file) {
 		e = methods_load_file(&c->methods, c->o.methods_file);
@@ -216,8 +278,8 @@ int source_open_kernel(struct coll *c, char *err, size_t errlen)
 	} else {
 		e = source_refresh_methods(c);
 		if (e) {
-			snprintf(err, errlen, "method table: %s",
-				 bft_nl_errmsg(s->nl));
+			snprintf(err, errlen, "method table: %s", s->bpf ?
+				 bft_bpf_errmsg(s->bpf) : bft_nl_errmsg(s->nl));
 			return e;
 		}
 	}
@@ -457,6 +519,40 @@ int source_pollfds(struct source *s, struct pollfd *p, int max,
 	return 0;
 }
 
+/* source_read() for the BPF backend, which is its own flush timer. */
+static int bpf_read(struct coll *c)
+{
+	struct source *s = c->src;
+	ssize_t n;
+
+	if (s->draining) {
+		n = bft_bpf_rings_drain(s->brings, (int)(2 * s->flush_ms + 50),
+					5000);
+		if (n < 0 && n != -ETIME)
+			coll_log("draining the BPF rings: %s",
+				 bft_bpf_errmsg(s->bpf));
+		s->ended = true;
+		return 1;
+	}
+	if (coll_now_ms() >= s->next_flush_ms) {
+		s->next_flush_ms = coll_now_ms() + s->flush_ms;
+		if (bft_bpf_flush(s->bpf, s->mode == BFT_MODE_TRACING ||
+				  s->mode == BFT_MODE_PAUSED))
+			coll_log("BPF flush: %s", bft_bpf_errmsg(s->bpf));
+	}
+	if (coll_now_ms() >= s->next_refresh_ms) {
+		s->next_refresh_ms = coll_now_ms() + 250;
+		if (s->mode == BFT_MODE_TRACING)
+			source_refresh_methods(c);
+	}
+	n = bft_bpf_rings_poll(s->brings, 0);
+	if (n < 0 && n != -EINTR) {
+		coll_log("reading the BPF rings: %s", bft_bpf_errmsg(s->bpf));
+		return (int)n;
+	}
+	return 0;
+}
+
 int source_read(struct coll *c)
 {
 	struct source *s = c->src;
@@ -467,6 +563,8 @@ int source_read(struct coll *c)
 		ssize_t n;
 
 		kernel_events(c);
+		if (s->bpf)
+			return bpf_read(c);
 		if (s->draining) {
 			/* after stop: take what the flush timer seals */
 			n = bft_rings_drain(s->rings, (int)(2 * s->flush_ms + 50),
@@ -565,15 +663,17 @@ int source_mode_cmd(struct coll *c, int cmd)
 
 	if (!s->kernel)
 		return sim_mode_cmd(c, cmd);
-	e = bft_nl_mode_cmd(s->nl, cmd, &mode);
+	e = s->bpf ? bft_bpf_mode_cmd(s->bpf, cmd, &mode) :
+	    bft_nl_mode_cmd(s->nl, cmd, &mode);
 	if (e) {
-		coll_log("kernel refused %s: %s", bft_cmd_name(cmd),
-			 bft_nl_errmsg(s->nl));
+		coll_log("kernel refused %s: %s", bft_cmd_name(cmd), s->bpf ?
+			 bft_bpf_errmsg(s->bpf) : bft_nl_errmsg(s->nl));
 		return e;
 	}
 	s->mode = mode;
 	if (cmd == BFT_CMD_START) {
-		bft_rings_rearm(s->rings);
+		if (s->rings)
+			bft_rings_rearm(s->rings);
 		kernel_started(c);
 	}
 	return 0;
@@ -635,6 +735,8 @@ void source_close(struct source *s)
 		return;
 	if (s->rings)
 		bft_rings_close(s->rings);
+	bft_bpf_rings_close(s->brings);
+	bft_bpf_close(s->bpf);
 	if (s->ev)
 		bft_nl_close(s->ev);
 	if (s->nl)
@@ -687,7 +789,8 @@ int source_stats(struct coll *c, struct source_stats *st)
 		}
 		return 0;
 	}
-	e = bft_nl_get_status(s->nl, &ks);
+	e = s->bpf ? bft_bpf_get_status(s->bpf, &ks) :
+	    bft_nl_get_status(s->nl, &ks);
 	if (e)
 		return e;
 	st->mode = ks.mode;
