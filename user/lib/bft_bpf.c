@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -476,6 +477,35 @@ static int run_all(struct bft_bpf *b, uint64_t op, uint64_t arg)
 	return 0;
 }
 
+/*
+ * Commands that change the session hold an exclusive lock on the pin
+ * directory, as the module's commands hold bft_lock: two bfctl at once
+ * cannot interleave an attach with a stop.  A descriptor or -errno.
+ */
+static int session_lock(struct bft_bpf *b)
+{
+	int fd = open(bft_bpf_pin_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return fail(b, -errno, "%s: %s", bft_bpf_pin_dir(),
+			    strerror(errno));
+	while (flock(fd, LOCK_EX)) {
+		if (errno != EINTR) {
+			int err = -errno;
+
+			close(fd);
+			return fail(b, err, "locking %s: %s", bft_bpf_pin_dir(),
+				    strerror(-err));
+		}
+	}
+	return fd;
+}
+
+static void session_unlock(int fd)
+{
+	close(fd);	/* drops the lock */
+}
+
 /* ---- targets and links ---- */
 
 static void links_dir(char *buf, size_t len, uint32_t tgid)
@@ -827,7 +857,7 @@ static int attach_one(struct bft_bpf *b, uint32_t tgid,
 	return pin_link(b, fd, tgid, seq);
 }
 
-int bft_bpf_attach(struct bft_bpf *b, uint32_t tgid,
+static int do_attach(struct bft_bpf *b, uint32_t tgid,
 		   const struct bft_nl_probe *probes, size_t n, int *results)
 {
 	bool multi = bft_bpf_multi(b);
@@ -932,7 +962,7 @@ static int unpin_target(struct bft_bpf *b, uint32_t tgid)
 	return 0;
 }
 
-int bft_bpf_detach(struct bft_bpf *b, uint32_t tgid)
+static int do_detach(struct bft_bpf *b, uint32_t tgid)
 {
 	uint32_t t[BFT_MAX_TARGETS];
 	size_t n;
@@ -1008,7 +1038,7 @@ static int set_mode(struct bft_bpf *b, struct bft_bpf_ctl *ctl, uint32_t mode)
 	return write_ctl(b, ctl);
 }
 
-int bft_bpf_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
+static int do_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
 {
 	struct bft_bpf_ctl ctl;
 	uint32_t cur;
@@ -1043,7 +1073,7 @@ int bft_bpf_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
 		if (!err && cur == BFT_MODE_PAUSED)
 			signal_targets(SIGCONT);
 		if (!err)
-			err = bft_bpf_detach(b, 0);
+			err = do_detach(b, 0);
 		if (!err)
 			err = bft_bpf_flush(b, false);
 		break;
@@ -1084,6 +1114,40 @@ int bft_bpf_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
 bad:
 	return fail(b, -EINVAL, "not allowed while %s",
 		    cur < 5 ? mode_text[cur] : "?");
+}
+
+int bft_bpf_attach(struct bft_bpf *b, uint32_t tgid,
+		   const struct bft_nl_probe *probes, size_t n, int *results)
+{
+	int fd = session_lock(b), err;
+
+	if (fd < 0)
+		return fd;
+	err = do_attach(b, tgid, probes, n, results);
+	session_unlock(fd);
+	return err;
+}
+
+int bft_bpf_detach(struct bft_bpf *b, uint32_t tgid)
+{
+	int fd = session_lock(b), err;
+
+	if (fd < 0)
+		return fd;
+	err = do_detach(b, tgid);
+	session_unlock(fd);
+	return err;
+}
+
+int bft_bpf_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
+{
+	int fd = session_lock(b), err;
+
+	if (fd < 0)
+		return fd;
+	err = do_mode_cmd(b, cmd, mode);
+	session_unlock(fd);
+	return err;
 }
 
 /* ---- status, caps, options, methods ---- */
@@ -1202,7 +1266,7 @@ int bft_bpf_get_opts(struct bft_bpf *b, struct bft_nl_opt *out, size_t cap,
 	return 0;
 }
 
-int bft_bpf_set_opt(struct bft_bpf *b, uint32_t id, uint64_t val,
+static int do_set_opt(struct bft_bpf *b, uint32_t id, uint64_t val,
 		    struct bft_nl_opt *out)
 {
 	struct bft_bpf_ctl ctl;
@@ -1262,6 +1326,18 @@ int bft_bpf_set_opt(struct bft_bpf *b, uint32_t id, uint64_t val,
 	err = write_ctl(b, &ctl);
 	if (!err && out)
 		fill_opt(&ctl, id, out);
+	return err;
+}
+
+int bft_bpf_set_opt(struct bft_bpf *b, uint32_t id, uint64_t val,
+		    struct bft_nl_opt *out)
+{
+	int fd = session_lock(b), err;
+
+	if (fd < 0)
+		return fd;
+	err = do_set_opt(b, id, val, out);
+	session_unlock(fd);
 	return err;
 }
 
