@@ -274,7 +274,7 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
 	__u64 now, nsw, units, time, flags;
-	bool new_thread;
+	bool new_thread, sync;
 	void *ring;
 
 	ring = cpu_ring();
@@ -291,6 +291,15 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 	if (now < c->time)
 		now = c->time;
 	nsw = BPF_CORE_READ(tsk, nvcsw) + BPF_CORE_READ(tsk, nivcsw);
+	/*
+	 * The module's flush timer writes a SYNC into a busy ring every
+	 * flush interval whether or not anybody reads; here the reader runs
+	 * the flush, so a CPU that records with no reader about would give a
+	 * later reader nothing to resynchronise at.  It writes its own.
+	 */
+	if (ctl->sync_ms && now - c->last_sync >= ctl->sync_ms * 1000000ULL)
+		c->need_sync = 1;
+	sync = c->need_sync || c->pending_break;
 	new_thread = !c->have_thread || c->need_sync || c->pending_break ||
 		     c->tid != tid || c->nsw != nsw;
 	c->produced++;
@@ -339,6 +348,8 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 		return;
 	}
 	commit_owed(c, time);
+	if (sync)
+		c->last_sync = now;
 	if (new_thread) {
 		c->have_thread = 1;
 		c->tgid = tgid;
@@ -462,6 +473,7 @@ static __always_inline void mark(struct bft_bpf_cpu *c, void *ring, __u8 brk)
 	put_owed(c, now, &time);
 	if (ring_put(c, ring, BPF_RB_FORCE_WAKEUP)) {
 		commit_owed(c, time);
+		c->last_sync = now;
 		/* a reader may start at any SYNC: name the thread again */
 		c->have_thread = 0;
 	}

@@ -37,6 +37,7 @@ struct bft_bpf_cpu {
 	__u64 sync_written;	/* @produced at the last heartbeat SYNC */
 	__u64 nested_lost;	/* atomic: drops while @busy */
 	__u64 busy;		/* atomic: a handler owns this state */
+	__u64 last_sync;	/* stream time of the last SYNC written */
 	__u32 tgid;
 	__u32 tid;
 	__u32 run;		/* exits of the open EXIT run */
@@ -56,7 +57,7 @@ struct bft_bpf_ctl {
 	__u32 time_res_ns;	/* BFT_OPT_TIME_RES_NS, taken at start */
 	__u32 watermark;	/* wake the reader from this fill, bytes */
 	__u32 flags;		/* BFT_BPF_F_* (user space only) */
-	__u32 pad;
+	__u32 sync_ms;		/* a busy CPU writes a SYNC this often */
 	__u64 opts[16];		/* BFT_OPT_* values by id (user space only) */
 };
 

@@ -1055,6 +1055,7 @@ static int do_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
 		forget_gone(b);
 		ctl.time_res_ns = ctl.opts[BFT_OPT_TIME_RES_NS];
 		ctl.max_depth = ctl.opts[BFT_OPT_MAX_DEPTH];
+		ctl.sync_ms = ctl.opts[BFT_OPT_FLUSH_MS];
 		ctl.watermark = ctl.opts[BFT_OPT_WATERMARK] ?
 				ctl.opts[BFT_OPT_WATERMARK] :
 				ctl.opts[BFT_OPT_BUF_SIZE] / 4;
