@@ -663,6 +663,13 @@ int source_mode_cmd(struct coll *c, int cmd)
 
 	if (!s->kernel)
 		return sim_mode_cmd(c, cmd);
+	/*
+	 * Finishing already (every target gone, or a signal): take what was
+	 * recorded first, so that the stop's BREAK, written after the last
+	 * event, is not read as a break in the trace.
+	 */
+	if (cmd == BFT_CMD_STOP && s->draining && !s->ended)
+		source_read(c);
 	e = s->bpf ? bft_bpf_mode_cmd(s->bpf, cmd, &mode) :
 	    bft_nl_mode_cmd(s->nl, cmd, &mode);
 	if (e) {
