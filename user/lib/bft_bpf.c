@@ -375,6 +375,31 @@ out:
 	return err;
 }
 
+/*
+ * Two tools started at once (a collector and bfctl) must not both load:
+ * the second would find the first one's pins.  They serialise on the
+ * parent of the pin directory, and the second sees the session made.
+ */
+static int create_once(struct bft_bpf *b)
+{
+	char parent[PATH_MAX], *slash;
+	int fd, err = 0;
+
+	snprintf(parent, sizeof(parent), "%s", bft_bpf_pin_dir());
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent)
+		*slash = '\0';
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(b, -errno, "%s: %s", parent, strerror(errno));
+	while (flock(fd, LOCK_EX) && errno == EINTR)
+		;
+	if (!bft_bpf_loaded())
+		err = load_and_pin(b);
+	close(fd);
+	return err;
+}
+
 static int open_pins(struct bft_bpf *b)
 {
 	char p[PATH_MAX];
@@ -412,7 +437,7 @@ int bft_bpf_open(struct bft_bpf **bp, bool create, char *err, size_t errlen)
 	b->nr_cpus = possible_cpus();
 	ret = 0;
 	if (create && !bft_bpf_loaded())
-		ret = load_and_pin(b);
+		ret = create_once(b);
 	if (!ret)
 		ret = open_pins(b);
 	if (ret) {
