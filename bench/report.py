@@ -302,6 +302,9 @@ def native_report(path, profile_path):
                     prof.append({"pct": float(m.group(1)), "symbol": m.group(3),
                                  "kernel": m.group(2) == "k"})
     n["profile"] = prof
+    n["bpf_native"] = [{k: (v if k == "build" else num(v)) for k, v in r.items()}
+                       for r in res.get("bpf_native", [])]
+    n["bpf_native_skip"] = info.get("bpf_native_skip")
     n["profile_stages"] = stages(prof)
     hp, _ = median_of(res.get("host.bpftrace_plain", []), "ns")
     hc, _ = median_of(res.get("host.bpftrace_cet", []), "ns")
@@ -587,6 +590,19 @@ def write_md(doc, path, notes):
         if bf and bf.get("wire_bytes") and bf.get("events"):
             L.append(f"\nBytefrog on the wire: {fmt(bf['wire_bytes'] / bf['events'], 1)} bytes per event "
                      f"({fmt(bf['sent'])} events sent).")
+        if n.get("bpf_native"):
+            L.append("\n### The BPF backend, native (bench/bpf-native.sh)\n")
+            L.append("One thread calling `bench_work` flat out on CPU 0, bfcollector writing .flow files "
+                     "on CPU 1; medians. Cost = traced minus untraced ns per call (entry and return).\n")
+            L.append(md_table([[r.get("build"), fmt(r.get("calls")), fmt(r.get("untraced_ns"), 1),
+                                fmt(r.get("bpf_cost_ns"), 1), fmt(r.get("bpftrace_cost_ns"), 1),
+                                fmt(r.get("bytes_per_call"), 2), fmt(r.get("collector_cpu_s"), 2)]
+                               for r in n["bpf_native"]],
+                              ["build", "calls", "untraced ns", "BPF backend ns", "bpftrace ns",
+                               "ring bytes/call", "collector CPU s"]))
+            L.append("")
+        elif n.get("bpf_native_skip"):
+            L.append(f"\nThe BPF backend was not measured: {n['bpf_native_skip']}\n")
         if n["codec"]:
             L.append("\nThe library alone (`user/lib/tests/bench_codec.c`, its own synthetic stream, same event count): "
                      + code(n["commands"].get("codec", "")) + "\n")
