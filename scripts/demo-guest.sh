@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # The guest half of `make demo` (scripts/demo.sh): runs as root inside the
-# QEMU guest and leaves bfhq's output in $BFT_EXPORT.
+# QEMU guest and leaves bfhq's output in $BFT_EXPORT.  With BFT_BACKEND=bpf
+# it runs on the build machine itself instead, through the BPF backend (a
+# session of its own, removed at the end), and loads no module.
 set -euo pipefail
 bin=build/user
 work=/tmp/bftrace-demo
 mkdir -p "$work"
-insmod "build/kmod-$(uname -r)/bftrace.ko"
+if [[ ${BFT_BACKEND:-} == bpf ]]; then
+	export BFT_BPF_PIN_DIR=/sys/fs/bpf/bftrace-demo
+	trap 'rm -rf "$BFT_BPF_PIN_DIR"' EXIT
+else
+	insmod "build/kmod-$(uname -r)/bftrace.ko"
+fi
 
 "$bin/bfhq" --output "$BFT_EXPORT" --start --count 1 --timeout 200 \
 	>"$work/bfhq.log" 2>&1 &
@@ -35,4 +42,4 @@ for _ in $(seq 30); do kill -0 "$hq" 2>/dev/null || break; sleep 1; done
 kill "$hq" 2>/dev/null || true
 wait "$hq" || echo "demo: bfhq exited with $?"
 cp "$work"/*.log "$BFT_EXPORT/"
-rmmod bftrace
+[[ ${BFT_BACKEND:-} == bpf ]] || rmmod bftrace

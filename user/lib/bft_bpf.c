@@ -572,20 +572,23 @@ static size_t list_targets(uint32_t *out, size_t cap)
 	return n;
 }
 
-static size_t count_probes(struct bft_bpf *b, uint32_t *targets)
+/* Live probes: method entries not yet marked gone. */
+static size_t count_probes(struct bft_bpf *b)
 {
 	struct bft_bpf_method_key k, next, *prev = NULL;
-	struct bft_bpf_method m;
+	struct bft_bpf_method *m = malloc(sizeof(*m));
 	size_t n = 0;
 
-	(void)targets;
+	if (!m)
+		return 0;
 	while (!bpf_map_get_next_key(b->methods_fd, prev, &next)) {
 		k = next;
 		prev = &k;
-		if (!bpf_map_lookup_elem(b->methods_fd, &k, &m) &&
-		    !(m.flags & BFT_PF_GONE))
+		if (!bpf_map_lookup_elem(b->methods_fd, &k, m) &&
+		    !(m->flags & BFT_PF_GONE))
 			n++;
 	}
+	free(m);
 	return n;
 }
 
@@ -753,7 +756,7 @@ static int check_batch(struct bft_bpf *b, uint32_t tgid,
 	err = read_ctl(b, &ctl);
 	if (err)
 		return err;
-	if (count_probes(b, NULL) + n > ctl.opts[BFT_OPT_MAX_PROBES])
+	if (count_probes(b) + n > ctl.opts[BFT_OPT_MAX_PROBES])
 		return fail(b, -E2BIG, "%zu more probes would exceed "
 			    "BFT_OPT_MAX_PROBES (%llu)", n,
 			    (unsigned long long)ctl.opts[BFT_OPT_MAX_PROBES]);
@@ -1221,7 +1224,7 @@ int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st)
 		return err;
 	}
 	st->mode = ctl.mode;
-	st->nr_probes = count_probes(b, NULL);
+	st->nr_probes = count_probes(b);
 	st->nr_targets = list_targets(targets, BFT_MAX_TARGETS);
 	st->nr_cpus = b->nr_cpus;
 	for (uint32_t cpu = 0; cpu < b->nr_cpus; cpu++) {
@@ -1315,7 +1318,7 @@ static int do_set_opt(struct bft_bpf *b, uint32_t id, uint64_t val,
 	err = read_ctl(b, &ctl);
 	if (err)
 		return err;
-	probes = count_probes(b, NULL);
+	probes = count_probes(b);
 	if ((opt_desc[id].flags & BFT_OPTF_IDLE_ONLY) &&
 	    (session_active(ctl.mode) || probes))
 		return fail(b, -EBUSY, "option %u cannot change while %s", id,
