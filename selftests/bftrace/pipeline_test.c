@@ -1156,4 +1156,175 @@ TEST_F_TIMEOUT(pipeline, collector_killed_and_restarted, 300)
 		show_log(self->log);
 }
 
+/* ---- the two backends, side by side ------------------------------------ */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * What a run left that must not depend on the backend, as one text: the
+ * .flow files of the target's threads (hex, sorted: tids differ between
+ * runs), the target's lines of ids.properties (sorted) and the bodies of
+ * bfhq's calls.txt (sorted).  malloc'ed, NULL on a missing file.
+ */
+static char *run_digest(const char *flow, const char *trace, pid_t tgid)
+{
+	char path[256], *text, *line, *save = NULL, *out = NULL;
+	char *items[64];
+	size_t n = 0, len = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/threads", flow);
+	text = slurp(path);
+	if (!text)
+		return NULL;
+	for (line = strtok_r(text, "\n", &save); line && n < 64;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned int tid, tg;
+		char *bytes, *hex;
+		struct stat st;
+		FILE *ff;
+
+		if (line[0] == '#' || sscanf(line, "%u %u", &tid, &tg) != 2 ||
+		    (pid_t)tg != tgid)
+			continue;
+		snprintf(path, sizeof(path), "%s/thread-%u.flow", flow, tid);
+		ff = fopen(path, "rb");
+		if (!ff || fstat(fileno(ff), &st)) {
+			if (ff)
+				fclose(ff);
+			continue;
+		}
+		bytes = malloc((size_t)st.st_size + 1);
+		hex = malloc(2 * (size_t)st.st_size + 8);
+		if (bytes && hex &&
+		    fread(bytes, 1, (size_t)st.st_size, ff) == (size_t)st.st_size) {
+			strcpy(hex, "flow ");
+			for (off_t i = 0; i < st.st_size; i++)
+				sprintf(hex + 5 + 2 * i, "%02x",
+					(unsigned char)bytes[i]);
+			items[n++] = hex;
+			hex = NULL;
+		}
+		free(bytes);
+		free(hex);
+		fclose(ff);
+	}
+	free(text);
+	snprintf(path, sizeof(path), "%s/ids.properties", flow);
+	text = slurp(path);
+	save = NULL;
+	/*
+	 * The target's own functions only: the module also names the
+	 * exception hooks it puts on libc and the unwinder, which record no
+	 * call and which the BPF backend does not have.
+	 */
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line && n < 64;
+	     line = strtok_r(NULL, "\n", &save))
+		if ((!strncmp(line, "calltree!", 9) ||
+		     !strncmp(line, "libbftgt.so!", 12)) &&
+		    asprintf(&items[n], "id %s", line) > 0)
+			n++;
+	free(text);
+	snprintf(path, sizeof(path), "%s/calls.txt", trace);
+	text = slurp(path);
+	save = NULL;
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line && n < 64;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *body = strrchr(line, ':');
+
+		if (body && asprintf(&items[n], "calls%s", body + 1) > 0)
+			n++;
+	}
+	free(text);
+	qsort(items, n, sizeof(items[0]), cmp_str);
+	f = open_memstream(&out, &len);
+	for (size_t i = 0; i < n; i++) {
+		if (f)
+			fprintf(f, "%s\n", items[i]);
+		free(items[i]);
+	}
+	if (f)
+		fclose(f);
+	return out;
+}
+
+/* One calltree run through the whole pipeline, its digest into *digest. */
+static void digest_run(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(pipeline) *self,
+		       const FIXTURE_VARIANT(pipeline) *variant,
+		       const char *tag, char **digest)
+{
+	char trace[200];
+	int rc;
+
+	snprintf(self->hqout, sizeof(self->hqout), "%s/hq-%s", self->dir, tag);
+	snprintf(self->flow, sizeof(self->flow), "%s/flow-%s", self->dir, tag);
+	ASSERT_EQ(0, mkdir(self->flow, 0755));
+	self->port = 20000 + (self->port - 20000 + 7) % 20000;
+	snprintf(self->port_s, sizeof(self->port_s), "%d", self->port);
+	start_pipeline(_metadata, self, variant, "calltree", NULL, false, "1");
+	rc = bfctl_attach(self, (const char *const[]){
+		"calltree:ct_*", "libbftgt*:" CT_FN_LIB, NULL });
+	ASSERT_EQ(0, rc) show_log(self->log);
+	ASSERT_EQ(0, bst_proc_send(&self->target, 'r'));
+	ASSERT_EQ(0, bst_proc_wait_line(&self->target, CT_LINE_DONE, 60000));
+	ASSERT_EQ(0, bst_proc_send(&self->target, 'q'));
+	ASSERT_EQ(0, bst_proc_wait_exit(&self->target, 10000));
+	bst_proc_kill(&self->target);
+	rc = wait_exit(self->coll, TOOL_EXIT_MS);
+	self->coll = 0;
+	ASSERT_EQ(0, rc) show_log(self->log);
+	rc = wait_exit(self->hq, TOOL_EXIT_MS);
+	self->hq = 0;
+	ASSERT_EQ(0, rc) show_log(self->log);
+	snprintf(trace, sizeof(trace), "%s/trace-1", self->hqout);
+	*digest = run_digest(self->flow, trace, self->tgid);
+	ASSERT_NE(NULL, *digest);
+}
+
+/*
+ * The module and the BPF backend trace the same deterministic run: the
+ * .flow files, ids.properties and bfhq's call trees are identical, byte
+ * for byte.  Needs both backends, so it runs once, in the module's v1
+ * variant, and skips where BPF cannot run.
+ */
+TEST_F_TIMEOUT(pipeline, both_backends_write_identical_flow_files, 600)
+{
+	char why[512], *kmod = NULL, *bpf = NULL;
+	int ret;
+
+	/* this harness runs the body after a SKIP in the setup */
+	if (_metadata->skip)
+		return;
+	if (variant->bpf || strcmp(variant->senders, "1"))
+		SKIP(return, "runs once, in the module's v1 variant");
+	ret = bst_bpf_open(&bpf_session, why, sizeof(why));
+	if (ret > 0)
+		SKIP(return, "BPF backend: %s", why);
+	ASSERT_EQ(0, ret) TH_LOG("%s", why);
+	/* the module's run first: kernel_mode() asks the module meanwhile */
+	{
+		struct bft_bpf *keep = bpf_session;
+
+		bpf_session = NULL;
+		setenv("BFT_BACKEND", "kmod", 1);
+		digest_run(_metadata, self, variant, "kmod", &kmod);
+		bpf_session = keep;
+	}
+	setenv("BFT_BACKEND", "bpf", 1);
+	if (!_metadata->passed)
+		return;
+	digest_run(_metadata, self, variant, "bpf", &bpf);
+	if (kmod && bpf) {
+		EXPECT_STREQ(kmod, bpf);
+		EXPECT_LT(1 + CT_NR_THREADS, (int)strlen(kmod) / 64)
+			TH_LOG("too little to compare:\n%s", kmod);
+	}
+	free(kmod);
+	free(bpf);
+}
+
 TEST_HARNESS_MAIN
