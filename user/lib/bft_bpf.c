@@ -164,9 +164,9 @@ int bft_bpf_probe(char *err, size_t errlen)
 	char parent[PATH_MAX], *slash;
 	struct statfs sfs;
 
+	/* a command no kernel has: only a kernel without bpf() says ENOSYS */
 	memset(&attr, 0, sizeof(attr));
-	if (syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr)) < 0 &&
-	    errno == ENOSYS) {
+	if (syscall(SYS_bpf, -1, &attr, sizeof(attr)) < 0 && errno == ENOSYS) {
 		snprintf(err, errlen, "this kernel has no bpf() system call "
 			 "(CONFIG_BPF_SYSCALL is off): the BPF backend cannot run");
 		return -ENOSYS;
