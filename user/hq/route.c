@@ -945,7 +945,9 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 				"%u%s)\n%10s | FUNCTION\n", th->id, th->name,
 				th->calls, th->max_depth,
 				th->renames ? ", renamed" : "", "DURATION");
-			fwrite(th->text.data, 1, th->text.len, f);
+			/* a thread that was only named has no text at all */
+			if (th->text.len)
+				fwrite(th->text.data, 1, th->text.len, f);
 			fputc('\n', f);
 		}
 		fclose(f);

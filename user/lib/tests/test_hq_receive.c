@@ -261,4 +261,20 @@ TEST_F(hq, a_stack_as_deep_as_the_agent_likes_is_written_out)
 	free(summary);
 }
 
+TEST_F(hq, a_thread_that_is_only_named_is_written_out)
+{
+	static const char name[] = "worker (7/9)";
+	struct bfp_msg m = { .id = BFP_MAP_THREAD, .thread = 5, .str = name,
+			     .str_len = sizeof(name) - 1 };
+	char *tree;
+
+	/* found by fuzz_hq: its empty text went to fwrite as NULL */
+	feed(&self->hq, self->data, &m);
+	tree = finish_and_read(&self->hq, self->dir, "tree.txt");
+	ASSERT_NE(NULL, tree);
+	EXPECT_NE(NULL, strstr(tree, "# thread 5: worker (7/9) (0 calls"))
+		TH_LOG("%s", tree);
+	free(tree);
+}
+
 TEST_HARNESS_MAIN
