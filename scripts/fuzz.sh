@@ -28,6 +28,11 @@ max_time=${FUZZ_TIME:-1200}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 out=$here/build/fuzz
 mkdir -p "$out"
+# fuzz_hq and fuzz_collector_control write files per input: on tmpfs
+# they run several times faster.
+if [[ -z ${TMPDIR:-} && -d /dev/shm && -w /dev/shm ]]; then
+	export TMPDIR=/dev/shm
+fi
 if ((merge)); then
 	for h in "$@"; do
 		new=$out/merged/$h
@@ -44,7 +49,7 @@ if ((merge)); then
 	exit 0
 fi
 table=$out/results.txt
-printf '%-14s %12s %8s %8s %8s %6s %7s %s\n' harness execs seconds cov ft \
+printf '%-24s %12s %8s %8s %8s %7s %6s %s\n' harness execs seconds cov ft \
 	crashes leaks "" >"$table"
 found=0
 for h in "$@"; do
@@ -66,7 +71,7 @@ for h in "$@"; do
 	note=""
 	((rc)) && note="exit $rc (see $log)"
 	((rc || crashes || leaks)) && found=1
-	printf '%-14s %12s %8s %8s %8s %6s %7s %s\n' "$h" "${execs:-?}" "$secs" \
+	printf '%-24s %12s %8s %8s %8s %7s %6s %s\n' "$h" "${execs:-?}" "$secs" \
 		"${cov:-?}" "${ft:-?}" "$crashes" "$leaks" "$note" >>"$table"
 	tail -n 1 "$table"
 done
