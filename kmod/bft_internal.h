@@ -194,7 +194,8 @@ int bft_attach(struct genl_info *info);
 /* Probes whose uprobe needs a return consumer. */
 static inline bool bft_probe_has_ret(const struct bft_probe *p)
 {
-	return p->flags & (BFT_PF_RETURN | BFT_PF_HOOK_CATCH);
+	return p->flags & (BFT_PF_RETURN | BFT_PF_HOOK_CATCH |
+			   BFT_PF_HOOK_EXIT);
 }
 
 void bft_unwind_hook(struct bft_probe *p, struct pt_regs *regs);

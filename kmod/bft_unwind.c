@@ -363,6 +363,23 @@ static void bft_hook_longjmp(struct pt_regs *regs)
 	bft_close(n, BFT_UNWIND_LONGJMP);
 }
 
+/*
+ * __call_tls_dtors: the thread's start routine is over.  After
+ * pthread_exit or pthread_cancel, glibc's last jump back into the thread's
+ * start (an internal __libc_longjmp that no hook can name) left the
+ * frames below; they are gone at this stack pointer, and the kernel drops
+ * their instances right after, in the cleanup our return probe on this
+ * function triggers (at its nesting limit, at the next trampoline hit).
+ */
+static void bft_hook_exit(struct pt_regs *regs)
+{
+	struct uprobe_task *ut = current->utask;
+
+	if (ut && ut->return_instances)
+		bft_close(bft_count_gone(ut, user_stack_pointer(regs), false,
+					 true), BFT_UNWIND_EXIT);
+}
+
 /* ---- exception types ---- */
 
 struct bft_exc_type {
@@ -526,6 +543,9 @@ void bft_unwind_hook(struct bft_probe *p, struct pt_regs *regs)
 		break;
 	case BFT_PF_HOOK_LONGJMP:
 		bft_hook_longjmp(regs);
+		break;
+	case BFT_PF_HOOK_EXIT:
+		bft_hook_exit(regs);
 		break;
 	}
 }

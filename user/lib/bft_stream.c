@@ -167,7 +167,7 @@ static int parse_escape(const uint8_t *p, size_t n, struct raw *raw)
 		break;
 	case BFT_ESC_UNWIND:
 		if (raw->v[0] == 0 || raw->v[1] < BFT_UNWIND_CATCH ||
-		    raw->v[1] > BFT_UNWIND_FOUND) {
+		    raw->v[1] > BFT_UNWIND_EXIT) {
 			raw->bad = raw->v[1];
 			return -BFT_SERR_FIELD_RANGE;
 		}

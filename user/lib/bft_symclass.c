@@ -60,6 +60,7 @@ static const struct {
 	{ "__longjmp_chk", BFT_PF_HOOK_LONGJMP },
 	{ "__libc_siglongjmp", BFT_PF_HOOK_LONGJMP },
 	{ "__libc_longjmp", BFT_PF_HOOK_LONGJMP },
+	{ "__call_tls_dtors", BFT_PF_HOOK_EXIT },
 };
 
 #define NHOOKS (sizeof(hooks) / sizeof(hooks[0]))
@@ -97,6 +98,8 @@ const char *bft_hook_name(uint32_t flags)
 		return "forced";
 	case BFT_PF_HOOK_LONGJMP:
 		return "longjmp";
+	case BFT_PF_HOOK_EXIT:
+		return "exit";
 	default:
 		return NULL;
 	}

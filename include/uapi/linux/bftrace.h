@@ -252,7 +252,10 @@
  *       close them, but the frames did not return.  reason: BFT_UNWIND_*.
  *       CATCH is written at the start of the catch block (so the
  *       frames are closed at the time of the catch), LONGJMP at the
- *       longjmp, FOUND just before the ENTER of a later probe hit that
+ *       longjmp, EXIT when the thread's start routine is over (after
+ *       pthread_exit or pthread_cancel, whose last jump, inside the C
+ *       library, no hook sees), FOUND just before the ENTER of a later
+ *       probe hit that
  *       found the frames gone: frames a C++ exception unwound before a
  *       traced destructor or cleanup ran, or frames left by a jump that
  *       no hook saw.  Counts as one event in seq.  Closing more frames
@@ -283,6 +286,12 @@
  *   - BFT_PF_HOOK_LONGJMP: the jump's target stack pointer is read from
  *     the jmp_buf (glibc's pointer mangling undone); the frames below it
  *     are closed with one BFT_ESC_UNWIND (LONGJMP).
+ *   - BFT_PF_HOOK_EXIT (glibc's __call_tls_dtors, which a thread calls
+ *     when its start routine is over, returned or unwound by
+ *     pthread_exit/pthread_cancel, and exit() calls): the frames gone at
+ *     this stack pointer are closed with one BFT_ESC_UNWIND (EXIT).  Like
+ *     the catch hook, it carries a return probe of its own, so the kernel
+ *     drops their return instances at this very point.
  *   - Any probe with a return probe: frames whose return instance the
  *     kernel is about to drop because they are gone are closed first with
  *     one BFT_ESC_UNWIND (FOUND), unless a hook closed them already.
@@ -401,9 +410,11 @@ enum bft_probe_attr {
 #define BFT_PF_HOOK_RETHROW	(1U << 5)	/* __cxa_rethrow */
 #define BFT_PF_HOOK_FORCED	(1U << 6)	/* _Unwind_ForcedUnwind */
 #define BFT_PF_HOOK_LONGJMP	(1U << 7)	/* longjmp, siglongjmp, ... */
+#define BFT_PF_HOOK_EXIT	(1U << 8)	/* __call_tls_dtors */
 #define BFT_PF_HOOKS	(BFT_PF_HOOK_UNWIND | BFT_PF_HOOK_CATCH |	\
 			 BFT_PF_HOOK_THROW | BFT_PF_HOOK_RETHROW |	\
-			 BFT_PF_HOOK_FORCED | BFT_PF_HOOK_LONGJMP)
+			 BFT_PF_HOOK_FORCED | BFT_PF_HOOK_LONGJMP |	\
+			 BFT_PF_HOOK_EXIT)
 /* In BFT_CMD_GET_METHODS only: the probe is detached (see there). */
 #define BFT_PF_GONE	(1U << 31)
 
@@ -547,6 +558,7 @@ enum bft_event {
 #define BFT_UNWIND_CATCH	1	/* a catch block was entered */
 #define BFT_UNWIND_LONGJMP	2	/* a longjmp left the frames */
 #define BFT_UNWIND_FOUND	3	/* found left at a later probe hit */
+#define BFT_UNWIND_EXIT		4	/* the thread's start routine is over */
 
 /* A record is at most this long: a ring never holds a longer one. */
 #define BFT_RECORD_MAX		32
