@@ -234,12 +234,11 @@ static inline void exm_abc(struct exm_thread *t)
 /*
  * The model of one case; rounds: "loop" rounds.  limit: the kernel's
  * pending-return limit.  The forced unwinds end with glibc's longjmp to
- * the thread's start, which leaves the frames still open (reason
- * LONGJMP).  In a dynamic glibc (2.36) that jump goes through
- * __libc_longjmp, a second copy of longjmp that libc.so.6 does not export,
- * so no hook can be named for it there: until the module closes such
- * frames another way (when the thread exits), the trace voids them at the
- * end instead, and the pexit and cancel cases fail on that last step.
+ * the thread's start, which leaves the frames still open.  In a dynamic
+ * glibc (2.36) that jump goes through __libc_longjmp, a second copy of
+ * longjmp that libc.so.6 does not export, so no hook can be named for it:
+ * the frames are closed by the hook on __call_tls_dtors, which the thread
+ * calls next (reason EXIT).
  */
 static inline int exm_build(struct exm_case *c, const char *name,
 			    unsigned int limit, unsigned int rounds)
