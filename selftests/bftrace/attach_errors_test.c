@@ -237,9 +237,30 @@ TEST_F(attach, attach_rejects_unknown_flag)
 	struct bft_nl_probe bad = self->good;
 	int err;
 
-	bad.flags = BFT_PF_ALL | (1U << 7);
+	/* the lowest bit that is neither a record flag nor a hook */
+	bad.flags = BFT_PF_ALL | ((BFT_PF_ALL | BFT_PF_HOOKS) + 1);
 	err = attach_pair(&self->s, self->target.pid, &self->good2, &bad);
 	EXPECT_REJECTED(EINVAL, "flag", "reserved", "bit");
+}
+
+TEST_F(attach, attach_rejects_two_hooks_in_one_probe)
+{
+	struct bft_nl_probe bad = self->good;
+	int err;
+
+	bad.flags = BFT_PF_HOOK_UNWIND | BFT_PF_HOOK_CATCH;
+	err = attach_pair(&self->s, self->target.pid, &self->good2, &bad);
+	EXPECT_REJECTED(EINVAL, "hook");
+}
+
+TEST_F(attach, attach_rejects_flags_that_record_nothing)
+{
+	struct bft_nl_probe bad = self->good;
+	int err;
+
+	bad.flags = 0;
+	err = attach_pair(&self->s, self->target.pid, &self->good2, &bad);
+	EXPECT_REJECTED(EINVAL, "nothing");
 }
 
 TEST_F(attach, attach_rejects_same_offset_twice_in_batch)
