@@ -558,6 +558,26 @@ CASE_TEST(deep)
 CASE_TEST(dtor)
 CASE_TEST(cold)
 
+/*
+ * The forced unwinds in a static build, where glibc's final longjmp
+ * (__libc_longjmp) can be hooked: every frame is closed (exc_shape.h says
+ * why a dynamic glibc cannot do that yet).
+ */
+TEST_F_TIMEOUT(exc, static_forced_unwinds_close_every_frame, 600)
+{
+	free(self->exe);
+	self->exe = bst_target_path("exc_static");
+	ASSERT_NE(NULL, self->exe);
+	check_case(_metadata, self, "pexit");
+	run_free(&self->plain);
+	run_free(&self->traced);
+	bst_trace_free(&self->t);
+	names_free(&self->nm);
+	bft_nl_status_free(&self->st0);
+	bft_nl_status_free(&self->st);
+	check_case(_metadata, self, "cancel");
+}
+
 /* ---- the loop: nothing lost, nothing leaked --------------------------------- */
 
 struct proc_mem {
