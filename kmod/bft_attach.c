@@ -42,6 +42,13 @@ static void bft_elf_load(struct bft_elf *e, const struct path *path)
 	e->dentry = path->dentry;
 	e->err = -ENOEXEC;
 	e->nr = 0;
+	/* dentry_open() checks no permission: tracing a file is reading it */
+	e->err = path_permission(path, MAY_READ);
+	if (e->err) {
+		e->why = "is not readable by the caller";
+		return;
+	}
+	e->err = -ENOEXEC;
 	f = dentry_open(path, O_RDONLY | O_LARGEFILE, current_cred());
 	if (IS_ERR(f)) {
 		e->err = PTR_ERR(f);
@@ -330,10 +337,6 @@ int bft_attach(struct genl_info *info)
 	if (GENL_REQ_ATTR_CHECK(info, BFT_A_TGID) ||
 	    GENL_REQ_ATTR_CHECK(info, BFT_A_PROBES))
 		return -EINVAL;
-	if (!capable(CAP_SYS_PTRACE)) {
-		NL_SET_ERR_MSG_MOD(ext, "attaching needs CAP_SYS_PTRACE");
-		return -EPERM;
-	}
 	nla_for_each_nested(nest, info->attrs[BFT_A_PROBES], rem)
 		n++;
 	if (!n) {
@@ -345,12 +348,26 @@ int bft_attach(struct genl_info *info)
 				    n, bft_opts.max_probes);
 		return -E2BIG;
 	}
+	err = bft_session_prepare(ext);
+	if (err)
+		return err;
 	tgid = nla_get_u32(info->attrs[BFT_A_TGID]);
 	t = bft_target_find(tgid);
+	/* exec'd (or died, its pid reused) since the reaper last ran */
+	if (t && bft_target_stale(t)) {
+		bft_target_reap(t);
+		t = NULL;
+	}
 	if (!t) {
 		t = bft_target_new(tgid, ext);
 		if (IS_ERR(t))
 			return PTR_ERR(t);
+	}
+	/* every attach, by whoever asks: ptrace policy may differ per caller */
+	err = bft_may_trace(tgid, t->mm, ext);
+	if (err) {
+		bft_target_free_if_empty(t);
+		return err;
 	}
 	elf = kzalloc(sizeof(*elf), GFP_KERNEL);
 	reply = bft_reply_new(info, nla_total_size(sizeof(u32)) +

@@ -21,6 +21,7 @@ struct bft_opts bft_opts = {
 	.time_res_ns = 1000,
 	.watermark = 0,
 	.max_probes = 4096,
+	.max_ring_mem = 1024,
 };
 
 struct bft_opt_desc {
@@ -43,9 +44,12 @@ static const struct bft_opt_desc bft_opt_descs[BFT_OPT_MAX + 1] = {
 	[BFT_OPT_WATERMARK] = { 0, SZ_256M, 0, &bft_opts.watermark },
 	[BFT_OPT_MAX_PROBES] = { 1, 65536, 0, &bft_opts.max_probes },
 	[BFT_OPT_OVERWRITE] = { 0, 1, BFT_OPTF_IDLE_ONLY, NULL },
+	/* MiB: a u32 of bytes could not hold 256 CPUs of 16 MiB rings */
+	[BFT_OPT_MAX_RING_MEM] = { 1, 1U << 20, 0, &bft_opts.max_ring_mem },
 };
 
 static bool bft_exiting;
+static bool bft_works_armed;	/* under bft_lock */
 static void bft_flush_fn(struct work_struct *work);
 static void bft_heartbeat_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(bft_flush_work, bft_flush_fn);
@@ -53,7 +57,7 @@ static DECLARE_DELAYED_WORK(bft_heartbeat_work, bft_heartbeat_fn);
 
 static void bft_rearm(struct delayed_work *dw, u32 ms)
 {
-	if (!READ_ONCE(bft_exiting))
+	if (READ_ONCE(bft_works_armed) && !READ_ONCE(bft_exiting))
 		mod_delayed_work(system_wq, dw, msecs_to_jiffies(ms));
 }
 
@@ -92,6 +96,7 @@ static int bft_stop(void)
 {
 	int mode = bft_mode;
 
+	bft_session_disown();
 	WRITE_ONCE(bft_mode, BFT_MODE_SHUTTING_DOWN);
 	if (bft_session_active(mode))
 		bft_rings_break(BFT_BREAK_STOP);
@@ -101,8 +106,76 @@ static int bft_stop(void)
 	return 0;
 }
 
-/* Under bft_lock.  @cmd is one of the six mode commands. */
-int bft_mode_change(u8 cmd, struct netlink_ext_ack *ext)
+/* Under bft_lock: the owner's socket is gone (bft_session.c). */
+void bft_session_end(void)
+{
+	bft_stop();
+}
+
+static bool bft_ring_mem_ok(u64 buf_size, u64 cap_mib)
+{
+	return buf_size * num_possible_cpus() <= cap_mib << 20;
+}
+
+/*
+ * Under bft_lock, before anything needs the rings or the periodic works:
+ * the first attach, start or reader.  Loading the module costs nothing.
+ */
+int bft_session_prepare(struct netlink_ext_ack *ext)
+{
+	int err;
+
+	if (!bft_ring_mem_ok(bft_opts.buf_size, bft_opts.max_ring_mem)) {
+		BFT_SET_ERR_MSG_FMT(ext, "%u rings of %u bytes exceed max_ring_mem (%u MiB)",
+				    num_possible_cpus(), bft_opts.buf_size,
+				    bft_opts.max_ring_mem);
+		return -ENOSPC;
+	}
+	err = bft_rings_ensure(bft_opts.buf_size);
+	if (err) {
+		NL_SET_ERR_MSG_MOD(ext, "no memory for the rings");
+		return err;
+	}
+	if (!bft_works_armed) {
+		WRITE_ONCE(bft_works_armed, true);
+		bft_rearm(&bft_flush_work, bft_opts.flush_ms);
+		bft_rearm(&bft_heartbeat_work, bft_opts.heartbeat_ms);
+	}
+	return 0;
+}
+
+static int bft_start(u32 owner, struct netlink_ext_ack *ext)
+{
+	int err = bft_session_prepare(ext);
+
+	if (err)
+		return err;
+	bft_methods_forget();
+	bft_unwind_forget();
+	bft_rings_start();
+	bft_session_own(owner);
+	bft_set_mode(BFT_MODE_TRACING);
+	return 0;
+}
+
+static int bft_targets_may_stop(struct netlink_ext_ack *ext)
+{
+	struct bft_target *t;
+	int err;
+
+	list_for_each_entry(t, &bft_targets, node) {
+		err = bft_may_stop(t, ext);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Under bft_lock.  @cmd is one of the six mode commands; @owner the
+ * sender's port id for a start (0: a persistent session).
+ */
+int bft_mode_change(u8 cmd, u32 owner, struct netlink_ext_ack *ext)
 {
 	int mode = bft_mode, err;
 
@@ -110,16 +183,15 @@ int bft_mode_change(u8 cmd, struct netlink_ext_ack *ext)
 	case BFT_CMD_START:
 		if (bft_session_active(mode))
 			goto bad;
-		bft_methods_forget();
-		bft_unwind_forget();
-		bft_rings_start();
-		bft_set_mode(BFT_MODE_TRACING);
-		return 0;
+		return bft_start(owner, ext);
 	case BFT_CMD_STOP:
 		return bft_stop();
 	case BFT_CMD_PAUSE:
 		if (mode != BFT_MODE_TRACING)
 			goto bad;
+		err = bft_targets_may_stop(ext);
+		if (err)
+			return err;
 		err = bft_targets_signal(SIGSTOP);
 		if (err) {
 			NL_SET_ERR_MSG_MOD(ext, "a target could not be stopped");
@@ -200,6 +272,17 @@ int bft_opt_set(u32 id, u64 val, struct netlink_ext_ack *ext)
 				    bft_mode_names[bft_mode]);
 		return -EBUSY;
 	}
+	if ((id == BFT_OPT_BUF_SIZE &&
+	     !bft_ring_mem_ok(val, bft_opts.max_ring_mem)) ||
+	    (id == BFT_OPT_MAX_RING_MEM &&
+	     !bft_ring_mem_ok(bft_opts.buf_size, val))) {
+		BFT_SET_ERR_MSG_FMT(ext, "%u rings of %llu bytes exceed max_ring_mem %llu MiB",
+				    num_possible_cpus(),
+				    id == BFT_OPT_BUF_SIZE ? val : bft_opts.buf_size,
+				    id == BFT_OPT_BUF_SIZE ?
+				    (u64)bft_opts.max_ring_mem : val);
+		return -ERANGE;
+	}
 	if (id == BFT_OPT_MAX_PROBES && val < bft_nr_probes) {
 		BFT_SET_ERR_MSG_FMT(ext, "%u probes are attached already",
 				    bft_nr_probes);
@@ -220,14 +303,11 @@ int bft_opt_set(u32 id, u64 val, struct netlink_ext_ack *ext)
 	return 0;
 }
 
-int bft_control_init(void)
-{
-	bft_rearm(&bft_flush_work, bft_opts.flush_ms);
-	bft_rearm(&bft_heartbeat_work, bft_opts.heartbeat_ms);
-	return 0;
-}
-
-/* Before the netlink family goes: nothing re-arms after this. */
+/*
+ * After the netlink family and the owner notifier are gone, so no command
+ * can arm a work again: only the works themselves re-arm, and they see
+ * bft_exiting.
+ */
 void bft_control_quiesce(void)
 {
 	WRITE_ONCE(bft_exiting, true);

@@ -40,6 +40,7 @@ static long bft_dev_bind(struct bft_file *bf, u32 __user *arg)
 {
 	struct bft_ring *r;
 	u32 cpu;
+	int err;
 
 	if (get_user(cpu, arg))
 		return -EFAULT;
@@ -47,6 +48,12 @@ static long bft_dev_bind(struct bft_file *bf, u32 __user *arg)
 		return -EALREADY;
 	if (cpu >= nr_cpu_ids || !cpu_possible(cpu))
 		return -ENODEV;
+	/* a reader may come before any session: the rings it reads */
+	mutex_lock(&bft_lock);
+	err = bft_session_prepare(NULL);
+	mutex_unlock(&bft_lock);
+	if (err)
+		return err;
 	r = bft_ring_get(cpu);
 	if (atomic_cmpxchg(&r->bound, 0, 1))
 		return -EBUSY;

@@ -38,6 +38,10 @@ static const struct nla_policy bft_opt_policy[BFT_A_MAX + 1] = {
 	[BFT_A_OPT_VALUE] = { .type = NLA_U64 },
 };
 
+static const struct nla_policy bft_start_policy[BFT_A_MAX + 1] = {
+	[BFT_A_PERSIST] = { .type = NLA_FLAG },
+};
+
 /* Commands without attributes: the core rejects any that are sent. */
 static const struct nla_policy bft_none_policy[BFT_A_MAX + 1] = {};
 
@@ -120,7 +124,7 @@ static int bft_cmd_get_caps(struct sk_buff *req, struct genl_info *info)
 	const u64 features = BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_NORET |
 			     BFT_FEAT_PAUSE | BFT_FEAT_SUSPEND |
 			     BFT_FEAT_EVENTS | BFT_FEAT_READ |
-			     BFT_FEAT_UNWIND;
+			     BFT_FEAT_UNWIND | BFT_FEAT_OWNER;
 	struct sk_buff *skb;
 	void *hdr;
 
@@ -139,8 +143,10 @@ static int bft_cmd_get_caps(struct sk_buff *req, struct genl_info *info)
 
 static int bft_cmd_attach(struct sk_buff *req, struct genl_info *info)
 {
-	int err;
+	int err = bft_check_capable(req, info->extack);
 
+	if (err)
+		return err;
 	mutex_lock(&bft_lock);
 	err = bft_attach(info);
 	mutex_unlock(&bft_lock);
@@ -151,8 +157,10 @@ static int bft_cmd_detach(struct sk_buff *req, struct genl_info *info)
 {
 	struct bft_target *t;
 	pid_t tgid;
-	int err = 0;
+	int err = bft_check_capable(req, info->extack);
 
+	if (err)
+		return err;
 	mutex_lock(&bft_lock);
 	if (info->attrs[BFT_A_TGID]) {
 		tgid = nla_get_u32(info->attrs[BFT_A_TGID]);
@@ -173,15 +181,19 @@ static int bft_cmd_detach(struct sk_buff *req, struct genl_info *info)
 
 static int bft_cmd_mode(struct sk_buff *req, struct genl_info *info)
 {
+	u32 owner = info->attrs[BFT_A_PERSIST] ? 0 : info->snd_portid;
 	struct sk_buff *skb;
 	void *hdr;
 	int err;
 
+	err = bft_check_capable(req, info->extack);
+	if (err)
+		return err;
 	skb = bft_reply_new(info, nla_total_size(sizeof(u8)), &hdr);
 	if (!skb)
 		return -ENOMEM;
 	mutex_lock(&bft_lock);
-	err = bft_mode_change(info->genlhdr->cmd, info->extack);
+	err = bft_mode_change(info->genlhdr->cmd, owner, info->extack);
 	if (!err && nla_put_u8(skb, BFT_A_MODE, bft_mode))
 		err = -EMSGSIZE;
 	mutex_unlock(&bft_lock);
@@ -198,7 +210,10 @@ static int bft_cmd_get_status(struct sk_buff *req, struct genl_info *info)
 	void *hdr;
 	int err;
 
-	skb = bft_reply_new(info, 3 * nla_total_size(sizeof(u32)) +
+	err = bft_check_capable(req, info->extack);
+	if (err)
+		return err;
+	skb = bft_reply_new(info, 4 * nla_total_size(sizeof(u32)) +
 			    bft_cpu_stats_size(), &hdr);
 	if (!skb)
 		return -ENOMEM;
@@ -206,6 +221,7 @@ static int bft_cmd_get_status(struct sk_buff *req, struct genl_info *info)
 	err = nla_put_u8(skb, BFT_A_MODE, bft_mode) ||
 	      nla_put_u32(skb, BFT_A_NR_PROBES, bft_nr_probes) ||
 	      nla_put_u32(skb, BFT_A_NR_TARGETS, bft_nr_targets) ||
+	      nla_put_u32(skb, BFT_A_OWNER, bft_session_owner()) ||
 	      bft_put_cpu_stats(skb);
 	mutex_unlock(&bft_lock);
 	if (err) {
@@ -246,6 +262,11 @@ static int bft_cmd_opt(struct sk_buff *req, struct genl_info *info)
 	void *hdr;
 	int err = 0;
 
+	if (set) {
+		err = bft_check_capable(req, info->extack);
+		if (err)
+			return err;
+	}
 	if (set && (GENL_REQ_ATTR_CHECK(info, BFT_A_OPT_ID) ||
 		    GENL_REQ_ATTR_CHECK(info, BFT_A_OPT_VALUE)))
 		return -EINVAL;
@@ -328,6 +349,15 @@ static int bft_put_live_method(struct sk_buff *skb,
 	return bft_put_method(skb, cb, &m, p->name, &p->path, buf);
 }
 
+/*
+ * Paths, pids, hit counts and exception types of other users' processes:
+ * privileged, as every dump is.
+ */
+static int bft_dump_start(struct netlink_callback *cb)
+{
+	return bft_check_capable(cb->skb, cb->extack);
+}
+
 /* cb->args[0]: how many entries earlier calls have sent. */
 static int bft_dump_methods(struct sk_buff *skb, struct netlink_callback *cb)
 {
@@ -408,30 +438,27 @@ static int bft_dump_exceptions(struct sk_buff *skb,
 
 static const struct genl_ops bft_ops[] = {
 	BFT_OP(BFT_CMD_GET_CAPS, bft_cmd_get_caps, bft_none_policy, 0),
-	BFT_OP(BFT_CMD_ATTACH, bft_cmd_attach, bft_attach_policy,
-	       GENL_ADMIN_PERM),
-	BFT_OP(BFT_CMD_DETACH, bft_cmd_detach, bft_detach_policy,
-	       GENL_ADMIN_PERM),
-	BFT_OP(BFT_CMD_START, bft_cmd_mode, bft_none_policy, GENL_ADMIN_PERM),
-	BFT_OP(BFT_CMD_STOP, bft_cmd_mode, bft_none_policy, GENL_ADMIN_PERM),
-	BFT_OP(BFT_CMD_PAUSE, bft_cmd_mode, bft_none_policy, GENL_ADMIN_PERM),
-	BFT_OP(BFT_CMD_UNPAUSE, bft_cmd_mode, bft_none_policy,
-	       GENL_ADMIN_PERM),
-	BFT_OP(BFT_CMD_SUSPEND, bft_cmd_mode, bft_none_policy,
-	       GENL_ADMIN_PERM),
-	BFT_OP(BFT_CMD_UNSUSPEND, bft_cmd_mode, bft_none_policy,
-	       GENL_ADMIN_PERM),
+	BFT_OP(BFT_CMD_ATTACH, bft_cmd_attach, bft_attach_policy, 0),
+	BFT_OP(BFT_CMD_DETACH, bft_cmd_detach, bft_detach_policy, 0),
+	BFT_OP(BFT_CMD_START, bft_cmd_mode, bft_start_policy, 0),
+	BFT_OP(BFT_CMD_STOP, bft_cmd_mode, bft_none_policy, 0),
+	BFT_OP(BFT_CMD_PAUSE, bft_cmd_mode, bft_none_policy, 0),
+	BFT_OP(BFT_CMD_UNPAUSE, bft_cmd_mode, bft_none_policy, 0),
+	BFT_OP(BFT_CMD_SUSPEND, bft_cmd_mode, bft_none_policy, 0),
+	BFT_OP(BFT_CMD_UNSUSPEND, bft_cmd_mode, bft_none_policy, 0),
 	BFT_OP(BFT_CMD_GET_STATUS, bft_cmd_get_status, bft_none_policy, 0),
 	BFT_OP(BFT_CMD_GET_OPT, bft_cmd_opt, bft_opt_policy, 0),
-	BFT_OP(BFT_CMD_SET_OPT, bft_cmd_opt, bft_opt_policy, GENL_ADMIN_PERM),
+	BFT_OP(BFT_CMD_SET_OPT, bft_cmd_opt, bft_opt_policy, 0),
 	{
 		.cmd = BFT_CMD_GET_METHODS,
+		.start = bft_dump_start,
 		.dumpit = bft_dump_methods,
 		.policy = bft_none_policy,
 		.maxattr = BFT_A_MAX,
 	},
 	{
 		.cmd = BFT_CMD_GET_EXCEPTIONS,
+		.start = bft_dump_start,
 		.dumpit = bft_dump_exceptions,
 		.policy = bft_none_policy,
 		.maxattr = BFT_A_MAX,
@@ -439,7 +466,8 @@ static const struct genl_ops bft_ops[] = {
 };
 
 static const struct genl_multicast_group bft_mcgrps[] = {
-	{ .name = BFT_MCGRP_EVENTS },
+	/* the core checks groups only for these two capabilities */
+	{ .name = BFT_MCGRP_EVENTS, .flags = GENL_MCAST_CAP_SYS_ADMIN },
 };
 
 static struct genl_family bft_family = {

@@ -28,6 +28,7 @@ struct bft_opts {
 	u32 time_res_ns;
 	u32 watermark;		/* 0: a quarter of the ring */
 	u32 max_probes;
+	u32 max_ring_mem;	/* MiB, all rings together */
 };
 
 extern struct bft_opts bft_opts;
@@ -59,7 +60,7 @@ static inline bool bft_session_active(int mode)
  *   suspended:                                   handlers on this CPU
  */
 struct bft_ring {
-	spinlock_t lock;	/* writers; see above */
+	raw_spinlock_t lock;	/* writers, handlers with preemption off */
 	u8 *data;
 	u32 size;
 	u64 head;		/* published: smp_store_release() */
@@ -97,7 +98,9 @@ enum bft_rec {
 	BFT_REC_UNWIND,		/* id: frames, arg: BFT_UNWIND_* */
 };
 
-int bft_rings_init(u32 size);
+void bft_rings_init(void);
+int bft_rings_ensure(u32 size);
+bool bft_rings_ready(void);
 void bft_rings_exit(void);
 int bft_rings_resize(u32 size);
 struct bft_ring *bft_ring_get(unsigned int cpu);
@@ -185,6 +188,8 @@ void bft_target_detach(struct bft_target *t);
 void bft_detach_all(void);
 void bft_lingering_release(void);
 int bft_targets_signal(int sig);
+bool bft_target_stale(struct bft_target *t);
+void bft_target_reap(struct bft_target *t);
 void bft_targets_reap(void);
 
 int bft_attach(struct genl_info *info);
@@ -209,12 +214,27 @@ int bft_unwind_dump_types(struct sk_buff *skb, struct netlink_callback *cb,
 				     u32 id, const char *name));
 
 /* ---- modes, options, timers (bft_control.c) ---- */
-int bft_control_init(void);
 void bft_control_quiesce(void);
 void bft_control_exit(void);
-int bft_mode_change(u8 cmd, struct netlink_ext_ack *extack);
+int bft_session_prepare(struct netlink_ext_ack *extack);
+void bft_session_end(void);
+int bft_mode_change(u8 cmd, u32 owner, struct netlink_ext_ack *extack);
 int bft_opt_get(u32 id, u64 *val, u64 *min, u64 *max, u32 *flags);
 int bft_opt_set(u32 id, u64 val, struct netlink_ext_ack *extack);
+
+/* ---- session owner (bft_session.c) ---- */
+int bft_session_init(void);
+void bft_session_exit(void);
+u32 bft_session_owner(void);
+void bft_session_own(u32 portid);
+void bft_session_disown(void);
+
+/* ---- permissions (bft_perm.c) ---- */
+bool bft_capable(const struct sk_buff *skb);
+int bft_check_capable(const struct sk_buff *skb, struct netlink_ext_ack *ext);
+int bft_may_trace(pid_t tgid, struct mm_struct *mm,
+		  struct netlink_ext_ack *ext);
+int bft_may_stop(struct bft_target *t, struct netlink_ext_ack *ext);
 
 /* ---- generic netlink (bft_genl.c) ---- */
 int bft_genl_init(void);

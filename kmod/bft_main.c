@@ -7,44 +7,43 @@
 
 #include "bft_internal.h"
 
+/* Nothing is allocated and nothing is armed until a session needs it. */
 static int __init bft_init(void)
 {
 	int err;
 
-	err = bft_rings_init(bft_opts.buf_size);
-	if (err)
-		return err;
+	bft_rings_init();
 	err = bft_dev_init();
 	if (err)
-		goto err_rings;
-	err = bft_genl_init();
+		return err;
+	err = bft_session_init();
 	if (err)
 		goto err_dev;
-	err = bft_control_init();
+	err = bft_genl_init();
 	if (err)
-		goto err_genl;
+		goto err_session;
 	return 0;
 
-err_genl:
-	bft_control_quiesce();
-	bft_genl_exit();
+err_session:
+	bft_session_exit();
 err_dev:
 	bft_dev_exit();
-err_rings:
-	bft_rings_exit();
 	return err;
 }
 
 /*
  * No reader can hold /dev/bftrace here (an open file pins the module).
- * The timers go first so nothing re-arms; then the family, so no command
- * runs; then every probe is unregistered and synchronised before the
- * rings are freed.
+ * The family goes first: it waits for a running command, and no command
+ * runs after it, so none can arm a work again; then the owner notifier,
+ * which may be stopping a session right now.  Then the works, which
+ * re-arm only themselves; then every probe is unregistered and
+ * synchronised before the rings are freed.
  */
 static void __exit bft_exit(void)
 {
-	bft_control_quiesce();
 	bft_genl_exit();
+	bft_session_exit();
+	bft_control_quiesce();
 	bft_control_exit();
 	bft_dev_exit();
 	bft_rings_exit();

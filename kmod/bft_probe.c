@@ -379,22 +379,47 @@ int bft_targets_signal(int sig)
 	return ret;
 }
 
-/* From the flush work: forget targets that exited, and say so. */
+/*
+ * Is @t's address space no longer its process's?  An exec replaces the
+ * mm, and its old one may live on for a moment (a reference held
+ * elsewhere), so compare the pointers rather than only count users.
+ */
+bool bft_target_stale(struct bft_target *t)
+{
+	struct task_struct *task;
+	bool stale;
+
+	if (bft_target_gone(t))
+		return true;
+	task = get_pid_task(t->pid, PIDTYPE_TGID);
+	if (!task)
+		return true;
+	task_lock(task);
+	stale = task->mm != t->mm;
+	task_unlock(task);
+	put_task_struct(task);
+	return stale;
+}
+
+/* Forget a target that exited or exec'd, and say so. */
+void bft_target_reap(struct bft_target *t)
+{
+	pid_t tgid = t->tgid;
+	u32 n = t->nr_probes;
+	LIST_HEAD(gone);
+
+	list_move(&t->node, &gone);
+	bft_targets_detach(&gone, false);
+	bft_notify_target_exit(tgid, n);
+}
+
+/* From the flush work. */
 void bft_targets_reap(void)
 {
 	struct bft_target *t, *tn;
-	LIST_HEAD(gone);
-	pid_t tgid;
-	u32 n;
 
-	list_for_each_entry_safe(t, tn, &bft_targets, node) {
-		if (!bft_target_gone(t))
-			continue;
-		tgid = t->tgid;
-		n = t->nr_probes;
-		list_move(&t->node, &gone);
-		bft_targets_detach(&gone, false);
-		bft_notify_target_exit(tgid, n);
-	}
+	list_for_each_entry_safe(t, tn, &bft_targets, node)
+		if (bft_target_gone(t))
+			bft_target_reap(t);
 	bft_lingering_drop(false);
 }

@@ -33,6 +33,7 @@
 #include "bft_varint.h"
 
 static DEFINE_PER_CPU(struct bft_ring, bft_rings);
+static bool bft_rings_allocated;
 
 /* Room for every record one hit can produce: LOST, SYNC, BREAK, THREAD, event. */
 #define BFT_HIT_MAX (5 * BFT_RECORD_MAX)
@@ -302,7 +303,7 @@ void bft_ring_record(enum bft_rec kind, u32 id, u32 arg)
 
 	preempt_disable();
 	r = this_cpu_ptr(&bft_rings);
-	spin_lock(&r->lock);
+	raw_spin_lock(&r->lock);
 	/* re-read under the lock: pairs with bft_rings_break() */
 	mode = READ_ONCE(bft_mode);
 	if (unlikely(!bft_recording(mode))) {
@@ -328,7 +329,7 @@ void bft_ring_record(enum bft_rec kind, u32 id, u32 arg)
 	}
 	used = bft_ring_slow(r, kind, id, arg, now, nsw, new_thread);
 out:
-	spin_unlock(&r->lock);
+	raw_spin_unlock(&r->lock);
 	preempt_enable();
 	if (used && used >= bft_ring_watermark(r) && wq_has_sleeper(&r->wait))
 		wake_up_interruptible(&r->wait);
@@ -374,14 +375,14 @@ static void bft_rings_mark(u8 brk, bool restart)
 	for_each_possible_cpu(cpu) {
 		struct bft_ring *r = bft_ring_get(cpu);
 
-		spin_lock(&r->lock);
+		raw_spin_lock(&r->lock);
 		if (restart) {
 			bft_ring_set_res(r, READ_ONCE(bft_opts.time_res_ns));
 			r->have_thread = false;
 		}
 		bft_ring_mark(r, now, brk);
 		r->flushed = r->head != READ_ONCE(r->tail);
-		spin_unlock(&r->lock);
+		raw_spin_unlock(&r->lock);
 		bft_ring_wake(r);
 	}
 }
@@ -418,16 +419,16 @@ bool bft_rings_flush(bool heartbeat)
 	for_each_possible_cpu(cpu) {
 		struct bft_ring *r = bft_ring_get(cpu);
 
-		spin_lock(&r->lock);
+		raw_spin_lock(&r->lock);
 		bft_ring_seal(r);
 		if (r->produced != r->sync_written)
 			active = true;
-		spin_unlock(&r->lock);
+		raw_spin_unlock(&r->lock);
 	}
 	for_each_possible_cpu(cpu) {
 		struct bft_ring *r = bft_ring_get(cpu);
 
-		spin_lock(&r->lock);
+		raw_spin_lock(&r->lock);
 		if (active && heartbeat) {
 			bft_ring_mark(r, now, 0);
 			r->sync_written = r->produced;
@@ -438,7 +439,7 @@ bool bft_rings_flush(bool heartbeat)
 			r->flushed = true;
 			pending = true;
 		}
-		spin_unlock(&r->lock);
+		raw_spin_unlock(&r->lock);
 		if (r->flushed)
 			bft_ring_wake(r);
 	}
@@ -453,6 +454,8 @@ u32 bft_rings_fill_permille(void)
 	for_each_possible_cpu(cpu) {
 		struct bft_ring *r = bft_ring_get(cpu);
 
+		if (!r->size)
+			continue;
 		fill = max_t(u32, fill, div_u64((u64)bft_ring_used(r) * 1000,
 						r->size));
 	}
@@ -463,14 +466,15 @@ void bft_ring_stats(unsigned int cpu, struct bft_ring_stats *st)
 {
 	struct bft_ring *r = bft_ring_get(cpu);
 
-	spin_lock(&r->lock);
+	raw_spin_lock(&r->lock);
 	st->produced = r->produced;
 	st->written = r->written;
 	st->lost = r->lost;
 	st->suspended = r->suspended;
 	st->bytes_written = r->bytes_written;
-	st->size = r->size;
-	spin_unlock(&r->lock);
+	/* not allocated yet: the size it will have */
+	st->size = r->size ?: READ_ONCE(bft_opts.buf_size);
+	raw_spin_unlock(&r->lock);
 	st->bytes_read = READ_ONCE(r->bytes_read);
 	st->used = bft_ring_used(r);
 }
@@ -566,13 +570,13 @@ ssize_t bft_ring_read(struct bft_ring *r, char __user *buf, size_t count,
 	/* pairs with smp_load_acquire(&r->tail) in bft_ring_put() */
 	smp_store_release(&r->tail, tail + n);
 	WRITE_ONCE(r->bytes_read, r->bytes_read + n);
-	spin_lock(&r->lock);
+	raw_spin_lock(&r->lock);
 	/* the room just made may take what a full ring still owes */
 	if (bft_ring_owes(r))
 		bft_ring_mark(r, ktime_get_ns(), 0);
 	if (r->head == r->tail)
 		r->flushed = false;
-	spin_unlock(&r->lock);
+	raw_spin_unlock(&r->lock);
 	ret = n;
 out:
 	mutex_unlock(&r->read_mutex);
@@ -614,10 +618,11 @@ static void bft_rings_free(u8 **bufs)
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu)
-		vfree(bufs[cpu]);
+		kvfree(bufs[cpu]);
 	kfree(bufs);
 }
 
+/* Charged to the caller's memory cgroup, like a pipe's buffers. */
 static u8 **bft_rings_alloc(u32 size)
 {
 	unsigned int cpu;
@@ -627,7 +632,8 @@ static u8 **bft_rings_alloc(u32 size)
 	if (!bufs)
 		return NULL;
 	for_each_possible_cpu(cpu) {
-		bufs[cpu] = vmalloc_node(size, cpu_to_node(cpu));
+		bufs[cpu] = kvmalloc_node(size, GFP_KERNEL_ACCOUNT,
+					  cpu_to_node(cpu));
 		if (!bufs[cpu]) {
 			bft_rings_free(bufs);
 			return NULL;
@@ -636,26 +642,54 @@ static u8 **bft_rings_alloc(u32 size)
 	return bufs;
 }
 
-int bft_rings_init(u32 size)
+/* No memory yet: anyone can load the module through the family alias. */
+void bft_rings_init(void)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct bft_ring *r = bft_ring_get(cpu);
+
+		memset(r, 0, sizeof(*r));
+		raw_spin_lock_init(&r->lock);
+		mutex_init(&r->read_mutex);
+		init_waitqueue_head(&r->wait);
+		atomic_set(&r->bound, 0);
+	}
+}
+
+/*
+ * Under bft_lock, from the first attach, start or reader: the rings are
+ * allocated once and kept until rmmod.  Before this the writers find
+ * every ring zero-sized and write nothing.
+ */
+int bft_rings_ensure(u32 size)
 {
 	unsigned int cpu;
 	u8 **bufs;
 
+	if (bft_rings_ready())
+		return 0;
 	bufs = bft_rings_alloc(size);
 	if (!bufs)
 		return -ENOMEM;
 	for_each_possible_cpu(cpu) {
 		struct bft_ring *r = bft_ring_get(cpu);
 
-		memset(r, 0, sizeof(*r));
-		spin_lock_init(&r->lock);
-		mutex_init(&r->read_mutex);
-		init_waitqueue_head(&r->wait);
-		atomic_set(&r->bound, 0);
+		raw_spin_lock(&r->lock);
 		bft_ring_reset(r, bufs[cpu], size);
+		raw_spin_unlock(&r->lock);
 	}
 	kfree(bufs);
+	/* pairs with smp_load_acquire() in bft_rings_ready() */
+	smp_store_release(&bft_rings_allocated, true);
 	return 0;
+}
+
+bool bft_rings_ready(void)
+{
+	/* pairs with smp_store_release() in bft_rings_ensure() */
+	return smp_load_acquire(&bft_rings_allocated);
 }
 
 void bft_rings_exit(void)
@@ -665,7 +699,7 @@ void bft_rings_exit(void)
 	for_each_possible_cpu(cpu) {
 		struct bft_ring *r = bft_ring_get(cpu);
 
-		vfree(r->data);
+		kvfree(r->data);
 		r->data = NULL;
 	}
 }
@@ -680,6 +714,8 @@ int bft_rings_resize(u32 size)
 	int ret = 0;
 	u8 **bufs;
 
+	if (!bft_rings_ready())
+		return 0;	/* allocated at the new size when needed */
 	bufs = bft_rings_alloc(size);
 	if (!bufs)
 		return -ENOMEM;
@@ -688,11 +724,11 @@ int bft_rings_resize(u32 size)
 
 		mutex_lock(&r->read_mutex);
 		locked++;
-		spin_lock(&r->lock);
+		raw_spin_lock(&r->lock);
 		bft_ring_seal(r);
 		if (r->head != r->tail)
 			ret = -EBUSY;
-		spin_unlock(&r->lock);
+		raw_spin_unlock(&r->lock);
 		if (ret)
 			break;
 	}
@@ -704,11 +740,11 @@ int bft_rings_resize(u32 size)
 			break;
 		locked--;
 		if (!ret) {
-			spin_lock(&r->lock);
+			raw_spin_lock(&r->lock);
 			old = r->data;
 			bft_ring_reset(r, bufs[cpu], size);
 			bufs[cpu] = old;
-			spin_unlock(&r->lock);
+			raw_spin_unlock(&r->lock);
 		}
 		mutex_unlock(&r->read_mutex);
 	}

@@ -114,8 +114,9 @@ int ctl_nl_fail(struct ctl *c, const char *what, int rc)
 	const char *msg = ctl_errmsg(c);
 
 	if (rc == -EPERM && !c->bpf && !(c->nl && bft_nl_err_is_extack(c->nl)))
-		/* the netlink core's GENL_ADMIN_PERM check carries no text */
-		err_msg("%s: %s (needs CAP_NET_ADMIN: run as root)", what, strerror(-rc));
+		/* a module older than the capability checks with extack text */
+		err_msg("%s: %s (needs CAP_PERFMON or CAP_SYS_ADMIN: run as root)", what,
+			strerror(-rc));
 	else if (msg && *msg && !strstr(msg, strerror(-rc)))
 		err_msg("%s: %s (%s)", what, msg, strerror(-rc));
 	else if (msg && *msg)

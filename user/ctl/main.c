@@ -87,8 +87,8 @@ static void usage(FILE *f)
 		"  4  no such process, it exited, or its objects cannot be read\n"
 		"  5  the patterns select no function\n"
 		"  6  more probes than --max-probes or the module's max_probes allow\n"
-		"  7  permission denied (needs root: CAP_NET_ADMIN, CAP_SYS_PTRACE;\n"
-		"     BPF: CAP_BPF and CAP_PERFMON)\n"
+		"  7  permission denied (needs CAP_PERFMON or CAP_SYS_ADMIN, and ptrace\n"
+		"     access; BPF: CAP_BPF and CAP_PERFMON)\n"
 		"  run: the command's own exit status (128+N if killed by signal N)\n"
 		"  once it has started; the codes above before that.\n");
 }

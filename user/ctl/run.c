@@ -216,8 +216,12 @@ static void kill_child(pid_t pid)
 		;
 }
 
-/* Tracing on (and suspended with --suspended), whatever the mode was. */
-static int start_tracing(struct ctl *c, bool suspended)
+/*
+ * Tracing on (and suspended with --suspended), whatever the mode was.  A
+ * session started here belongs to this bfctl (it stops when bfctl exits
+ * or is killed) unless persist.
+ */
+static int start_tracing(struct ctl *c, bool suspended, bool persist)
 {
 	struct bft_nl_status st;
 	uint8_t mode;
@@ -229,10 +233,11 @@ static int start_tracing(struct ctl *c, bool suspended)
 	mode = st.mode;
 	bft_nl_status_free(&st);
 	if (mode == BFT_MODE_INITIALIZING || mode == BFT_MODE_SHUTTING_DOWN) {
-		rc = ctl_mode_cmd(c, BFT_CMD_START, &mode);
+		rc = ctl_start(c, persist, &mode);
 		if (rc)
 			return ctl_nl_fail(c, "start", rc);
-		vlog(c, 1, "run: tracing started");
+		vlog(c, 1, "run: tracing started%s",
+		     persist ? " (persistent session)" : "");
 	} else {
 		vlog(c, 1, "run: the module is %s already", bft_mode_name(mode));
 	}
@@ -257,12 +262,14 @@ static int child_status(int st)
 int cmd_run(struct ctl *c, int argc, char **argv)
 {
 	struct probe_opts o = { 0 };
-	bool suspended = false;
+	bool suspended = false, persist = false;
 	const struct arg_def defs[] = {
 		PROBE_ARG_DEFS(&o),
 		{ .name = "suspended", .short_name = 's', .kind = ARG_FLAG,
 		  .dest = &suspended,
 		  .help = "attach and start, but suspend recording at once" },
+		{ .name = "persist", .kind = ARG_FLAG, .dest = &persist,
+		  .help = "a session started here outlives bfctl" },
 		ARG_END
 	};
 	struct strlist cmdline = { 0 };
@@ -372,7 +379,7 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	if (!rc)
 		rc = probes_attach(c, h.pid, &set);
 	if (!rc) {
-		rc = start_tracing(c, suspended);
+		rc = start_tracing(c, suspended, persist);
 		if (rc) {
 			int d = ctl_detach(c, (uint32_t)h.pid);
 
@@ -384,7 +391,9 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 		kill_child(h.pid);
 		goto out;
 	}
-	ctl_close(c);
+	/* The socket stays open until the command ends: it owns the session. */
+	if (persist)
+		ctl_close(c);
 	if (ptrace(PTRACE_DETACH, h.pid, NULL, NULL)) {
 		err_msg("run: releasing process %d: %s", (int)h.pid, strerror(errno));
 		kill_child(h.pid);

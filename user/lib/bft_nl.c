@@ -164,6 +164,8 @@ static const enum mnl_attr_data_type top_types[BFT_A_MAX + 1] = {
 	[BFT_A_EVENT]		= MNL_TYPE_U8,
 	[BFT_A_FILL_PERMILLE]	= MNL_TYPE_U32,
 	[BFT_A_ERRNO]		= MNL_TYPE_U32,
+	[BFT_A_PERSIST]		= MNL_TYPE_FLAG,
+	[BFT_A_OWNER]		= MNL_TYPE_U32,
 };
 
 /* GET_METHODS messages carry BFT_P_* at top level, like BFT_A_* ones. */
@@ -323,11 +325,14 @@ static void default_errmsg(struct xfer *x)
 
 	if (nl->errmsg[0])
 		return;
-	/* The netlink core refuses without text: say what is missing. */
+	/*
+	 * Refused without text: by the netlink core (the events group), or
+	 * a dump on a kernel whose dump start carries no extack (6.1).
+	 */
 	if (x->err == -EPERM)
-		set_err(nl, x->err, "%s: %s (needs CAP_NET_ADMIN%s)",
+		set_err(nl, x->err, "%s: %s (needs CAP_PERFMON or CAP_SYS_ADMIN%s)",
 			bft_cmd_name(x->cmd), strerror(EPERM),
-			x->cmd == BFT_CMD_ATTACH ? " and CAP_SYS_PTRACE" : "");
+			x->cmd == BFT_CMD_ATTACH ? ", and ptrace access" : "");
 	else
 		set_err(nl, x->err, "%s", strerror(-x->err));
 }
@@ -909,9 +914,10 @@ static int mode_parse(struct bft_nl *nl, const struct nlmsghdr *nlh, void *arg)
 	return 0;
 }
 
-int bft_nl_mode_cmd(struct bft_nl *nl, int cmd, uint8_t *mode)
+static int mode_cmd(struct bft_nl *nl, int cmd, bool persist, uint8_t *mode)
 {
 	struct mode_ctx m = { 0 };
+	struct nlmsghdr *nlh;
 	char buf[256];
 	int err = check_control(nl);
 
@@ -919,8 +925,10 @@ int bft_nl_mode_cmd(struct bft_nl *nl, int cmd, uint8_t *mode)
 		return err;
 	if (cmd < BFT_CMD_START || cmd > BFT_CMD_UNSUSPEND)
 		return set_err(nl, -EINVAL, "command %d is not a mode command", cmd);
-	err = transact(nl, put_cmd(nl, buf, (uint8_t)cmd, NLM_F_ACK),
-		       mode_parse, &m);
+	nlh = put_cmd(nl, buf, (uint8_t)cmd, NLM_F_ACK);
+	if (persist)
+		mnl_attr_put(nlh, BFT_A_PERSIST, 0, NULL);
+	err = transact(nl, nlh, mode_parse, &m);
 	if (err)
 		return err;
 	if (!m.seen)
@@ -928,6 +936,16 @@ int bft_nl_mode_cmd(struct bft_nl *nl, int cmd, uint8_t *mode)
 	if (mode)
 		*mode = m.mode;
 	return 0;
+}
+
+int bft_nl_mode_cmd(struct bft_nl *nl, int cmd, uint8_t *mode)
+{
+	return mode_cmd(nl, cmd, false, mode);
+}
+
+int bft_nl_start(struct bft_nl *nl, bool persist, uint8_t *mode)
+{
+	return mode_cmd(nl, BFT_CMD_START, persist, mode);
 }
 
 /* ---- per-CPU statistics (status and heartbeat) --------------------------- */
@@ -995,6 +1013,7 @@ static int status_parse(struct bft_nl *nl, const struct nlmsghdr *nlh,
 	st->mode = mnl_attr_get_u8(tb[BFT_A_MODE]);
 	take_u32(tb[BFT_A_NR_PROBES], &st->nr_probes);
 	take_u32(tb[BFT_A_NR_TARGETS], &st->nr_targets);
+	take_u32(tb[BFT_A_OWNER], &st->owner);
 	if (tb[BFT_A_CPU_STATS])
 		return parse_cpu_stats(nl, tb[BFT_A_CPU_STATS], &st->cpus,
 				       &st->nr_cpus);
@@ -1495,6 +1514,7 @@ static const char *const opt_names[] = {
 	[BFT_OPT_WATERMARK]	= "watermark",
 	[BFT_OPT_MAX_PROBES]	= "max_probes",
 	[BFT_OPT_OVERWRITE]	= "overwrite",
+	[BFT_OPT_MAX_RING_MEM]	= "max_ring_mem",
 };
 
 static const char *const cmd_names[] = {
@@ -1518,7 +1538,7 @@ static const char *const cmd_names[] = {
 
 static const char *const feat_names[] = {
 	"entry", "return", "noret", "pause", "suspend", "events", "read",
-	"unwind",
+	"unwind", "owner",
 };
 
 _Static_assert(sizeof(opt_names) / sizeof(opt_names[0]) == BFT_OPT_MAX + 1,

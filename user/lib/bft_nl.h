@@ -125,6 +125,12 @@ int bft_nl_detach(struct bft_nl *nl, uint32_t tgid);
  * NULL) receives the mode in force afterwards (enum bft_mode).
  */
 int bft_nl_mode_cmd(struct bft_nl *nl, int cmd, uint8_t *mode);
+/*
+ * BFT_CMD_START.  Without persist the session belongs to this handle's
+ * socket: closing it (or dying) stops the session.  With persist the
+ * session has no owner and lasts until BFT_CMD_STOP.
+ */
+int bft_nl_start(struct bft_nl *nl, bool persist, uint8_t *mode);
 
 /* ---- BFT_CMD_GET_STATUS ------------------------------------------------ */
 
@@ -145,6 +151,7 @@ struct bft_nl_status {
 	uint8_t mode;			/* enum bft_mode */
 	uint32_t nr_probes;
 	uint32_t nr_targets;
+	uint32_t owner;			/* port id owning the session, 0 none */
 	uint32_t nr_cpus;		/* entries in cpus[] */
 	struct bft_nl_cpu_stats *cpus;	/* malloc'ed, in reply order */
 	uint32_t have;			/* bit (1u << BFT_A_x) per attribute seen */

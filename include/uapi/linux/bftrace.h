@@ -19,11 +19,21 @@
  * name.  The module carries MODULE_ALIAS_GENL_FAMILY("bftrace"), so that
  * lookup also loads it.
  *
- * Every command that changes state needs CAP_NET_ADMIN (GENL_ADMIN_PERM): the
- * netlink core answers -EPERM before the module sees the request, so that one
- * rejection carries no extack text.  BFT_CMD_ATTACH also needs
- * CAP_SYS_PTRACE.  Every other rejection carries an extack message, and where
- * one attribute is at fault, its offset.
+ * Permissions (docs/kernel-module.md, "Security model").  Every command but
+ * BFT_CMD_GET_CAPS and BFT_CMD_GET_OPT needs CAP_PERFMON or CAP_SYS_ADMIN in
+ * the initial user namespace, held both by the process that opened the socket
+ * and by the sender (netlink_capable()); else -EPERM.  BFT_CMD_ATTACH also
+ * needs ptrace access to the target in attach mode (ptrace policy: Yama,
+ * SELinux, AppArmor) and read permission on each file; else -EPERM or
+ * -EACCES.  Joining BFT_MCGRP_EVENTS needs CAP_SYS_ADMIN.  Every rejection
+ * by the module carries an extack message, and where one attribute is at
+ * fault, its offset (a GET_METHODS refusal has no text on 6.1).
+ *
+ * Sessions.  BFT_CMD_START makes the sending socket the session's owner:
+ * when that socket is released (closed, or its process exits or is killed),
+ * the session stops as BFT_CMD_STOP stops it, before close() returns.  With
+ * BFT_A_PERSIST the session has no owner and lasts until BFT_CMD_STOP or
+ * rmmod.  Attaching, pausing or reading the rings makes no one an owner.
  *
  * Commands, their request attributes and their reply attributes:
  *
@@ -33,7 +43,7 @@
  *     The seeds/004 handshake: a tool checks the version and the feature
  *     bits before it uses anything else.
  *
- * BFT_CMD_ATTACH            (admin)
+ * BFT_CMD_ATTACH            (privileged, and ptrace access to the target)
  *     request: BFT_A_TGID, BFT_A_PROBES (nest of BFT_A_PROBE nests, each
  *              holding BFT_P_PATH, BFT_P_OFFSET, BFT_P_METHOD_ID,
  *              BFT_P_FLAGS, BFT_P_NAME).
@@ -54,6 +64,10 @@
  *       -EEXIST  (tgid, file, offset) is attached already, or twice in the
  *                batch, or the method id is in use for another function
  *       -E2BIG   the probes would exceed BFT_OPT_MAX_PROBES
+ *       -EPERM   ptrace policy forbids access to the tgid
+ *       -EACCES  the caller may not read the file
+ *     A known tgid whose process exec'd since it was attached is a new
+ *     target: the old one is reaped (BFT_EV_TARGET_EXIT) first.
  *     A probe that passes the checks and that the kernel then refuses to
  *     register gets its errno in its BFT_A_RESULT (-EOPNOTSUPP: uprobes
  *     cannot probe the instruction there); the others stay attached.
@@ -63,12 +77,13 @@
  *     probes (about a thousand): a tool splits larger batches, and the
  *     all-or-nothing check holds per request.
  *
- * BFT_CMD_DETACH            (admin)
+ * BFT_CMD_DETACH            (privileged)
  *     request: BFT_A_TGID, or none for every target.  -ENOENT: no such target.
  *
  * BFT_CMD_START, BFT_CMD_STOP, BFT_CMD_PAUSE, BFT_CMD_UNPAUSE,
- * BFT_CMD_SUSPEND, BFT_CMD_UNSUSPEND   (admin)
- *     no attributes; reply BFT_A_MODE, the mode now in force.
+ * BFT_CMD_SUSPEND, BFT_CMD_UNSUSPEND   (privileged)
+ *     no attributes but BFT_A_PERSIST (start only, see Sessions above);
+ *     reply BFT_A_MODE, the mode now in force.
  *     The modes are those of the Bytefrog agent (seeds/000):
  *       INITIALIZING --start--> TRACING <--pause/unpause--> PAUSED
  *       TRACING <--suspend/unsuspend--> SUSPENDED
@@ -76,6 +91,8 @@
  *     - start: recording begins.  Hits before it are ignored, not counted.
  *     - pause: every thread of every target is stopped (SIGSTOP); recording
  *       stays on, so nothing in flight is lost.  unpause sends SIGCONT.
+ *       -EPERM, nothing stopped, if a target is PID 1, the caller's own
+ *       process, or one the caller may not ptrace.
  *     - suspend: recording stops; a BFT_ESC_BREAK record goes into every
  *       CPU stream.  Hits while suspended are dropped on purpose: they are
  *       counted in BFT_S_SUSPENDED, not as lost.
@@ -86,9 +103,11 @@
  *     A transition that makes no sense from the current mode is -EINVAL
  *     (e.g. unpause while tracing), with the current mode in the text.
  *
- * BFT_CMD_GET_STATUS        (any user)
- *     reply: BFT_A_MODE, BFT_A_NR_PROBES, BFT_A_NR_TARGETS, BFT_A_CPU_STATS
- *            (nest of BFT_A_CPU nests holding BFT_S_*).
+ * BFT_CMD_GET_STATUS        (privileged)
+ *     reply: BFT_A_MODE, BFT_A_NR_PROBES, BFT_A_NR_TARGETS, BFT_A_OWNER,
+ *            BFT_A_CPU_STATS (nest of BFT_A_CPU nests holding BFT_S_*).
+ *     Before the rings are allocated (see 2.), BFT_S_SIZE is the size
+ *     they will have.
  *     For each CPU: produced == written + lost, with pending records (an
  *     unsealed exit run) counted in produced only until sealed.  After
  *     BFT_CMD_STOP nothing is pending.
@@ -97,18 +116,18 @@
  *     request: BFT_A_OPT_ID, or none for every option.
  *     reply:   one BFT_A_OPT nest per option: BFT_O_ID, BFT_O_VALUE,
  *              BFT_O_MIN, BFT_O_MAX, BFT_O_FLAGS (BFT_OPTF_*).
- * BFT_CMD_SET_OPT           (admin)
+ * BFT_CMD_SET_OPT           (privileged)
  *     request: BFT_A_OPT_ID, BFT_A_OPT_VALUE.  reply: as GET_OPT, one nest.
  *     Status codes, distinct as seeds/004 asks:
  *       -ENOENT      unknown option id
  *       -EOPNOTSUPP  an option this protocol defines but this build does
  *                    not support
  *       -ERANGE      value out of [min, max] or not a power of two where
- *                    one is needed
+ *                    one is needed, or rings over BFT_OPT_MAX_RING_MEM
  *       -EBUSY       the option cannot change while probes are attached
  *                    or the mode is TRACING, PAUSED or SUSPENDED
  *
- * BFT_CMD_GET_METHODS       (any user; a dump)
+ * BFT_CMD_GET_METHODS       (privileged; a dump)
  *     one message per probe: BFT_A_TGID and a BFT_A_PROBE nest holding
  *     BFT_P_METHOD_ID, BFT_P_PATH, BFT_P_OFFSET, BFT_P_FLAGS, BFT_P_NAME,
  *     BFT_P_HITS.  (BFT_P_* and BFT_A_* numbers overlap: BFT_P_* never
@@ -119,7 +138,7 @@
  *     the oldest dropped first).  BFT_P_PATH is resolved against the
  *     reader's root for live and detached entries alike.
  *
- * BFT_CMD_GET_EXCEPTIONS    (any user; a dump)
+ * BFT_CMD_GET_EXCEPTIONS    (privileged; a dump)
  *     one message per exception type seen by a BFT_PF_HOOK_THROW probe:
  *     BFT_A_TGID and a BFT_A_EXC nest holding BFT_X_ID (the id that
  *     BFT_ESC_THROW records carry) and BFT_X_NAME (the type's name as
@@ -130,7 +149,8 @@
  *     name cannot be read from the target, a THROW carries type 0
  *     (unknown).
  *
- * BFT_CMD_EVENT             (multicast on BFT_MCGRP_EVENTS, never a request)
+ * BFT_CMD_EVENT             (multicast on BFT_MCGRP_EVENTS, never a request;
+ *                            joining the group needs CAP_SYS_ADMIN)
  *     BFT_A_EVENT (BFT_EV_*), then:
  *       BFT_EV_HEARTBEAT     BFT_A_MODE, BFT_A_FILL_PERMILLE (fullest
  *                            ring), BFT_A_CPU_STATS; every heartbeat
@@ -147,7 +167,10 @@
  * 2. The record streams (/dev/bftrace)
  * ==========================================================================
  *
- * One ring per possible CPU, BFT_OPT_BUF_SIZE bytes each.  A reader opens
+ * One ring per possible CPU, BFT_OPT_BUF_SIZE bytes each, all of them
+ * together at most BFT_OPT_MAX_RING_MEM MiB, charged to the memory cgroup of
+ * the process that made the module allocate them: the first attach, start or
+ * bind (loading the module allocates nothing).  A reader opens
  * /dev/bftrace, binds the file to one CPU with BFT_IOC_BIND_CPU, and read()s.
  * read() returns whole records only: a record is never split between two
  * reads, so a decoder may treat every read as a continuation of the same
@@ -302,7 +325,8 @@
  *   instance without telling any handler.
  *
  * 2.4 Memory ordering (kmod/bft_ring.c).  The handler on CPU n and the flush
- * work serialise on ring n's spinlock; the reader takes it only to snapshot
+ * work serialise on ring n's raw spinlock (handlers hold it with preemption
+ * off, also on PREEMPT_RT); the reader takes it only to snapshot
  * the head.  Bytes in [tail, head) are never written; the producer's
  * smp_load_acquire(tail) pairs with the reader's smp_store_release(tail)
  * after its copy, so a slot is reused only after it has been read.
@@ -374,6 +398,8 @@ enum bft_attr {
 	BFT_A_ERRNO,		/* s32, a positive errno */
 	BFT_A_PAD,
 	BFT_A_EXC,		/* nest: BFT_X_* */
+	BFT_A_PERSIST,		/* flag: BFT_CMD_START without an owner */
+	BFT_A_OWNER,		/* u32: the session owner's port id, 0 none */
 	__BFT_A_MAX,
 };
 
@@ -494,6 +520,7 @@ enum bft_opt {
 	BFT_OPT_WATERMARK,	/* poll() threshold, bytes */
 	BFT_OPT_MAX_PROBES,	/* probes over all targets */
 	BFT_OPT_OVERWRITE,	/* flight-recorder mode: defined, unsupported */
+	BFT_OPT_MAX_RING_MEM,	/* MiB of all rings together */
 	__BFT_OPT_MAX,
 };
 
@@ -530,6 +557,7 @@ enum bft_event {
  * exceptions unwind through.
  */
 #define BFT_FEAT_UNWIND		(1ULL << 7)
+#define BFT_FEAT_OWNER		(1ULL << 8)	/* sessions have owners */
 
 /* 2.2: escape records */
 #define BFT_ESC_LEAD		0x40	/* | kind; then 0x00 */

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A session belongs to the netlink socket that started it.  When that
+ * socket is released (its process closed it, exited or was killed), the
+ * session stops as BFT_CMD_STOP stops it: every probe is detached and a
+ * paused target is continued.  BFT_A_PERSIST on BFT_CMD_START makes a
+ * session without an owner, which only BFT_CMD_STOP or rmmod ends.
+ *
+ * The family is not netns-aware, so every request comes from init_net and
+ * a port id alone names the socket.  A released port id may be reused by
+ * a later socket; the owner is forgotten at release, so it never is.
+ */
+#include <linux/netlink.h>
+#include <linux/notifier.h>
+
+#include "bft_internal.h"
+
+/* Under bft_lock; 0: no owner (persistent, or no session). */
+static u32 bft_owner;
+
+u32 bft_session_owner(void)
+{
+	return bft_owner;
+}
+
+void bft_session_own(u32 portid)
+{
+	WRITE_ONCE(bft_owner, portid);
+}
+
+void bft_session_disown(void)
+{
+	WRITE_ONCE(bft_owner, 0);
+}
+
+/*
+ * Runs in the releasing process, which may sleep: the stop unregisters
+ * probes and waits for their handlers here, before close() returns, so
+ * once a killed owner is reaped its session is gone.
+ */
+static int bft_netlink_event(struct notifier_block *nb, unsigned long event,
+			     void *ptr)
+{
+	struct netlink_notify *n = ptr;
+
+	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC ||
+	    !net_eq(n->net, &init_net) || !n->portid)
+		return NOTIFY_DONE;
+	/* unlocked peek: every socket of the system passes here */
+	if (READ_ONCE(bft_owner) != n->portid)
+		return NOTIFY_DONE;
+	mutex_lock(&bft_lock);
+	if (bft_owner == n->portid)
+		bft_session_end();
+	mutex_unlock(&bft_lock);
+	return NOTIFY_OK;
+}
+
+static struct notifier_block bft_netlink_nb = {
+	.notifier_call = bft_netlink_event,
+};
+
+int bft_session_init(void)
+{
+	return netlink_register_notifier(&bft_netlink_nb);
+}
+
+/* Waits for a running callback: after this none runs, none starts. */
+void bft_session_exit(void)
+{
+	netlink_unregister_notifier(&bft_netlink_nb);
+}
