@@ -34,8 +34,8 @@ INSTALL_DATA := user/ctl/bfctl.8:$(MANDIR)/man8/bfctl.8 \
 		user/hq/bfhq.1:$(MANDIR)/man1/bfhq.1 \
 		include/uapi/linux/bftrace.h:$(INCLUDEDIR)/linux/bftrace.h
 
-.PHONY: all modules user selftests test demo bench fuzz clean install uninstall \
-	dkms-install dkms-uninstall
+.PHONY: all modules user selftests test demo bench fuzz fuzz-guest clean install \
+	uninstall dkms-install dkms-uninstall
 
 all: modules
 
@@ -56,11 +56,22 @@ demo:
 
 # The libFuzzer harnesses of user/fuzz, one after another: FUZZ_RUNS
 # executions each (default 10000000), at most FUZZ_TIME seconds each
-# (default 1200); FUZZERS="fuzz_hq ..." picks some.  Not part of make test,
-# which replays their committed corpora instead.
+# (default 1200); FUZZERS="fuzz_hq ..." picks some.  Then the module's
+# netlink fuzzer in a guest on each kernel (fuzz-guest).  Not part of make
+# test, which replays the corpora and gives the netlink fuzzer 60 s.
 fuzz:
 	bash scripts/setup-deps.sh
 	$(MAKE) -C user fuzz
+	$(MAKE) fuzz-guest
+
+# The module's netlink fuzzer, 5 minutes per kernel in a guest
+# (BFT_FUZZ_SECONDS overrides).
+fuzz-guest: selftests
+	@set -e; . scripts/kernels.sh; for k in $$BFT_ALL_KERNELS; do \
+		scripts/build-kmod.sh "$$k"; \
+		BFT_FUZZ_SECONDS=$${BFT_FUZZ_SECONDS:-300} scripts/guest-run \
+			--kernel "$$k" --timeout 900 -- bash scripts/guest-nl-fuzz.sh "$$k"; \
+	done
 
 # The benchmark (bench/results.md, bench/results.json); not a test.
 bench:

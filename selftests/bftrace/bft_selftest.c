@@ -533,6 +533,16 @@ int bst_mode(struct bst_session *s, int cmd)
 	return err;
 }
 
+int bst_start(struct bst_session *s, bool persist)
+{
+	int err = bft_nl_start(s->nl, persist, NULL);
+
+	if (err)
+		LOG("start%s: %s (%s)\n", persist ? " (persist)" : "",
+		    strerror(-err), bft_nl_errmsg(s->nl));
+	return err;
+}
+
 int bst_set_opt(struct bst_session *s, uint32_t id, uint64_t value)
 {
 	int err = bft_nl_set_opt(s->nl, id, value, NULL);
@@ -588,6 +598,9 @@ int bst_reset(struct bst_session *s)
 		ret = ret ?: err;
 	}
 
+	/* a ring that holds records cannot be resized */
+	err = drain_rings(s);
+	ret = ret ?: err;
 	for (uint32_t id = 1; id <= BFT_OPT_MAX; id++) {
 		const struct bft_nl_opt *want = have_initial[id] ?
 			&initial_opts[id] : &s->opts[id];

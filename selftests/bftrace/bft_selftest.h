@@ -117,6 +117,8 @@ int bst_reset(struct bst_session *s);
 
 /* A mode command, printing the extack text on failure. */
 int bst_mode(struct bst_session *s, int cmd);
+/* BFT_CMD_START, owned by this session's socket unless persist. */
+int bst_start(struct bst_session *s, bool persist);
 /* Set an option, printing the extack text on failure. */
 int bst_set_opt(struct bst_session *s, uint32_t id, uint64_t value);
 

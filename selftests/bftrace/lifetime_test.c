@@ -83,7 +83,9 @@ TEST_F_TIMEOUT(lifetime, rmmod_while_tracing_is_clean, 90)
 
 	if (!bst_ko_path())
 		SKIP(return, "BFT_KO is not set: cannot load the module again");
-	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, args, 11, true));
+	/* persistent: the session must outlive the handle closed below */
+	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, args, 11, false));
+	ASSERT_EQ(0, bst_start(&self->s, true));
 	ASSERT_EQ(0, bst_spin_wait_calls(&self->target, 50, 20000));
 	drop_session(&self->s);
 
@@ -104,7 +106,8 @@ TEST_F_TIMEOUT(lifetime, rmmod_continues_a_paused_target, 90)
 
 	if (!bst_ko_path())
 		SKIP(return, "BFT_KO is not set: cannot load the module again");
-	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, args, 11, true));
+	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, args, 11, false));
+	ASSERT_EQ(0, bst_start(&self->s, true));
 	ASSERT_EQ(0, bst_spin_wait_calls(&self->target, 20, 20000));
 	ASSERT_EQ(0, bst_mode(&self->s, BFT_CMD_PAUSE));
 	ASSERT_EQ(0, bst_wait_all_threads(self->target.pid, 'T', 5000));

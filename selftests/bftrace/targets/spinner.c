@@ -4,13 +4,15 @@
  * threads, and counts the returned calls in a page shared with the test
  * (spinner_shm.h) when file descriptor SPIN_SHM_FD is open.
  *
- *   spinner [-t threads] [-d busy_us] [-n calls]
+ *   spinner [-t threads] [-d busy_us] [-n calls] [-x]
  *
  *   -t  spinning threads, the main thread included (default 1)
  *   -d  busy-wait this many microseconds between calls (default 0), to
  *       keep the event rate modest under an emulated CPU
  *   -n  each thread stops after this many calls; the process then exits 0
  *       (default: spin forever)
+ *   -x  exec itself again (same arguments) when an 'x' arrives on stdin:
+ *       the same pid, a new address space
  *
  * Prints "ready\n" on stdout once every thread is running.
  */
@@ -89,13 +91,31 @@ static struct spin_shm *map_shared_page(void)
 	return p == MAP_FAILED ? &local_shm : p;
 }
 
+static char **self_argv;
+
+static void *exec_on_x(void *arg)
+{
+	char c;
+
+	(void)arg;
+	while (read(0, &c, 1) == 1) {
+		if (c == 'x') {
+			execv("/proc/self/exe", self_argv);
+			perror("spinner: exec");
+			exit(1);
+		}
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	pthread_t th[SPIN_MAX_THREADS];
+	pthread_t th[SPIN_MAX_THREADS], xth;
 	unsigned int nr = 1;
-	int opt;
+	int opt, reexec = 0;
 
-	while ((opt = getopt(argc, argv, "t:d:n:")) != -1) {
+	self_argv = argv;
+	while ((opt = getopt(argc, argv, "t:d:n:x")) != -1) {
 		switch (opt) {
 		case 't':
 			nr = (unsigned int)strtoul(optarg, NULL, 0);
@@ -106,8 +126,11 @@ int main(int argc, char **argv)
 		case 'n':
 			max_calls = strtoul(optarg, NULL, 0);
 			break;
+		case 'x':
+			reexec = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-t threads] [-d busy_us] [-n calls]\n",
+			fprintf(stderr, "usage: %s [-t threads] [-d busy_us] [-n calls] [-x]\n",
 				argv[0]);
 			return 2;
 		}
@@ -131,6 +154,10 @@ int main(int argc, char **argv)
 	register_thread(0);
 	while (atomic_load(&started) < nr)
 		usleep(1000);
+	if (reexec && pthread_create(&xth, NULL, exec_on_x, NULL)) {
+		fprintf(stderr, "spinner: pthread_create failed\n");
+		return 1;
+	}
 	printf("ready\n");
 	fflush(stdout);
 

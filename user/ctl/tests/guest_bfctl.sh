@@ -91,7 +91,7 @@ have_sqlite=$(command -v sqlite3 || true)
 tracing() {
 	local mode
 	mode=$(bf --json status | python3 -c 'import json,sys; print(json.load(sys.stdin)["mode"])')
-	[[ $mode == tracing ]] || bf start >/dev/null
+	[[ $mode == tracing ]] || bf start --persist >/dev/null
 }
 
 # Stop, and read whatever the rings still hold, so every check starts clean.
@@ -619,8 +619,10 @@ sec_bad() {
 		bf attach --pid "$FXPID" --regex -p 'foo_(fast'
 	expect_fail "bad input: not root (unreadable /proc entry)" 7 'Permission denied' \
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$BFCTL" attach --pid "$FXPID" -p foo_fast
-	expect_fail "bad input: not root (mode change)" 7 'CAP_NET_ADMIN' \
-		setpriv --reuid=65534 --regid=65534 --clear-groups "$BFCTL" start
+	expect_fail "bad input: not root (mode change)" 7 'CAP_PERFMON' \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$BFCTL" start --persist
+	expect_fail "bad input: not root (status)" 7 'CAP_PERFMON' \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$BFCTL" status
 	# The module's own cap: an attach that would exceed it, on a target with
 	# probes already, detaches everything rather than leave half of it.
 	# (Entry probes only: no exception hooks come along to count.)
@@ -653,10 +655,13 @@ sec_opts() {
 	check "modes: start, suspend, unsuspend, pause, unpause, stop" bash -c '
 	set -e
 	m() { [[ $("$1" "$2") == "$3" ]]; }
-	m "$1" start tracing; m "$1" suspend suspended; m "$1" unsuspend tracing
+	[[ $("$1" start --persist) == tracing ]]
+	m "$1" suspend suspended; m "$1" unsuspend tracing
 	m "$1" pause paused; m "$1" unpause tracing; m "$1" stop shutting_down' _ "$BFCTL"
 	expect_fail "modes: a transition that makes no sense shows the kernel's reason" 1 'shutting.down' \
 		bf unpause
+	expect_fail "modes: start without --persist would end with bfctl: refused" 2 'persist' \
+		bf start
 }
 
 # ---- exceptions, cold fragments, setjmp ------------------------------------------

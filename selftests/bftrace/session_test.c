@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A session belongs to the socket that started it.  Kill -9 of whatever
+ * started tracing (a plain process, bfctl run, bfcollector) while its
+ * target is paused: the target runs on, nothing stays attached.  A
+ * session started with BFT_A_PERSIST outlives its starter.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "bft_selftest.h"
+
+#define SPIN_METHOD	21
+
+FIXTURE(session) {
+	struct bst_session s;
+	struct bst_proc target;
+	pid_t starter;		/* a child of ours, killed in teardown */
+	pid_t orphan;		/* a target that is not our child */
+	char dir[64];
+};
+
+FIXTURE_SETUP(session)
+{
+	ASSERT_EQ(0, bst_session_open(&self->s));
+	snprintf(self->dir, sizeof(self->dir), "/tmp/bft-session.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+}
+
+FIXTURE_TEARDOWN(session)
+{
+	char cmd[96];
+	int st;
+
+	if (self->starter > 0) {
+		kill(self->starter, SIGKILL);
+		waitpid(self->starter, &st, 0);
+	}
+	if (self->orphan > 0) {
+		kill(self->orphan, SIGCONT);
+		kill(self->orphan, SIGKILL);
+	}
+	bst_session_close(&self->s);
+	bst_proc_kill(&self->target);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
+	if (system(cmd))
+		fprintf(stderr, "# could not remove %s\n", self->dir);
+}
+
+/*
+ * A child that opens its own control socket, starts tracing from it and
+ * then waits to be killed.  Its pid, once the start is done.
+ */
+static pid_t start_from_child(bool persist)
+{
+	int fds[2];
+	char ok = 0;
+	pid_t pid;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct bft_nl *nl;
+
+		close(fds[0]);
+		if (bft_nl_open(&nl, NULL, 0) || bft_nl_start(nl, persist, NULL))
+			_exit(1);
+		if (write(fds[1], "y", 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (pid < 0 || read(fds[0], &ok, 1) != 1 || ok != 'y') {
+		close(fds[0]);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+static int kill_and_reap(pid_t *pid)
+{
+	int st;
+
+	if (kill(*pid, SIGKILL) || waitpid(*pid, &st, 0) != *pid)
+		return -errno;
+	*pid = 0;
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : -ECHILD;
+}
+
+/* Wait until no thread of pid is stopped; -ETIMEDOUT if one stays. */
+static int wait_none_stopped(pid_t pid, int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	char st[64];
+	size_t n;
+
+	do {
+		bool stopped = false;
+
+		if (bst_thread_states(pid, st, sizeof(st), &n))
+			return -ESRCH;
+		for (size_t i = 0; i < n && i < sizeof(st); i++)
+			stopped |= st[i] == 'T' || st[i] == 't';
+		if (!stopped)
+			return 0;
+		bst_sleep_ms(20);
+	} while (bst_now_ns() < end);
+	return -ETIMEDOUT;
+}
+
+static int wait_status(struct bst_session *s, int mode, uint32_t targets,
+		       int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	struct bft_nl_status st;
+
+	do {
+		int err = bft_nl_get_status(s->nl, &st);
+		bool done;
+
+		if (err)
+			return err;
+		done = st.mode == mode && st.nr_targets == targets;
+		bft_nl_status_free(&st);
+		if (done)
+			return 0;
+		bst_sleep_ms(50);
+	} while (bst_now_ns() < end);
+	return -ETIMEDOUT;
+}
+
+/* Nothing attached, nobody owns anything, the mode as after a stop. */
+static void expect_session_over(struct __test_metadata *_metadata,
+				struct bst_session *s)
+{
+	struct bft_nl_status st;
+
+	ASSERT_EQ(0, bft_nl_get_status(s->nl, &st));
+	EXPECT_EQ(BFT_MODE_SHUTTING_DOWN, st.mode)
+		TH_LOG("mode %s", bft_mode_name(st.mode));
+	EXPECT_EQ(0, st.nr_probes);
+	EXPECT_EQ(0, st.nr_targets);
+	EXPECT_EQ(0, st.owner);
+	bft_nl_status_free(&st);
+}
+
+static void pause_target(struct __test_metadata *_metadata,
+			 struct bst_session *s, pid_t pid)
+{
+	ASSERT_EQ(0, bst_mode(s, BFT_CMD_PAUSE));
+	ASSERT_EQ(0, bst_wait_all_threads(pid, 'T', 5000));
+}
+
+static const char *const spin_args[] = { "-t", "2", "-d", "1000", NULL };
+
+TEST_F_TIMEOUT(session, starter_killed_while_paused_ends_session, 90)
+{
+	struct bft_nl_status st;
+
+	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, spin_args,
+					SPIN_METHOD, false));
+	self->starter = start_from_child(false);
+	ASSERT_LT(0, self->starter);
+	ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &st));
+	EXPECT_EQ(BFT_MODE_TRACING, st.mode);
+	EXPECT_NE(0, st.owner) TH_LOG("a started session has an owner");
+	bft_nl_status_free(&st);
+	pause_target(_metadata, &self->s, self->target.pid);
+
+	ASSERT_EQ(0, kill_and_reap(&self->starter));
+	/* close() of the owner's socket stopped the session before the reap */
+	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000))
+		TH_LOG("the target stayed stopped after its session's owner died");
+	expect_session_over(_metadata, &self->s);
+	EXPECT_EQ(0, bst_spin_wait_calls(&self->target, 20, 20000));
+}
+
+TEST_F_TIMEOUT(session, persistent_session_outlives_its_starter, 90)
+{
+	struct bft_nl_status st;
+
+	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, spin_args,
+					SPIN_METHOD, false));
+	self->starter = start_from_child(true);
+	ASSERT_LT(0, self->starter);
+	pause_target(_metadata, &self->s, self->target.pid);
+	ASSERT_EQ(0, kill_and_reap(&self->starter));
+
+	ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &st));
+	EXPECT_EQ(BFT_MODE_PAUSED, st.mode);
+	EXPECT_EQ(1, st.nr_probes);
+	EXPECT_EQ(0, st.owner);
+	bft_nl_status_free(&st);
+	ASSERT_EQ(0, bst_mode(&self->s, BFT_CMD_STOP));
+	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000));
+	expect_session_over(_metadata, &self->s);
+}
+
+TEST_F_TIMEOUT(session, closing_the_owner_socket_ends_session, 60)
+{
+	struct bft_nl *nl;
+
+	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, spin_args,
+					SPIN_METHOD, false));
+	ASSERT_EQ(0, bft_nl_open(&nl, NULL, 0));
+	ASSERT_EQ(0, bft_nl_start(nl, false, NULL));
+	pause_target(_metadata, &self->s, self->target.pid);
+	bft_nl_close(nl);
+	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000));
+	expect_session_over(_metadata, &self->s);
+}
+
+/* Another socket's close, even of the same process, ends nothing. */
+TEST_F_TIMEOUT(session, other_sockets_closing_end_nothing, 60)
+{
+	struct bft_nl *nl;
+	struct bft_nl_status st;
+
+	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, spin_args,
+					SPIN_METHOD, true));
+	ASSERT_EQ(0, bft_nl_open(&nl, NULL, 0));
+	bft_nl_close(nl);
+	ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &st));
+	EXPECT_EQ(BFT_MODE_TRACING, st.mode);
+	EXPECT_EQ(1, st.nr_probes);
+	bft_nl_status_free(&st);
+}
+
+/* build/user/<name>; malloc'ed. */
+static char *tool(const char *name)
+{
+	char rel[64];
+
+	snprintf(rel, sizeof(rel), "../../user/%s", name);
+	return bst_target_path(rel);
+}
+
+static pid_t spawn_quiet(const char *path, const char *const *argv)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open("/dev/null", O_RDWR);
+
+		if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 ||
+		    dup2(fd, 2) < 0)
+			_exit(127);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int first_tgid(const struct bft_nl_method *m, void *arg)
+{
+	*(pid_t *)arg = (pid_t)m->tgid;
+	return 1;
+}
+
+TEST_F_TIMEOUT(session, bfctl_run_killed_while_paused, 120)
+{
+	char *bfctl = tool("bfctl"), *spinner = bst_target_path("spinner");
+	const char *argv[] = {
+		"bfctl", "run", "-p", SPIN_FN, "--", spinner, "-d", "1000", NULL,
+	};
+	pid_t tgid = 0;
+
+	ASSERT_NE(NULL, bfctl);
+	ASSERT_NE(NULL, spinner);
+	self->starter = spawn_quiet(bfctl, argv);
+	ASSERT_LT(0, self->starter);
+	ASSERT_EQ(0, wait_status(&self->s, BFT_MODE_TRACING, 1, 30000))
+		TH_LOG("bfctl run did not attach and start");
+	bft_nl_get_methods(self->s.nl, first_tgid, &tgid);
+	ASSERT_LT(0, tgid);
+	self->orphan = tgid;
+	pause_target(_metadata, &self->s, tgid);
+
+	ASSERT_EQ(0, kill_and_reap(&self->starter));
+	EXPECT_EQ(0, wait_none_stopped(tgid, 5000))
+		TH_LOG("bfctl run's target stayed stopped after bfctl died");
+	expect_session_over(_metadata, &self->s);
+	free(bfctl);
+	free(spinner);
+}
+
+TEST_F_TIMEOUT(session, collector_killed_while_paused, 120)
+{
+	char *coll = tool("bfcollector");
+	const char *argv[] = { "bfcollector", "--output", self->dir, NULL };
+
+	ASSERT_NE(NULL, coll);
+	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, spin_args,
+					SPIN_METHOD, false));
+	/* with no HQ to wait for, the collector starts recording itself */
+	self->starter = spawn_quiet(coll, argv);
+	ASSERT_LT(0, self->starter);
+	ASSERT_EQ(0, wait_status(&self->s, BFT_MODE_TRACING, 1, 30000))
+		TH_LOG("bfcollector did not start tracing");
+	pause_target(_metadata, &self->s, self->target.pid);
+
+	ASSERT_EQ(0, kill_and_reap(&self->starter));
+	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000))
+		TH_LOG("the target stayed stopped after the collector died");
+	expect_session_over(_metadata, &self->s);
+	free(coll);
+}
+
+TEST_HARNESS_MAIN
