@@ -3,9 +3,13 @@
  * bfctl record: read the rings, decode and merge them (bft_rings, bft_merge,
  * bft_calltree), and print the calls per method, or every call.
  *
- * It runs until the module's mode is shutting_down (after 'bfctl stop') and
- * the rings are drained, or until interrupted, or for --duration seconds.
- * Data already in the rings when it starts is read too.  Method names come
+ * It records the session that runs, or with none running the next one: what
+ * an earlier session left in the rings is thrown away (and said so), and it
+ * waits for a start.  --last instead reads what the last session left and
+ * exits.  It runs until the module's mode is shutting_down (after 'bfctl
+ * stop') and the rings are drained, or until interrupted, or for --duration
+ * seconds.  Data already in the rings of a running session is read too.
+ * Method names come
  * from the kernel's method table, which keeps detached probes' entries
  * until the next start; it is read every 100 ms while recording, so a name
  * is "#ID" only if a start came between the calls and their reading.
@@ -213,11 +217,60 @@ static int mode_now(struct ctl *c, uint8_t *mode)
 	return rc;
 }
 
+static bool session_running(uint8_t mode)
+{
+	return mode == BFT_MODE_TRACING || mode == BFT_MODE_PAUSED ||
+	       mode == BFT_MODE_SUSPENDED;
+}
+
+static int discard(unsigned int cpu, const void *data, size_t len, void *arg)
+{
+	(void)cpu;
+	(void)data;
+	*(uint64_t *)arg += len;
+	return 0;
+}
+
+/*
+ * No session runs: throw away what the last one left, then wait for the
+ * next start.  Nothing is written between a stop and a start, so once the
+ * rings are empty everything read later belongs to the next session.
+ */
+static int wait_next_session(struct ctl *c, struct bft_rings *rings,
+			     const struct bft_nl_opt *flush)
+{
+	uint64_t old = 0;
+	uint8_t mode;
+	ssize_t n;
+	int rc;
+
+	n = bft_rings_drain(rings, (int)flush->value * 2 + 100, 10000, discard, &old);
+	if (n < 0)
+		vlog(c, 1, "record: discarding: %s", bft_rings_errmsg(rings));
+	fprintf(stderr, "bfctl: record: no session is running%s; recording the next one "
+		"(bfctl record --last reads what the last one left)\n",
+		old ? ": discarded what the last one left" : "");
+	vlog(c, 1, "record: discarded %" PRIu64 " bytes", old);
+	while (!interrupted) {
+		rc = mode_now(c, &mode);
+		if (rc)
+			return ctl_nl_fail(c, "status", rc);
+		if (session_running(mode))
+			return EXIT_OK;
+		nanosleep(&(struct timespec){ 0, STATUS_EVERY_MS / 4 * 1000000L }, NULL);
+	}
+	return EXIT_OK;
+}
+
 int cmd_record(struct ctl *c, int argc, char **argv)
 {
 	uint64_t duration = 0, pid = 0;
 	struct rec x = { .c = c };
+	bool last = false;
 	const struct arg_def defs[] = {
+		{ .name = "last", .short_name = 'l', .kind = ARG_FLAG,
+		  .dest = &last,
+		  .help = "read what the last session left in the rings, then exit" },
 		{ .name = "events", .short_name = 'e', .kind = ARG_FLAG,
 		  .dest = &x.events,
 		  .help = "print every call (enter '>', exit '<') as it happened" },
@@ -270,6 +323,16 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 	merge_ok = tree_ok = true;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	rc = mode_now(c, &mode);
+	if (rc) {
+		rc = ctl_nl_fail(c, "status", rc);
+		goto out;
+	}
+	if (!last && !session_running(mode)) {
+		rc = wait_next_session(c, rings, &flush);
+		if (rc)
+			goto out;
+	}
 	t0 = bft_mono_ms();
 	vlog(c, 2, "record: reading %u rings", mo.ncpus);
 	while (!interrupted && !x.err) {
