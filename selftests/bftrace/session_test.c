@@ -320,4 +320,86 @@ TEST_F_TIMEOUT(session, collector_killed_while_paused, 120)
 	free(coll);
 }
 
+static pid_t spawn_to(const char *path, const char *const *argv,
+		      const char *out, const char *err)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(127);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[16384];
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return buf;
+}
+
+static bool has_method(const char *json, unsigned int id)
+{
+	char a[32], b[32];
+
+	snprintf(a, sizeof(a), "\"id\":%u,", id);
+	snprintf(b, sizeof(b), "\"id\": %u,", id);
+	return strstr(json, a) || strstr(json, b);
+}
+
+/* bfctl record started after a stop records the next session, not the last. */
+TEST_F_TIMEOUT(session, record_after_stop_shows_the_next_session, 120)
+{
+	char *bfctl = tool("bfctl"), *exe = bst_target_path("spinner");
+	char out[96], err[96], *text;
+	const char *argv[] = { "bfctl", "--json", "record", NULL };
+	struct bst_fn fn = { exe, SPIN_FN, 22 };
+	int st;
+
+	ASSERT_NE(NULL, bfctl);
+	ASSERT_NE(NULL, exe);
+	snprintf(out, sizeof(out), "%s/record.json", self->dir);
+	snprintf(err, sizeof(err), "%s/record.err", self->dir);
+	/* session 1 records method 21 and leaves it in the rings */
+	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, spin_args,
+					SPIN_METHOD, true));
+	ASSERT_EQ(0, bst_spin_wait_calls(&self->target, 50, 20000));
+	ASSERT_EQ(0, bst_mode(&self->s, BFT_CMD_STOP));
+
+	self->starter = spawn_to(bfctl, argv, out, err);
+	ASSERT_LT(0, self->starter);
+	/* it waits for the next session instead of ending with the last */
+	for (int i = 0; i < 100 && !strstr(slurp(err), "no session"); i++)
+		bst_sleep_ms(50);
+	EXPECT_NE(NULL, strstr(slurp(err), "recording the next one"))
+		TH_LOG("record's stderr: %s", slurp(err));
+	EXPECT_EQ(0, waitpid(self->starter, &st, WNOHANG))
+		TH_LOG("record ended before the next session");
+
+	/* session 2 records method 22 */
+	ASSERT_EQ(0, bst_attach_fns(&self->s, self->target.pid, &fn, 1));
+	ASSERT_EQ(0, bst_start(&self->s, false));
+	ASSERT_EQ(0, bst_spin_wait_calls(&self->target, 50, 20000));
+	ASSERT_EQ(0, bst_mode(&self->s, BFT_CMD_STOP));
+	ASSERT_EQ(self->starter, waitpid(self->starter, &st, 0));
+	self->starter = 0;
+	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st)) TH_LOG("%s", slurp(err));
+	text = slurp(out);
+	EXPECT_TRUE(has_method(text, 22)) TH_LOG("record printed %s", text);
+	EXPECT_FALSE(has_method(text, SPIN_METHOD)) TH_LOG("record printed %s", text);
+	free(bfctl);
+	free(exe);
+}
+
 TEST_HARNESS_MAIN

@@ -97,7 +97,7 @@ tracing() {
 # Stop, and read whatever the rings still hold, so every check starts clean.
 settle() {
 	timeout 30 "$BFCTL" stop >/dev/null 2>&1
-	timeout 60 "$BFCTL" record >/dev/null 2>&1
+	timeout 60 "$BFCTL" record --last >/dev/null 2>&1
 }
 
 wait_for() { # file, regex, seconds
@@ -423,7 +423,7 @@ run_check() { # name, program, first-symbol, more-expected, patterns...
 	local pid
 	pid=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["pid"])' "$T/run.json")
 	bf stop >/dev/null
-	bf --json record --events --pid "$pid" >"$T/ev.json" 2>"$T/err"
+	bf --json record --last --events --pid "$pid" >"$T/ev.json" 2>"$T/err"
 	if python3 - "$T/run.json" "$T/ev.json" "$first" "$more" >"$T/cmp" 2>&1 <<'EOF'
 import json, sys
 run = json.loads(open(sys.argv[1]).readline())
@@ -457,7 +457,7 @@ import json, sys
 s = json.load(sys.stdin)
 print(s[\"mode\"], s[\"total\"][\"suspended\"])"; }
 read -r _ before <<<"$(suspended "$1")"
-"$1" run --suspended -p "fx_c:fx_*" -p "fx_c:foo_*" -- "$2/fx_c" || exit 1
+"$1" run --persist --suspended -p "fx_c:fx_*" -p "fx_c:foo_*" -- "$2/fx_c" || exit 1
 read -r mode after <<<"$(suspended "$1")"
 echo "mode $mode, suspended $before -> $after"
 # fx_first, foo_fast twice, foo_slow, fx_local_helper: 5 entries at least
