@@ -115,13 +115,13 @@ struct res {
 };
 
 enum {
-	R_BECOME, R_STATUS, R_METHODS, R_ATTACH, R_DETACH, R_DETACH_ALL,
+	R_BECOME, R_STATUS, R_METHODS, R_EXCEPTIONS, R_ATTACH, R_DETACH, R_DETACH_ALL,
 	R_START, R_STOP, R_PAUSE, R_UNPAUSE, R_SUSPEND, R_UNSUSPEND, R_SET_OPT,
 	R_EVENTS, R_CAPS, R_GET_OPT, R_N,
 };
 
 static const char *const r_names[R_N] = {
-	"become", "status", "methods", "attach", "detach", "detach all",
+	"become", "status", "methods", "exceptions", "attach", "detach", "detach all",
 	"start", "stop", "pause", "unpause", "suspend", "unsuspend", "set_opt",
 	"events group", "get_caps", "get_opt",
 };
@@ -129,6 +129,13 @@ static const char *const r_names[R_N] = {
 static int count_cb(const struct bft_nl_method *m, void *arg)
 {
 	(void)m;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static int count_exc(const struct bft_nl_exception *e, void *arg)
+{
+	(void)e;
 	(*(int *)arg)++;
 	return 0;
 }
@@ -165,6 +172,7 @@ static void try_all(enum who who, pid_t tgid, const struct bft_nl_probe *p,
 	if (!r[R_STATUS].err)
 		bft_nl_status_free(&st);
 	note(&r[R_METHODS], nl, bft_nl_get_methods(nl, count_cb, &n));
+	note(&r[R_EXCEPTIONS], nl, bft_nl_get_exceptions(nl, count_exc, &n));
 	note(&r[R_ATTACH], nl, bft_nl_attach(nl, (uint32_t)tgid, p, 1, NULL));
 	note(&r[R_DETACH], nl, bft_nl_detach(nl, (uint32_t)tgid));
 	note(&r[R_DETACH_ALL], nl, bft_nl_detach(nl, 0));
@@ -235,9 +243,10 @@ static void everything_refused(struct __test_metadata *_metadata,
 			TH_LOG("%s: %s (%s)", r_names[i], strerror(-r[i].err),
 			       r[i].msg);
 		/* 6.1 gives a dump's start callback no extack to fill */
-		if (i == R_METHODS && !r[i].extack && dump_start_textless()) {
-			TH_LOG("methods: refused without kernel text on %s",
-			       release());
+		if ((i == R_METHODS || i == R_EXCEPTIONS) && !r[i].extack &&
+		    dump_start_textless()) {
+			TH_LOG("%s: refused without kernel text on %s",
+			       r_names[i], release());
 			continue;
 		}
 		EXPECT_TRUE(r[i].extack) TH_LOG("%s: no extack text", r_names[i]);
@@ -284,6 +293,7 @@ TEST_F_TIMEOUT(perm, perfmon_needs_ptrace_access_to_attach, 60)
 	EXPECT_EQ(-EPERM, r[R_ATTACH].err)
 		TH_LOG("attach: %s (%s)", strerror(-r[R_ATTACH].err),
 		       r[R_ATTACH].msg);
+	EXPECT_TRUE(r[R_ATTACH].extack) TH_LOG("attach: no kernel text");
 	EXPECT_NE(NULL, strstr(r[R_ATTACH].msg, "ptrace"))
 		TH_LOG("attach: extack text '%s'", r[R_ATTACH].msg);
 	munmap(r, R_N * sizeof(*r));
