@@ -233,12 +233,16 @@ static int discard(unsigned int cpu, const void *data, size_t len, void *arg)
 
 /*
  * No session runs: throw away what the last one left, then wait for the
- * next start.  Nothing is written between a stop and a start, so once the
- * rings are empty everything read later belongs to the next session.
+ * next start.  Nothing is written between a stop and a start, and a start
+ * writes a SYNC into every ring, so once the rings are empty the next
+ * bytes are the next session's: they end the wait even when that session
+ * was too short for a status poll to see it run.
  */
-static int wait_next_session(struct ctl *c, struct bft_rings *rings,
+static int wait_next_session(struct rec *x, struct bft_rings *rings,
 			     const struct bft_nl_opt *flush)
 {
+	struct ctl *c = x->c;
+	int64_t last_status = 0;
 	uint64_t old = 0;
 	uint8_t mode;
 	ssize_t n;
@@ -251,13 +255,24 @@ static int wait_next_session(struct ctl *c, struct bft_rings *rings,
 		"(bfctl record --last reads what the last one left)\n",
 		old ? ": discarded what the last one left" : "");
 	vlog(c, 1, "record: discarded %" PRIu64 " bytes", old);
-	while (!interrupted) {
-		rc = mode_now(c, &mode);
-		if (rc)
-			return ctl_nl_fail(c, "status", rc);
-		if (session_running(mode))
+	while (!interrupted && !x->err) {
+		int64_t t = bft_mono_ms();
+
+		if (t - last_status >= STATUS_EVERY_MS) {
+			rc = mode_now(c, &mode);
+			if (rc)
+				return ctl_nl_fail(c, "status", rc);
+			if (session_running(mode))
+				return EXIT_OK;
+			last_status = t;
+		}
+		n = bft_rings_poll(rings, 50, on_data, x);
+		if (n > 0)
 			return EXIT_OK;
-		nanosleep(&(struct timespec){ 0, STATUS_EVERY_MS / 4 * 1000000L }, NULL);
+		if (n < 0 && !x->err) {
+			err_msg("record: %s", bft_rings_errmsg(rings));
+			return EXIT_FAIL;
+		}
 	}
 	return EXIT_OK;
 }
@@ -329,7 +344,7 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 		goto out;
 	}
 	if (!last && !session_running(mode)) {
-		rc = wait_next_session(c, rings, &flush);
+		rc = wait_next_session(&x, rings, &flush);
 		if (rc)
 			goto out;
 	}
