@@ -1063,6 +1063,14 @@ static void end_spinning_trace(struct __test_metadata *_metadata,
  * A trace bfhq wrote: complete, and every exit closed an open frame.  One
  * cut short by a killed collector may have had no events yet.
  */
+/*
+ * A trace HQ completed, with no exit naming a frame that is not on the
+ * stack; with want_events, events in it, and no sequence gap.  A collector
+ * killed while it spreads messages over several data connections leaves
+ * gaps by nature (a later message went out on one connection, an earlier
+ * one died in the buffer of another): its trace is checked without
+ * want_events.
+ */
 static char *consistent_trace(struct __test_metadata *_metadata,
 			      const char *trace, bool want_events)
 {
@@ -1083,8 +1091,9 @@ static char *consistent_trace(struct __test_metadata *_metadata,
 	if (sum) {
 		EXPECT_NE(NULL, strstr(sum, "status:        complete\n"))
 			TH_LOG("%s", sum);
-		EXPECT_NE(NULL, strstr(sum, "0 sequence numbers missing in 0 "
-				       "gaps")) TH_LOG("%s", sum);
+		if (want_events)
+			EXPECT_NE(NULL, strstr(sum, "0 sequence numbers missing "
+					       "in 0 gaps")) TH_LOG("%s", sum);
 	}
 	return sum;
 }
