@@ -7,7 +7,9 @@
 # loaded or unloaded, a "not ok" line of its own is added so that a counter
 # of TAP lines sees the failure.  Exit status is non-zero on any failure.
 #
-# Environment: BFT_TEST_TIMEOUT (seconds per test binary, default 600).
+# Environment: BFT_TEST_TIMEOUT (seconds per test binary, default 600);
+# BFT_SELFTESTS, a space-separated list of names (pipeline_test,
+# guest_bfctl.sh, ...), runs only those, for working on one of them.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -57,6 +59,15 @@ done
 # bfctl's checks against real binaries and bpftrace (issue 3's acceptance)
 [[ -x user/ctl/tests/guest_bfctl.sh ]] && tests+=(user/ctl/tests/guest_bfctl.sh)
 [[ -x build/selftests/yama_test ]] && tests+=(build/selftests/yama_test)
+
+if [[ -n ${BFT_SELFTESTS:-} ]]; then
+	picked=()
+	for t in "${tests[@]}"; do
+		[[ " $BFT_SELFTESTS " == *" ${t##*/} "* ]] && picked+=("$t")
+	done
+	((${#picked[@]})) || result "not ok" "selftests found # BFT_SELFTESTS='$BFT_SELFTESTS' names none of them"
+	tests=("${picked[@]}")
+fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
