@@ -77,6 +77,7 @@ struct bft_ring {
 	u64 pending_lost;	/* dropped, LOST record not yet written */
 	u8 pending_break;	/* BREAK reason not yet written */
 	u32 run;		/* exits in the open, unpublished EXIT run */
+	u8 run_units;		/* the time units its record carries */
 	bool flushed;		/* the flush timer sealed data not yet read */
 
 	/* counters */

@@ -96,7 +96,7 @@ static void bft_ring_seal(struct bft_ring *r)
 
 	if (!r->run)
 		return;
-	if (bft_ring_put(r, b, bft_put_packed(b, BFT_F_EXIT, r->run - 1)))
+	if (bft_ring_put(r, b, bft_put_exits(b, r->run, r->run_units)))
 		r->written += r->run;
 	else
 		bft_ring_drop(r, r->run);
@@ -123,15 +123,31 @@ static u64 bft_ring_units(const struct bft_ring *r, u64 delta)
 	return div_u64(delta, r->res);
 }
 
+/*
+ * The time before an event: an ENTER or EXIT carries up to BFT_UNITS_INLINE
+ * units itself, anything else gets a TIME record at *@p.  Returns the
+ * units the event carries.
+ */
+static __always_inline u8 bft_put_lead_time(u8 **p, enum bft_rec kind,
+					    u64 units)
+{
+	if ((kind == BFT_REC_ENTER || kind == BFT_REC_EXIT) &&
+	    units <= BFT_UNITS_INLINE)
+		return units;
+	*p += bft_put_units(*p, units);
+	return 0;
+}
+
 /* The event itself; an exit's byte waits in the run (bft_ring_seal()). */
 static inline unsigned int bft_put_event(u8 *p, enum bft_rec kind, u32 id,
-					 u32 arg)
+					 u32 arg, u8 units)
 {
 	unsigned int n;
 
 	switch (kind) {
 	case BFT_REC_ENTER:
-		return bft_put_packed(p, BFT_F_ENTER, id);
+		return bft_put_packed(p, BFT_F_ENTER,
+				      ((u64)id << BFT_TIME_BITS) | units);
 	case BFT_REC_NORET:
 		n = bft_put_esc(p, BFT_ESC_ENTER_NORET);
 		return n + bft_put_varint(p + n, id);
@@ -163,6 +179,7 @@ static void bft_put_owed(struct bft_ring *r, struct bft_recbuf *rb, u64 now)
 		p += bft_put_varint(p, r->written + r->lost);
 		p += bft_put_varint(p, now);
 		p += bft_put_varint(p, r->res);
+		p += bft_put_varint(p, BFT_TIME_BITS);
 		rb->time = now;
 	}
 	if (r->pending_break) {
@@ -172,10 +189,12 @@ static void bft_put_owed(struct bft_ring *r, struct bft_recbuf *rb, u64 now)
 	rb->len = p - rb->b;
 }
 
-static void bft_put_when(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
-			 bool new_thread)
+/* THREAD or time before an event; returns the units the event carries. */
+static u8 bft_put_when(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
+		       bool new_thread, enum bft_rec kind)
 {
 	u8 *p = rb->b + rb->len;
+	u8 inline_units = 0;
 	u64 units;
 
 	if (new_thread) {
@@ -186,10 +205,11 @@ static void bft_put_when(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
 		rb->time = now;
 	} else {
 		units = bft_ring_units(r, now - rb->time);
-		p += bft_put_units(p, units);
+		inline_units = bft_put_lead_time(&p, kind, units);
 		rb->time += units * r->res;
 	}
 	rb->len = p - rb->b;
+	return inline_units;
 }
 
 /* The owed records went out: forget that they are owed. */
@@ -224,7 +244,7 @@ static __always_inline bool bft_ring_fast(struct bft_ring *r,
 	u64 tail = smp_load_acquire(&r->tail);
 	u64 head = r->head;
 	u32 pos = head & (r->size - 1);
-	u8 *start, *p;
+	u8 *start, *p, inline_units;
 
 	if (r->size - pos < BFT_FAST_MAX ||
 	    r->size - (u32)(head - tail) < BFT_FAST_MAX)
@@ -232,17 +252,20 @@ static __always_inline bool bft_ring_fast(struct bft_ring *r,
 	start = r->data + pos;
 	p = start;
 	if (r->run) {
-		p += bft_put_packed(p, BFT_F_EXIT, r->run - 1);
+		p += bft_put_exits(p, r->run, r->run_units);
 		r->written += r->run;
 		r->run = 0;
 	}
-	p += bft_put_units(p, units);
+	inline_units = bft_put_lead_time(&p, kind, units);
 	r->time += units * r->res;
-	p += bft_put_event(p, kind, id, arg);
-	if (kind == BFT_REC_EXIT)
-		r->run = 1;	/* its byte goes out when the run is sealed */
-	else
+	p += bft_put_event(p, kind, id, arg, inline_units);
+	if (kind == BFT_REC_EXIT) {
+		/* its byte goes out when the run is sealed */
+		r->run = 1;
+		r->run_units = inline_units;
+	} else {
 		r->written++;
+	}
 	head += p - start;
 	/* pairs with smp_load_acquire(&r->head) in the reader */
 	smp_store_release(&r->head, head);
@@ -261,13 +284,14 @@ static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
 {
 	struct task_struct *tsk = current;
 	struct bft_recbuf rb;
+	u8 inline_units;
 
 	bft_ring_seal(r);
 	rb.len = 0;
 	rb.time = r->time;
 	bft_put_owed(r, &rb, now);
-	bft_put_when(r, &rb, now, new_thread);
-	rb.len += bft_put_event(rb.b + rb.len, kind, id, arg);
+	inline_units = bft_put_when(r, &rb, now, new_thread, kind);
+	rb.len += bft_put_event(rb.b + rb.len, kind, id, arg, inline_units);
 	if (!bft_ring_put(r, rb.b, rb.len)) {
 		bft_ring_drop(r, 1);
 		return 0;
@@ -279,10 +303,13 @@ static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
 		r->tid = tsk->pid;
 		r->nsw = nsw;
 	}
-	if (kind == BFT_REC_EXIT)
-		r->run = 1;	/* its byte goes out when the run is sealed */
-	else
+	if (kind == BFT_REC_EXIT) {
+		/* its byte goes out when the run is sealed */
+		r->run = 1;
+		r->run_units = inline_units;
+	} else {
 		r->written++;
+	}
 	return r->head - READ_ONCE(r->tail);
 }
 
@@ -509,7 +536,9 @@ static u32 bft_ring_record_len(struct bft_ring *r, u64 pos)
 		return n;
 	if (kind >= BFT_ESC_TIME_SHORT)
 		args = 0;
-	else if (kind == BFT_ESC_SYNC || kind == BFT_ESC_THREAD)
+	else if (kind == BFT_ESC_SYNC)
+		args = 4;
+	else if (kind == BFT_ESC_THREAD)
 		args = 3;
 	else if (kind == BFT_ESC_THROW || kind == BFT_ESC_UNWIND)
 		args = 2;

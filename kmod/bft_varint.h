@@ -44,6 +44,16 @@ static inline unsigned int bft_put_esc(u8 *p, u8 kind)
 	return 2;
 }
 
+/* The most time units an ENTER or EXIT carries in its own value (2.1). */
+#define BFT_UNITS_INLINE	((1U << BFT_TIME_BITS) - 1)
+
+/* An EXIT run of @n exits, @units after the record before it. */
+static inline unsigned int bft_put_exits(u8 *p, u32 n, u8 units)
+{
+	return bft_put_packed(p, BFT_F_EXIT,
+			      ((u64)(n - 1) << BFT_TIME_BITS) | units);
+}
+
 /* Stream time += @units time units: nothing, TIME_SHORT or TIME. */
 static inline unsigned int bft_put_units(u8 *p, u64 units)
 {

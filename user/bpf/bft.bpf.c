@@ -32,6 +32,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define F_EXIT		0x00
 #define PACK_CONT	0x40
 #define PACK_LOW	0x3f
+#define UNITS_INLINE	((1U << BFT_TIME_BITS) - 1)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
@@ -139,11 +140,32 @@ static __always_inline void put_units(struct bft_bpf_cpu *c, __u64 units)
 	put_varint(c, units);
 }
 
+/* An EXIT run of n exits, units after the record before it. */
+static __always_inline void put_exits(struct bft_bpf_cpu *c, __u32 n,
+				      __u8 units)
+{
+	put_packed(c, F_EXIT, ((__u64)(n - 1) << BFT_TIME_BITS) | units);
+}
+
+/*
+ * The time before an event: an ENTER or EXIT carries up to
+ * UNITS_INLINE units itself, anything else gets a TIME record.  Returns
+ * the units the event carries.
+ */
+static __always_inline __u8 put_lead_time(struct bft_bpf_cpu *c,
+					  enum rec kind, __u64 units)
+{
+	if (kind != REC_NORET && units <= UNITS_INLINE)
+		return units;
+	put_units(c, units);
+	return 0;
+}
+
 static __always_inline void put_event(struct bft_bpf_cpu *c, enum rec kind,
-				      __u32 id)
+				      __u32 id, __u8 units)
 {
 	if (kind == REC_ENTER) {
-		put_packed(c, F_ENTER, id);
+		put_packed(c, F_ENTER, ((__u64)id << BFT_TIME_BITS) | units);
 	} else if (kind == REC_NORET) {
 		put_esc(c, BFT_ESC_ENTER_NORET);
 		put_varint(c, id);
@@ -194,7 +216,7 @@ static __always_inline void ring_seal(struct bft_bpf_cpu *c, void *ring,
 
 	if (!c->run)
 		return;
-	put_packed(c, F_EXIT, c->run - 1);
+	put_exits(c, c->run, c->run_units);
 	if (ring_put(c, ring, flags))
 		c->written += c->run;
 	else
@@ -215,6 +237,7 @@ static __always_inline void put_owed(struct bft_bpf_cpu *c, __u64 now,
 		put_varint(c, c->written + c->lost);
 		put_varint(c, now);
 		put_varint(c, c->res);
+		put_varint(c, BFT_TIME_BITS);
 		*time = now;
 	}
 	if (c->pending_break) {
@@ -275,6 +298,7 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
 	__u64 now, nsw, units, time, flags;
 	bool new_thread, sync;
+	__u8 inline_units = 0;
 	void *ring;
 
 	ring = cpu_ring();
@@ -312,13 +336,14 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 			return;
 		}
 		if (c->run)
-			put_packed(c, F_EXIT, c->run - 1);
-		put_units(c, units);
-		put_event(c, kind, id);
+			put_exits(c, c->run, c->run_units);
+		inline_units = put_lead_time(c, kind, units);
+		put_event(c, kind, id, inline_units);
 		if (ring_put(c, ring, flags)) {
 			c->written += c->run;
 			c->run = 0;
 			c->time += units * c->res;
+			c->run_units = inline_units;
 			if (kind == REC_EXIT)
 				c->run = 1;
 			else
@@ -339,10 +364,10 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 		time = now;
 	} else {
 		units = units_of(c, now - time);
-		put_units(c, units);
+		inline_units = put_lead_time(c, kind, units);
 		time += units * c->res;
 	}
-	put_event(c, kind, id);
+	put_event(c, kind, id, inline_units);
 	if (!ring_put(c, ring, flags)) {
 		ring_drop(c, 1);
 		return;
@@ -356,6 +381,7 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 		c->tid = tid;
 		c->nsw = nsw;
 	}
+	c->run_units = inline_units;
 	if (kind == REC_EXIT)
 		c->run = 1;
 	else

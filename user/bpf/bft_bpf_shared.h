@@ -46,7 +46,7 @@ struct bft_bpf_cpu {
 	__u8 have_thread;
 	__u8 need_sync;
 	__u8 pending_break;	/* BFT_BREAK_* owed, 0 none */
-	__u8 pad;
+	__u8 run_units;		/* time units the open run's record carries */
 	__u8 buf[BFT_BPF_SCRATCH];	/* the records of one hit */
 };
 

@@ -15,7 +15,8 @@
 struct raw {
 	unsigned int kind;	/* enum bft_rec_kind */
 	unsigned int esc;
-	uint64_t v[3];
+	uint64_t v[4];
+	uint64_t units;		/* ENTER, EXIT: time units the value carried */
 	uint64_t bad;		/* the offending value of a range error */
 };
 
@@ -85,7 +86,7 @@ static int varint_err(int r)
 
 /* Number of LEB128 payload fields of each escape kind below 0x20. */
 static const signed char esc_fields[BFT_ESC_TIME_SHORT] = {
-	[BFT_ESC_SYNC] = 3,
+	[BFT_ESC_SYNC] = 4,
 	[BFT_ESC_THREAD] = 3,
 	[BFT_ESC_TIME] = 1,
 	[BFT_ESC_LOST] = 1,
@@ -137,8 +138,8 @@ static int parse_escape(const uint8_t *p, size_t n, struct raw *raw)
 	}
 	switch (kind) {
 	case BFT_ESC_SYNC:
-		if (raw->v[2] == 0) {
-			raw->bad = 0;
+		if (raw->v[2] == 0 || raw->v[3] > BFT_TIME_BITS_MAX) {
+			raw->bad = raw->v[2] == 0 ? 0 : raw->v[3];
 			return -BFT_SERR_FIELD_RANGE;
 		}
 		break;
@@ -180,7 +181,8 @@ static int parse_escape(const uint8_t *p, size_t n, struct raw *raw)
  * Parse the record at p without touching the stream state.  Returns its
  * length, 0 if the n bytes end inside it, or -enum bft_stream_err.
  */
-static int parse(const uint8_t *p, size_t n, struct raw *raw)
+static int parse(const uint8_t *p, size_t n, unsigned int tbits,
+		 struct raw *raw)
 {
 	uint8_t b = p[0];
 	uint64_t v;
@@ -188,8 +190,10 @@ static int parse(const uint8_t *p, size_t n, struct raw *raw)
 
 	raw->esc = 0;
 	if (!(b & BFT_PACK_CONT)) {
+		v = b & BFT_PACK_PAYLOAD;
 		raw->kind = (b & BFT_FLAG_ENTER) ? BFT_REC_ENTER : BFT_REC_EXIT;
-		raw->v[0] = (b & BFT_PACK_PAYLOAD) + (raw->kind == BFT_REC_EXIT);
+		raw->units = v & ((1u << tbits) - 1);
+		raw->v[0] = (v >> tbits) + (raw->kind == BFT_REC_EXIT);
 		return 1;
 	}
 	if (n < 2)
@@ -207,6 +211,8 @@ static int parse(const uint8_t *p, size_t n, struct raw *raw)
 		return -varint_err(r);
 	if (bft_varint_overlong(p, (size_t)r))
 		return -BFT_SERR_VARINT_OVERLONG;
+	raw->units = v & ((1u << tbits) - 1);
+	v >>= tbits;
 	if (b & BFT_FLAG_ENTER) {
 		if (v > UINT32_MAX) {
 			raw->bad = v;
@@ -360,6 +366,7 @@ static int apply_sync(struct bft_stream *s, const struct raw *raw,
 	s->seq = seq;
 	s->time_ns = t;
 	s->res_ns = raw->v[2];
+	s->tbits = (uint8_t)raw->v[3];
 	fill(s, &rec, BFT_REC_SYNC, off);
 	rec.esc = BFT_ESC_SYNC;
 	rec.value = seq;
@@ -417,8 +424,14 @@ static int apply(struct bft_stream *s, const struct raw *raw, int len,
 				return STEP_STOP;
 			return start_resync(s);
 		}
+		if (raw->kind != BFT_REC_ENTER_NORET && raw->units) {
+			r = add_time(s, raw->units, s->res_ns, off);
+			if (r)
+				return r;
+		}
 		fill(s, &rec, raw->kind, off);
 		rec.value = raw->v[0];
+		rec.value2 = raw->kind == BFT_REC_ENTER_NORET ? 0 : raw->units;
 		rec.esc = (uint16_t)raw->esc;
 		s->seq += raw->v[0] * (raw->kind == BFT_REC_EXIT) +
 			  (raw->kind != BFT_REC_EXIT);
@@ -516,8 +529,12 @@ static int parse_error(struct bft_stream *s, int code, const struct raw *raw,
 		detail = buf;
 		if (p[1] != 0)
 			detail = ": EXIT run longer than 2^64 - 1";
-		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_SYNC)
+		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_SYNC &&
+			 raw->bad == 0)
 			detail = ": SYNC res_ns is 0";
+		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_SYNC)
+			snprintf(buf, sizeof(buf), ": SYNC tbits %" PRIu64,
+				 raw->bad);
 		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_THROW)
 			snprintf(buf, sizeof(buf), ": THROW how %" PRIu64,
 				 raw->bad);
@@ -563,7 +580,7 @@ static int scan(struct bft_stream *s, const uint8_t *p, size_t n,
 		}
 		s->st.skipped_bytes += (size_t)(q - (p + i));
 		i = (size_t)(q - p);
-		r = parse(q, n - i, &raw);
+		r = parse(q, n - i, s->tbits, &raw);
 		if (r == 0)
 			return (int)i;	/* wait for the rest of the candidate */
 		if (r > 0 && raw.kind == BFT_REC_SYNC) {
@@ -591,7 +608,7 @@ static int step(struct bft_stream *s, const uint8_t *p, size_t n,
 
 	if (s->resyncing)
 		return scan(s, p, n, off);
-	r = parse(p, n, &raw);
+	r = parse(p, n, s->tbits, &raw);
 	if (r > 0)
 		return apply(s, &raw, r, off);
 	if (r == 0)
@@ -608,11 +625,15 @@ static int run(struct bft_stream *s, const uint8_t *p, size_t n, size_t *used)
 		uint8_t b = p[i];
 
 		if (likely(!(b & BFT_PACK_CONT)) && likely(s->threaded) &&
-		    likely(!s->resyncing)) {
+		    likely(!s->resyncing) && likely(short_time_fits(s))) {
 			struct bft_record rec;
 			uint64_t v = b & BFT_PACK_PAYLOAD;
+			uint64_t units = v & ((1u << s->tbits) - 1);
 
+			v >>= s->tbits;
+			s->time_ns += units * s->res_ns;
 			fill(s, &rec, BFT_REC_EXIT, s->offset + i);
+			rec.value2 = units;
 			if (b & BFT_FLAG_ENTER) {
 				rec.kind = BFT_REC_ENTER;
 				s->st.enters++;

@@ -10,9 +10,11 @@
  *
  * Stream state, as the decoder maintains it:
  *   - time: set by SYNC (absolute), advanced by TIME (delta * res_ns),
- *     TIME_SHORT ((kind - 0x1f) * res_ns) and THREAD (delta_ns, exact: the
- *     stream time becomes current + delta_ns and later TIME deltas count
- *     units from there).  Events carry the time of the last of these.
+ *     TIME_SHORT ((kind - 0x1f) * res_ns), the units an ENTER or EXIT
+ *     carries in its low tbits bits (the SYNC's last field), and THREAD
+ *     (delta_ns, exact: the stream time becomes current + delta_ns and
+ *     later TIME deltas count units from there).  Events carry the time
+ *     of the last of these, their own units included.
  *   - thread: (tgid, tid) of the last THREAD record.
  *   - seq: events (ENTER, ENTER_NORET, THROW, UNWIND, each exit of an EXIT
  *     run) plus LOST counts since the last SYNC, added to that SYNC's seq.
@@ -22,7 +24,7 @@
  *   a varint longer than 10 bytes or beyond 64 bits; an overlong varint other
  *   than the escape form; escape kind 0 or an unknown kind; an ENTER or
  *   ENTER_NORET id or a THROW type beyond u32; a tgid/tid beyond u32;
- *   res_ns 0; a THROW how or an UNWIND reason that is not a BFT_THROW_* /
+ *   res_ns 0, or tbits beyond BFT_TIME_BITS_MAX; a THROW how or an UNWIND reason that is not a BFT_THROW_* /
  *   BFT_UNWIND_* value; an UNWIND of 0 frames; a stream time
  *   that would overflow u64; any record before the first SYNC; an event
  *   while the thread is unknown (no THREAD since the start or the last
@@ -57,10 +59,13 @@
 
 enum bft_rec_kind {
 	BFT_REC_NONE,
-	BFT_REC_ENTER,		/* value: method id */
-	BFT_REC_EXIT,		/* value: number of exits (>= 1) */
+	BFT_REC_ENTER,		/* value: method id, value2: time units it
+				 * carried (bftrace.h 2.1) */
+	BFT_REC_EXIT,		/* value: number of exits (>= 1), value2: as
+				 * ENTER */
 	BFT_REC_ENTER_NORET,	/* value: method id */
-	BFT_REC_SYNC,		/* value: seq, value2: res_ns */
+	BFT_REC_SYNC,		/* value: seq, value2: res_ns (tbits is the
+				 * decoder's own: 2.1) */
 	BFT_REC_THREAD,		/* value: delta_ns; tgid/tid: the new thread */
 	BFT_REC_TIME,		/* value: units */
 	BFT_REC_TIME_SHORT,	/* value: units (1..32) */
@@ -179,6 +184,7 @@ struct bft_stream {
 	uint64_t gap_time;
 	int stop_ret;		/* what feed returns once stopped */
 	uint32_t tgid, tid;
+	uint8_t tbits;		/* the last SYNC's time bits */
 	uint8_t synced;		/* a SYNC has been seen (since resync) */
 	uint8_t threaded;	/* a THREAD has been seen (since resync) */
 	uint8_t resyncing;

@@ -13,6 +13,15 @@ int bft_writer_init(struct bft_writer *w, uint64_t res_ns, uint64_t seq0)
 		return -EINVAL;
 	w->res_ns = res_ns;
 	w->seq = seq0;
+	w->tbits = BFT_TIME_BITS;
+	return 0;
+}
+
+int bft_writer_set_time_bits(struct bft_writer *w, unsigned int tbits)
+{
+	if (tbits > BFT_TIME_BITS_MAX || w->started)
+		return -EINVAL;
+	w->tbits = (uint8_t)tbits;
 	return 0;
 }
 
@@ -23,9 +32,9 @@ void bft_writer_free(struct bft_writer *w)
 
 /* An escape record: lead, 0x00, then nf LEB128 fields. */
 static int put_esc(struct bft_writer *w, unsigned int kind, int nf,
-		   uint64_t a, uint64_t b, uint64_t c)
+		   uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
-	uint64_t f[3] = { a, b, c };
+	uint64_t f[4] = { a, b, c, d };
 	uint8_t *p;
 	int i, r;
 
@@ -57,7 +66,8 @@ int bft_writer_seal(struct bft_writer *w)
 
 	if (!w->run)
 		return 0;
-	r = put_packed(w, BFT_FLAG_EXIT, w->run - 1);
+	r = put_packed(w, BFT_FLAG_EXIT,
+		       ((w->run - 1) << w->tbits) | w->run_units);
 	if (!r)
 		w->run = 0;
 	return r;
@@ -65,7 +75,7 @@ int bft_writer_seal(struct bft_writer *w)
 
 static int write_sync(struct bft_writer *w, uint64_t t)
 {
-	int r = put_esc(w, BFT_ESC_SYNC, 3, w->seq, t, w->res_ns);
+	int r = put_esc(w, BFT_ESC_SYNC, 4, w->seq, t, w->res_ns, w->tbits);
 
 	if (r)
 		return r;
@@ -90,15 +100,19 @@ static int prepare(struct bft_writer *w, uint64_t *t)
 /*
  * Bring the stream up to time t for a record of (tgid, tid), or of no
  * thread if !event: THREAD on a thread change, else TIME when a unit passed.
+ * An ENTER or EXIT (units != NULL) carries up to 2^tbits - 1 units itself:
+ * *units says how many, and no TIME is written for them.
  */
 static int advance(struct bft_writer *w, uint64_t t, int event,
-		   uint32_t tgid, uint32_t tid)
+		   uint32_t tgid, uint32_t tid, uint64_t *inline_units)
 {
 	uint64_t units;
 	int r;
 
+	if (inline_units)
+		*inline_units = 0;
 	if (event && (!w->threaded || tgid != w->tgid || tid != w->tid)) {
-		r = put_esc(w, BFT_ESC_THREAD, 3, tgid, tid, t - w->time_ns);
+		r = put_esc(w, BFT_ESC_THREAD, 3, tgid, tid, t - w->time_ns, 0);
 		if (r)
 			return r;
 		w->time_ns = t;
@@ -110,11 +124,16 @@ static int advance(struct bft_writer *w, uint64_t t, int event,
 	units = (t - w->time_ns) / w->res_ns;
 	if (!units)
 		return 0;
+	if (inline_units && units < (1u << w->tbits)) {
+		*inline_units = units;
+		w->time_ns += units * w->res_ns;
+		return 0;
+	}
 	if (units <= BFT_TIME_SHORT_MAX)
 		r = put_esc(w, (unsigned int)(BFT_ESC_TIME_SHORT - 1 + units),
-			    0, 0, 0, 0);
+			    0, 0, 0, 0, 0);
 	else
-		r = put_esc(w, BFT_ESC_TIME, 1, units, 0, 0);
+		r = put_esc(w, BFT_ESC_TIME, 1, units, 0, 0, 0);
 	if (r)
 		return r;
 	w->time_ns += units * w->res_ns;
@@ -124,13 +143,15 @@ static int advance(struct bft_writer *w, uint64_t t, int event,
 static int write_enter(struct bft_writer *w, uint64_t t, uint32_t tgid,
 		       uint32_t tid, uint32_t id, int noret)
 {
+	uint64_t units;
 	int r = prepare(w, &t);
 
 	if (!r)
-		r = advance(w, t, 1, tgid, tid);
+		r = advance(w, t, 1, tgid, tid, noret ? NULL : &units);
 	if (!r)
-		r = noret ? put_esc(w, BFT_ESC_ENTER_NORET, 1, id, 0, 0) :
-			    put_packed(w, BFT_FLAG_ENTER, id);
+		r = noret ? put_esc(w, BFT_ESC_ENTER_NORET, 1, id, 0, 0, 0) :
+			    put_packed(w, BFT_FLAG_ENTER,
+				       ((uint64_t)id << w->tbits) | units);
 	if (r)
 		return r;
 	w->seq++;
@@ -167,7 +188,7 @@ int bft_writer_exit(struct bft_writer *w, uint64_t t, uint32_t tgid,
 	}
 	r = prepare(w, &t);
 	if (!r)
-		r = advance(w, t, 1, tgid, tid);
+		r = advance(w, t, 1, tgid, tid, &w->run_units);
 	if (r)
 		return r;
 	w->run = 1;
@@ -183,9 +204,9 @@ static int write_event2(struct bft_writer *w, uint64_t t, uint32_t tgid,
 	int r = prepare(w, &t);
 
 	if (!r)
-		r = advance(w, t, 1, tgid, tid);
+		r = advance(w, t, 1, tgid, tid, NULL);
 	if (!r)
-		r = put_esc(w, kind, 2, a, b, 0);
+		r = put_esc(w, kind, 2, a, b, 0, 0);
 	if (r)
 		return r;
 	w->seq++;
@@ -225,9 +246,9 @@ int bft_writer_lost(struct bft_writer *w, uint64_t t, uint64_t count)
 	int r = prepare(w, &t);
 
 	if (!r)
-		r = advance(w, t, 0, 0, 0);
+		r = advance(w, t, 0, 0, 0, NULL);
 	if (!r)
-		r = put_esc(w, BFT_ESC_LOST, 1, count, 0, 0);
+		r = put_esc(w, BFT_ESC_LOST, 1, count, 0, 0, 0);
 	if (r)
 		return r;
 	w->seq += count;
@@ -239,9 +260,9 @@ int bft_writer_break(struct bft_writer *w, uint64_t t, unsigned int reason)
 	int r = prepare(w, &t);
 
 	if (!r)
-		r = advance(w, t, 0, 0, 0);
+		r = advance(w, t, 0, 0, 0, NULL);
 	if (!r)
-		r = put_esc(w, BFT_ESC_BREAK, 1, reason, 0, 0);
+		r = put_esc(w, BFT_ESC_BREAK, 1, reason, 0, 0, 0);
 	if (r)
 		return r;
 	w->threaded = 0;

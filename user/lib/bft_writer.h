@@ -12,8 +12,10 @@
  *     a BREAK; its delta_ns is exact and sets the stream time to the event's
  *     time.
  *   - otherwise, when the event's time is at least one unit past the stream
- *     time: TIME_SHORT for 1..32 units, TIME beyond; the stream time then is
- *     the true time rounded down to the unit.
+ *     time: an ENTER or EXIT carries up to 2^tbits - 1 units in its value
+ *     (tbits BFT_TIME_BITS unless set otherwise), any other delta is a
+ *     TIME_SHORT for 1..32 units, TIME beyond; the stream time then is the
+ *     true time rounded down to the unit.
  *   - consecutive exits of one thread within one time unit are one EXIT
  *     record; the open run is written only when another record follows or
  *     the run is sealed (bft_writer_seal, bft_writer_sync).
@@ -42,8 +44,10 @@ struct bft_writer {
 	uint64_t time_ns;	/* stream time */
 	uint64_t seq;
 	uint64_t run;		/* exits in the open run, 0 if none */
+	uint64_t run_units;	/* time units its record carries */
 	uint64_t events;
 	uint32_t tgid, tid;
+	uint8_t tbits;		/* SYNC's time bits (bftrace.h 2.1) */
 	uint8_t started;	/* SYNC written */
 	uint8_t threaded;	/* a THREAD record holds for the next event */
 };
@@ -51,6 +55,8 @@ struct bft_writer {
 /* res_ns >= 1: the TIME unit. seq0: the seq of the first SYNC (normally 0). */
 int bft_writer_init(struct bft_writer *w, uint64_t res_ns, uint64_t seq0);
 void bft_writer_free(struct bft_writer *w);
+/* Time bits other than BFT_TIME_BITS (0: seeds/001 values); before any write. */
+int bft_writer_set_time_bits(struct bft_writer *w, unsigned int tbits);
 
 int bft_writer_enter(struct bft_writer *w, uint64_t t, uint32_t tgid,
 		     uint32_t tid, uint32_t id);

@@ -183,14 +183,35 @@
  * CPU's last records reach the reader within one flush interval.
  * A ring has one reader at a time: a second bind to the same CPU is -EBUSY.
  *
- * 2.1 Events: exactly the seeds/001 packed-varint encoding.
+ * 2.1 Events: the seeds/001 packed-varint encoding, with time inside.
  *
  *   first byte: bit 7 flag (1 = ENTER, 0 = EXIT), bit 6 continuation,
  *               bits 5..0 the low 6 bits of the value.
  *   more bytes (iff bit 6): unsigned LEB128 of (value >> 6).
- *   ENTER: value = method id (BFT_P_METHOD_ID).
- *   EXIT:  value = number of consecutive exits - 1.
+ *   ENTER: value = (method id << tbits) | units.
+ *   EXIT:  value = ((number of consecutive exits - 1) << tbits) | units.
  *
+ *   tbits is the last field of the SYNC before the record (2.2): both
+ *   writers use BFT_TIME_BITS.  units, the low tbits bits, is a TIME delta
+ *   applied before the event: stream time += units * res_ns, exactly as a
+ *   TIME_SHORT record in front of it would.  A delta that does not fit
+ *   goes into a TIME or TIME_SHORT record before the event, which then
+ *   carries 0.  With tbits 0 the value is exactly seeds/001's, so every
+ *   ENTER and EXIT record keeps seeds/001's layout whatever tbits is: a
+ *   seeds/001 reader finds the same record boundaries and the same kind,
+ *   and only has to shift the value.  Why: at the default 1 us unit, a
+ *   call takes a few units, and a separate 2-byte TIME_SHORT before every
+ *   event tripled the bytes of a call.
+ *
+ *   tbits 2:
+ *   ENTER 1, same unit                84
+ *   ENTER 1, 3 units later            87
+ *   ENTER 16, same unit               c0 01
+ *   ENTER 8192, same unit             c0 80 04
+ *   1 exit, 2 units later             02
+ *   3 exits, same unit                08
+ *   65 exits, 1 unit later            41 04
+ *   tbits 0 (seeds/001):
  *   ENTER 1        81
  *   ENTER 64       c0 01
  *   ENTER 8192     c0 80 01        (seeds/001's own example is wrong)
@@ -199,8 +220,9 @@
  *   65 exits       40 01
  *
  *   Consecutive exits of one thread on one CPU, within one time unit, are
- *   one EXIT record.  The writer keeps the open run unpublished until
- *   another record follows or the flush timer seals it.
+ *   one EXIT record, which carries the units of its first exit.  The
+ *   writer keeps the open run unpublished until another record follows or
+ *   the flush timer seals it.
  *
  * 2.2 Escape records.
  *
@@ -212,18 +234,20 @@
  *   kind is 6 bits; the payload is a kind-specific list of unsigned LEB128
  *   varints (plain LEB128, no flag bit).  kind 0 is invalid.
  *
- *   BFT_ESC_SYNC (1): seq, time_ns, res_ns
+ *   BFT_ESC_SYNC (1): seq, time_ns, res_ns, tbits
  *       seq: how many events (ENTER, ENTER_NORET and each exit of an EXIT
  *       run) this CPU produced before this point, lost ones included.  A
  *       reader counts events and LOST counts from one SYNC to the next; any
  *       mismatch proves a gap.  time_ns: CLOCK_MONOTONIC, absolute.
- *       res_ns: the unit of TIME deltas from here on.  Written first in
+ *       res_ns: the unit of TIME deltas from here on.  tbits: the time
+ *       bits of ENTER and EXIT values from here on (2.1), at most
+ *       BFT_TIME_BITS_MAX.  Written first in
  *       every ring, and by the flush timer into every ring of a tracing
  *       session once per flush interval, even an idle one: that is the
  *       heartbeat of seeds/002, telling a merger that this CPU holds
  *       nothing older.
- *       example: seq 0, time 1000000 ns, res 1000 ns:
- *         41 00  00  c0 84 3d  e8 07
+ *       example: seq 0, time 1000000 ns, res 1000 ns, tbits 2:
+ *         41 00  00  c0 84 3d  e8 07  02
  *   BFT_ESC_THREAD (2): tgid, tid, delta_ns
  *       The events that follow belong to this thread.  The stream time
  *       becomes its current value + delta_ns, exactly, and later TIME
@@ -341,7 +365,8 @@
 #define BFT_GENL_VERSION	1
 #define BFT_MCGRP_EVENTS	"events"
 #define BFT_DEV_NAME		"bftrace"	/* /dev/bftrace */
-#define BFT_PROTO_VERSION	1
+/* 2: time inside ENTER and EXIT, SYNC's tbits (section 2.1) */
+#define BFT_PROTO_VERSION	2
 
 /* The kernel's nesting limit for pending return probes, per thread. */
 #define BFT_URETPROBE_DEPTH	64
@@ -572,6 +597,9 @@ enum bft_event {
 #define BFT_ESC_UNWIND		8
 #define BFT_ESC_TIME_SHORT	0x20	/* 0x20..0x3f: 1..32 units */
 #define BFT_TIME_SHORT_MAX	32
+/* 2.1: time bits of ENTER and EXIT values, as both writers set them */
+#define BFT_TIME_BITS		2
+#define BFT_TIME_BITS_MAX	5
 
 #define BFT_BREAK_SUSPEND	1
 #define BFT_BREAK_STOP		2

@@ -100,7 +100,7 @@ TEST(deeply_nested_json_configuration_is_refused)
 }
 
 /* SYNC at time 0 with a unit of 2^63, then two TIME_SHORT of one unit. */
-#define HUGE_UNIT "41 00 00 00 80 80 80 80 80 80 80 80 80 01 60 00 60 00"
+#define HUGE_UNIT "41 00 00 00 80 80 80 80 80 80 80 80 80 01 00 60 00 60 00"
 
 TEST(short_time_past_2_64_is_an_error_however_the_bytes_arrive)
 {
@@ -108,7 +108,7 @@ TEST(short_time_past_2_64_is_an_error_however_the_bytes_arrive)
 	int n = hex_parse(HUGE_UNIT, b, sizeof(b));
 	size_t chunk;
 
-	ASSERT_EQ(18, n);
+	ASSERT_EQ(19, n);
 	for (chunk = 0; chunk <= (size_t)n; chunk++) {
 		struct bft_stream s;
 		struct rec_log l = { 0 };
@@ -118,7 +118,7 @@ TEST(short_time_past_2_64_is_an_error_however_the_bytes_arrive)
 			TH_LOG("chunk %zu", chunk);
 		ASSERT_EQ(1u, l.nerr) TH_LOG("chunk %zu", chunk);
 		EXPECT_EQ(BFT_SERR_FIELD_RANGE, l.err[0].code);
-		EXPECT_EQ(16u, l.err[0].offset) TH_LOG("chunk %zu", chunk);
+		EXPECT_EQ(17u, l.err[0].offset) TH_LOG("chunk %zu", chunk);
 		EXPECT_NE(NULL, strstr(l.err[0].msg, "overflows"));
 		/* the first one is applied; time never went back */
 		ASSERT_EQ(2u, l.n) TH_LOG("chunk %zu", chunk);
@@ -132,18 +132,18 @@ TEST(short_time_up_to_the_last_nanosecond_is_exact)
 {
 	/* SYNC at 2^64 - 1 - 32, unit 1; 32 units fit exactly, then 1 more */
 	uint8_t b[32];
-	int n = hex_parse("41 00 00 df ff ff ff ff ff ff ff ff 01 01 7f 00 60 00",
-			  b, sizeof(b));
+	int n = hex_parse("41 00 00 df ff ff ff ff ff ff ff ff 01 01 00 7f 00 "
+			  "60 00", b, sizeof(b));
 	struct bft_stream s;
 	struct rec_log l = { 0 };
 
-	ASSERT_EQ(18, n);
+	ASSERT_EQ(19, n);
 	stream_open(&s, &l, 0, BFT_STREAM_STOP);
 	EXPECT_EQ(-EPROTO, stream_decode(&s, b, (size_t)n, 0));
 	ASSERT_EQ(2u, l.n);
 	EXPECT_EQ(UINT64_MAX, l.r[1].time_ns);
 	ASSERT_EQ(1u, l.nerr);
-	EXPECT_EQ(16u, l.err[0].offset);
+	EXPECT_EQ(17u, l.err[0].offset);
 	rec_log_free(&l);
 }
 

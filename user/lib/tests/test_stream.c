@@ -11,9 +11,9 @@
 #include "bft_writer.h"
 
 /*
- * Every example of bftrace.h 2.1/2.2, in one stream, as the writer must
- * produce it from the calls in write_examples():
- *   SYNC seq 0, time 1000000, res 1000     41 00 00 c0 84 3d e8 07
+ * Every tbits 0 (seeds/001) example of bftrace.h 2.1/2.2, in one stream,
+ * as the writer must produce it from the calls in write_examples():
+ *   SYNC seq 0, time 1000000, res 1000, 0  41 00 00 c0 84 3d e8 07 00
  *   THREAD 1234/1235, 500 ns               42 00 d2 09 d3 09 f4 03
  *   ENTER 1                                81
  *   TIME 200 units                         43 00 c8 01
@@ -25,10 +25,10 @@
  *   ENTER_NORET 5                          46 00 05
  *   65 exits                               40 01
  *   BREAK suspend                          45 00 01
- *   SYNC seq 79 (6 + 7 + 1 + 65), 2000000  41 00 4f 80 89 7a e8 07
+ *   SYNC seq 79 (6 + 7 + 1 + 65), 2000000  41 00 4f 80 89 7a e8 07 00
  */
 static const char examples_hex[] =
-	"41 00 00 c0 84 3d e8 07"
+	"41 00 00 c0 84 3d e8 07 00"
 	"42 00 d2 09 d3 09 f4 03"
 	"81"
 	"43 00 c8 01"
@@ -40,7 +40,7 @@ static const char examples_hex[] =
 	"46 00 05"
 	"40 01"
 	"45 00 01"
-	"41 00 4f 80 89 7a e8 07";
+	"41 00 4f 80 89 7a e8 07 00";
 
 struct want {
 	unsigned int kind;
@@ -51,18 +51,18 @@ struct want {
 
 static const struct want examples_want[] = {
 	{ BFT_REC_SYNC, 0, 1000000, 0 },
-	{ BFT_REC_THREAD, 500, 1000500, 8 },
-	{ BFT_REC_ENTER, 1, 1000500, 16 },
-	{ BFT_REC_TIME, 200, 1200500, 17 },
-	{ BFT_REC_ENTER, 64, 1200500, 21 },
-	{ BFT_REC_TIME_SHORT, 3, 1203500, 23 },
-	{ BFT_REC_ENTER, 8192, 1203500, 25 },
-	{ BFT_REC_EXIT, 3, 1203500, 28 },
-	{ BFT_REC_LOST, 7, 1203500, 29 },
-	{ BFT_REC_ENTER_NORET, 5, 1203500, 32 },
-	{ BFT_REC_EXIT, 65, 1203500, 35 },
-	{ BFT_REC_BREAK, BFT_BREAK_SUSPEND, 1203500, 37 },
-	{ BFT_REC_SYNC, 79, 2000000, 40 },
+	{ BFT_REC_THREAD, 500, 1000500, 9 },
+	{ BFT_REC_ENTER, 1, 1000500, 17 },
+	{ BFT_REC_TIME, 200, 1200500, 18 },
+	{ BFT_REC_ENTER, 64, 1200500, 22 },
+	{ BFT_REC_TIME_SHORT, 3, 1203500, 24 },
+	{ BFT_REC_ENTER, 8192, 1203500, 26 },
+	{ BFT_REC_EXIT, 3, 1203500, 29 },
+	{ BFT_REC_LOST, 7, 1203500, 30 },
+	{ BFT_REC_ENTER_NORET, 5, 1203500, 33 },
+	{ BFT_REC_EXIT, 65, 1203500, 36 },
+	{ BFT_REC_BREAK, BFT_BREAK_SUSPEND, 1203500, 38 },
+	{ BFT_REC_SYNC, 79, 2000000, 41 },
 };
 
 #define NWANT (sizeof(examples_want) / sizeof(examples_want[0]))
@@ -73,6 +73,7 @@ static int write_examples(struct bft_writer *w)
 	int i;
 
 	r |= bft_writer_init(w, 1000, 0);
+	r |= bft_writer_set_time_bits(w, 0);
 	r |= bft_writer_sync(w, 1000000);
 	r |= bft_writer_enter(w, 1000500, 1234, 1235, 1);
 	r |= bft_writer_enter(w, 1200700, 1234, 1235, 64);
@@ -195,6 +196,138 @@ TEST(records_split_at_every_byte_decode_the_same)
 	}
 }
 
+/*
+ * The tbits 2 examples of bftrace.h 2.1, in one stream, as the writer
+ * must produce it from the calls in write_timed():
+ *   SYNC seq 0, time 1000000, res 1000, 2  41 00 00 c0 84 3d e8 07 02
+ *   THREAD 1234/1235, 500 ns               42 00 d2 09 d3 09 f4 03
+ *   ENTER 1, same unit                     84
+ *   ENTER 1, 3 units later                 87
+ *   ENTER 16, same unit                    c0 01
+ *   1 exit, 2 units later                  02
+ *   ENTER 8192, same unit                  c0 80 04
+ *   3 exits, same unit                     08
+ *   TIME_SHORT 5 units (too many inside)   64 00
+ *   ENTER 1, same unit                     84
+ *   65 exits, 1 unit later                 41 04
+ *   SYNC seq 74 (5 + 69), 2000000          41 00 4a 80 89 7a e8 07 02
+ */
+static const char timed_hex[] =
+	"41 00 00 c0 84 3d e8 07 02"
+	"42 00 d2 09 d3 09 f4 03"
+	"84" "87" "c0 01" "02" "c0 80 04" "08" "64 00" "84" "41 04"
+	"41 00 4a 80 89 7a e8 07 02";
+
+static const struct want timed_want[] = {
+	{ BFT_REC_SYNC, 0, 1000000, 0 },
+	{ BFT_REC_THREAD, 500, 1000500, 9 },
+	{ BFT_REC_ENTER, 1, 1000500, 17 },
+	{ BFT_REC_ENTER, 1, 1003500, 18 },
+	{ BFT_REC_ENTER, 16, 1003500, 19 },
+	{ BFT_REC_EXIT, 1, 1005500, 21 },
+	{ BFT_REC_ENTER, 8192, 1005500, 22 },
+	{ BFT_REC_EXIT, 3, 1005500, 25 },
+	{ BFT_REC_TIME_SHORT, 5, 1010500, 26 },
+	{ BFT_REC_ENTER, 1, 1010500, 28 },
+	{ BFT_REC_EXIT, 65, 1011500, 29 },
+	{ BFT_REC_SYNC, 74, 2000000, 31 },
+};
+
+#define NTIMED (sizeof(timed_want) / sizeof(timed_want[0]))
+
+static int write_timed(struct bft_writer *w)
+{
+	int r = 0;
+	int i;
+
+	r |= bft_writer_init(w, 1000, 0);
+	r |= bft_writer_sync(w, 1000000);
+	r |= bft_writer_enter(w, 1000500, 1234, 1235, 1);
+	r |= bft_writer_enter(w, 1003600, 1234, 1235, 1);
+	r |= bft_writer_enter(w, 1003900, 1234, 1235, 16);
+	r |= bft_writer_exit(w, 1005500, 1234, 1235);
+	r |= bft_writer_enter(w, 1005600, 1234, 1235, 8192);
+	for (i = 0; i < 3; i++)
+		r |= bft_writer_exit(w, 1005700 + 100 * i, 1234, 1235);
+	r |= bft_writer_enter(w, 1010500, 1234, 1235, 1);
+	for (i = 0; i < 65; i++)
+		r |= bft_writer_exit(w, 1011500 + i, 1234, 1235);
+	r |= bft_writer_sync(w, 2000000);
+	return r;
+}
+
+static void check_timed(struct __test_metadata *_metadata,
+			const struct rec_log *l)
+{
+	size_t i;
+
+	ASSERT_EQ(NTIMED, l->n);
+	for (i = 0; i < NTIMED; i++) {
+		EXPECT_EQ(timed_want[i].kind, l->r[i].kind) TH_LOG("record %zu", i);
+		EXPECT_EQ(timed_want[i].value, l->r[i].value)
+			TH_LOG("record %zu", i);
+		EXPECT_EQ(timed_want[i].time_ns, l->r[i].time_ns)
+			TH_LOG("record %zu", i);
+		EXPECT_EQ(timed_want[i].offset, l->r[i].offset)
+			TH_LOG("record %zu", i);
+	}
+	EXPECT_EQ(3u, l->r[3].value2);	/* the units ENTER 1 carried */
+	EXPECT_EQ(2u, l->r[5].value2);
+	EXPECT_EQ(0u, l->r[9].value2);	/* they went into TIME_SHORT */
+	EXPECT_EQ(1u, l->r[10].value2);
+}
+
+TEST(timed_examples_decode_whole_and_split_at_every_byte)
+{
+	uint8_t b[128];
+	int n = hex_parse(timed_hex, b, sizeof(b));
+	size_t cut, chunk;
+
+	ASSERT_GT(n, 0);
+	for (cut = 0; cut <= (size_t)n; cut++) {
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+
+		stream_open(&s, &l, 2, BFT_STREAM_STOP);
+		ASSERT_EQ(0, bft_stream_feed(&s, b, cut));
+		ASSERT_EQ(0, bft_stream_feed(&s, b + cut, (size_t)n - cut));
+		ASSERT_EQ(0, bft_stream_finish(&s));
+		EXPECT_EQ(0u, l.nerr);
+		check_timed(_metadata, &l);
+		EXPECT_EQ(74u, bft_stream_seq(&s));
+		EXPECT_EQ(69u, bft_stream_stats(&s)->exits);
+		rec_log_free(&l);
+	}
+	for (chunk = 1; chunk <= 9; chunk++) {
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+
+		stream_open(&s, &l, 2, BFT_STREAM_STOP);
+		ASSERT_EQ(0, stream_decode(&s, b, (size_t)n, chunk));
+		check_timed(_metadata, &l);
+		rec_log_free(&l);
+	}
+}
+
+TEST(writer_produces_timed_examples)
+{
+	uint8_t want[128];
+	char got_hex[300], want_hex[300];
+	int n = hex_parse(timed_hex, want, sizeof(want));
+	struct bft_writer w;
+	const uint8_t *p;
+	size_t len;
+
+	ASSERT_EQ(0, write_timed(&w));
+	p = bft_writer_data(&w, &len);
+	EXPECT_STREQ(hex_format(want, (size_t)n, want_hex),
+		     hex_format(p, len, got_hex));
+	EXPECT_EQ(74u, bft_writer_seq(&w));
+	/* the time bits are fixed once the stream has started */
+	EXPECT_EQ(-EINVAL, bft_writer_set_time_bits(&w, 0));
+	bft_writer_free(&w);
+}
+
 /* Decode hex with the given error action; returns feed/finish's result. */
 static int decode_hex(const char *hex, struct rec_log *l, int action,
 		      struct bft_stream *s)
@@ -208,7 +341,8 @@ static int decode_hex(const char *hex, struct rec_log *l, int action,
 	return stream_decode(s, b, (size_t)n, 0);
 }
 
-#define SYNC0 "41 00 00 c0 84 3d e8 07 "	/* seq 0 at 1 ms, res 1 us */
+/* seq 0 at 1 ms, res 1 us, tbits 0 */
+#define SYNC0 "41 00 00 c0 84 3d e8 07 00 "
 #define THR "42 00 d2 09 d3 09 00 "		/* 1234/1235, 0 ns */
 
 struct err_case {
@@ -220,41 +354,44 @@ struct err_case {
 };
 
 static const struct err_case err_cases[] = {
-	{ "kind 0", SYNC0 "40 00", BFT_SERR_KIND_ZERO, 8, "escape byte 0x40" },
-	{ "kind 9", SYNC0 "49 00 01", BFT_SERR_KIND_UNKNOWN, 8, "0x49" },
-	{ "kind 0x1f", SYNC0 "5f 00", BFT_SERR_KIND_UNKNOWN, 8, "0x5f" },
+	{ "kind 0", SYNC0 "40 00", BFT_SERR_KIND_ZERO, 9, "escape byte 0x40" },
+	{ "kind 9", SYNC0 "49 00 01", BFT_SERR_KIND_UNKNOWN, 9, "0x49" },
+	{ "kind 0x1f", SYNC0 "5f 00", BFT_SERR_KIND_UNKNOWN, 9, "0x5f" },
 	{ "enter before sync", "81", BFT_SERR_BEFORE_SYNC, 0, "ENTER" },
 	{ "thread before sync", THR, BFT_SERR_BEFORE_SYNC, 0, "THREAD" },
-	{ "event without thread", SYNC0 "81", BFT_SERR_NO_THREAD, 8, "ENTER" },
-	{ "exit without thread", SYNC0 "00", BFT_SERR_NO_THREAD, 8, "EXIT" },
+	{ "event without thread", SYNC0 "81", BFT_SERR_NO_THREAD, 9, "ENTER" },
+	{ "exit without thread", SYNC0 "00", BFT_SERR_NO_THREAD, 9, "EXIT" },
 	{ "enter beyond u32", SYNC0 THR "c0 80 80 80 20",
-	  BFT_SERR_ID_RANGE, 15, "4294967296" },
+	  BFT_SERR_ID_RANGE, 16, "4294967296" },
 	{ "noret beyond u32", SYNC0 THR "46 00 80 80 80 80 10",
-	  BFT_SERR_ID_RANGE, 15, "4294967296" },
+	  BFT_SERR_ID_RANGE, 16, "4294967296" },
 	{ "tid beyond u32", SYNC0 "42 00 01 80 80 80 80 10 00",
-	  BFT_SERR_FIELD_RANGE, 8, "THREAD id 4294967296" },
-	{ "res 0", "41 00 00 00 00", BFT_SERR_FIELD_RANGE, 0, "res_ns" },
+	  BFT_SERR_FIELD_RANGE, 9, "THREAD id 4294967296" },
+	{ "res 0", "41 00 00 00 00 00", BFT_SERR_FIELD_RANGE, 0, "res_ns" },
+	{ "tbits 6", "41 00 00 00 01 06", BFT_SERR_FIELD_RANGE, 0, "tbits 6" },
 	{ "11-byte enter", SYNC0 THR "c0 80 80 80 80 80 80 80 80 80 01",
-	  BFT_SERR_VARINT_TOO_LONG, 15, "10 bytes" },
+	  BFT_SERR_VARINT_TOO_LONG, 16, "10 bytes" },
 	{ "enter past 64 bits", SYNC0 THR "ff ff ff ff ff ff ff ff ff 04",
-	  BFT_SERR_VARINT_OVERFLOW, 15, "64 bits" },
+	  BFT_SERR_VARINT_OVERFLOW, 16, "64 bits" },
 	{ "11-byte payload", SYNC0 "43 00 80 80 80 80 80 80 80 80 80 80 01",
-	  BFT_SERR_VARINT_TOO_LONG, 8, "10 bytes" },
+	  BFT_SERR_VARINT_TOO_LONG, 9, "10 bytes" },
 	{ "payload past 64 bits", SYNC0 "44 00 ff ff ff ff ff ff ff ff ff 02",
-	  BFT_SERR_VARINT_OVERFLOW, 8, "64 bits" },
-	{ "overlong enter", SYNC0 THR "c1 00", BFT_SERR_VARINT_OVERLONG, 15,
+	  BFT_SERR_VARINT_OVERFLOW, 9, "64 bits" },
+	{ "overlong enter", SYNC0 THR "c1 00", BFT_SERR_VARINT_OVERLONG, 16,
 	  "overlong" },
-	{ "overlong exit", SYNC0 THR "41 80 00", BFT_SERR_VARINT_OVERLONG, 15,
+	{ "overlong exit", SYNC0 THR "41 80 00", BFT_SERR_VARINT_OVERLONG, 16,
 	  "overlong" },
-	{ "overlong payload", SYNC0 "43 00 80 00", BFT_SERR_VARINT_OVERLONG, 8,
+	{ "overlong payload", SYNC0 "43 00 80 00", BFT_SERR_VARINT_OVERLONG, 9,
 	  "overlong" },
 	{ "exit run past 2^64", SYNC0 THR "7f ff ff ff ff ff ff ff ff 03",
-	  BFT_SERR_FIELD_RANGE, 15, "EXIT run" },
-	{ "time overflow", "41 00 00 ff ff ff ff ff ff ff ff ff 01 01 "
-	  "43 00 02", BFT_SERR_FIELD_RANGE, 14, "overflows" },
-	{ "truncated sync", SYNC0 "41 00 01 80", BFT_SERR_TRUNCATED, 8,
+	  BFT_SERR_FIELD_RANGE, 16, "EXIT run" },
+	{ "time overflow", "41 00 00 ff ff ff ff ff ff ff ff ff 01 01 00 "
+	  "43 00 02", BFT_SERR_FIELD_RANGE, 15, "overflows" },
+	{ "time overflow inside an enter", "41 00 00 fe ff ff ff ff ff ff ff "
+	  "ff 01 01 02 " THR "87", BFT_SERR_FIELD_RANGE, 22, "overflows" },
+	{ "truncated sync", SYNC0 "41 00 01 80", BFT_SERR_TRUNCATED, 9,
 	  "4 byte(s)" },
-	{ "truncated enter", SYNC0 THR "c0 80", BFT_SERR_TRUNCATED, 15,
+	{ "truncated enter", SYNC0 THR "c0 80", BFT_SERR_TRUNCATED, 16,
 	  "first 0xc0" },
 };
 
@@ -294,13 +431,13 @@ TEST(sequence_gap_reports_expected_and_got)
 	const struct bft_stream_stats *st;
 
 	/* 2 events, then a SYNC claiming 9 were produced */
-	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 00 41 00 09 90 8b 40 01",
+	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 00 41 00 09 90 8b 40 01 00",
 				&l, BFT_STREAM_RESYNC, &s));
 	ASSERT_EQ(1u, l.nerr);
 	EXPECT_EQ(BFT_SERR_SEQ_GAP, l.err[0].code);
 	EXPECT_EQ(2u, l.err[0].expected);
 	EXPECT_EQ(9u, l.err[0].got);
-	EXPECT_EQ(17u, l.err[0].offset);
+	EXPECT_EQ(18u, l.err[0].offset);
 	EXPECT_NE(NULL, strstr(l.err[0].msg, "expected seq 2, got 9"));
 	ASSERT_EQ(6u, l.n);
 	EXPECT_EQ(BFT_REC_GAP, l.r[4].kind);
@@ -321,7 +458,7 @@ TEST(sync_counts_lost_events_in_seq)
 	struct bft_stream s;
 	struct rec_log l = { 0 };
 
-	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 44 00 05 00 41 00 07 90 8b 40 01",
+	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 44 00 05 00 41 00 07 90 8b 40 01 00",
 				&l, BFT_STREAM_STOP, &s));
 	EXPECT_EQ(0u, l.nerr);
 	EXPECT_EQ(0u, bft_stream_stats(&s)->gaps);
@@ -333,7 +470,7 @@ TEST(time_going_backwards_is_reported_and_clamped)
 	struct bft_stream s;
 	struct rec_log l = { 0 };
 
-	ASSERT_EQ(0, decode_hex(SYNC0 "41 00 00 e8 07 01", &l,
+	ASSERT_EQ(0, decode_hex(SYNC0 "41 00 00 e8 07 01 00", &l,
 				BFT_STREAM_RESYNC, &s));
 	ASSERT_EQ(1u, l.nerr);
 	EXPECT_EQ(BFT_SERR_TIME_BACKWARDS, l.err[0].code);
@@ -353,18 +490,18 @@ TEST(resync_skips_garbage_to_next_sync_and_marks_a_gap)
 
 	/* enter, garbage (unknown kind), events lost in it, then a SYNC */
 	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 49 00 81 81 ff 41 "
-				"41 00 06 90 8b 40 01 " THR "82", &l,
+				"41 00 06 90 8b 40 01 00 " THR "82", &l,
 				BFT_STREAM_RESYNC, &s));
 	ASSERT_EQ(1u, l.nerr);
 	EXPECT_EQ(BFT_SERR_KIND_UNKNOWN, l.err[0].code);
-	EXPECT_EQ(16u, l.err[0].offset);
+	EXPECT_EQ(17u, l.err[0].offset);
 	ASSERT_EQ(7u, l.n);
 	EXPECT_EQ(BFT_REC_ENTER, l.r[2].kind);
 	EXPECT_EQ(BFT_REC_GAP, l.r[3].kind);
 	EXPECT_EQ(1u, l.r[3].value);	/* counted up to the error */
 	EXPECT_EQ(6u, l.r[3].value2);
 	EXPECT_EQ(BFT_REC_SYNC, l.r[4].kind);
-	EXPECT_EQ(22u, l.r[4].offset);
+	EXPECT_EQ(23u, l.r[4].offset);
 	EXPECT_EQ(BFT_REC_THREAD, l.r[5].kind);
 	EXPECT_EQ(BFT_REC_ENTER, l.r[6].kind);
 	EXPECT_EQ(2u, l.r[6].value);
@@ -555,10 +692,10 @@ TEST(garbage_and_mutations_never_crash)
  *   ENTER 1, ENTER 2                         81 82
  *   THROW type 2, how throw                  47 00 02 01
  *   UNWIND 2 frames, reason catch            48 00 02 01
- *   SYNC seq 4                               41 00 04 c0 84 3d e8 07
+ *   SYNC seq 4                               41 00 04 c0 84 3d e8 07 00
  */
 #define EXC_HEX SYNC0 THR "81 82 47 00 02 01 48 00 02 01 " \
-	"41 00 04 c0 84 3d e8 07"
+	"41 00 04 c0 84 3d e8 07 00"
 
 static void check_exc(struct __test_metadata *_metadata,
 		      const struct rec_log *l)
@@ -568,14 +705,14 @@ static void check_exc(struct __test_metadata *_metadata,
 	EXPECT_EQ(2u, l->r[4].value);
 	EXPECT_EQ(BFT_THROW_THROW, l->r[4].value2);
 	EXPECT_EQ(BFT_ESC_THROW, l->r[4].esc);
-	EXPECT_EQ(17u, l->r[4].offset);
+	EXPECT_EQ(18u, l->r[4].offset);
 	EXPECT_EQ(2u, l->r[4].seq);
 	EXPECT_EQ(1235u, l->r[4].tid);
 	EXPECT_EQ(BFT_REC_UNWIND, l->r[5].kind);
 	EXPECT_EQ(2u, l->r[5].value);
 	EXPECT_EQ(BFT_UNWIND_CATCH, l->r[5].value2);
 	EXPECT_EQ(BFT_ESC_UNWIND, l->r[5].esc);
-	EXPECT_EQ(21u, l->r[5].offset);
+	EXPECT_EQ(22u, l->r[5].offset);
 	EXPECT_EQ(3u, l->r[5].seq);
 	EXPECT_EQ(BFT_REC_SYNC, l->r[6].kind);
 	EXPECT_EQ(4u, l->r[6].value);
@@ -640,6 +777,7 @@ TEST(writer_produces_throw_and_unwind_examples)
 	size_t len;
 
 	ASSERT_EQ(0, bft_writer_init(&w, 1000, 0));
+	ASSERT_EQ(0, bft_writer_set_time_bits(&w, 0));
 	ASSERT_EQ(0, bft_writer_sync(&w, 1000000));
 	ASSERT_EQ(0, bft_writer_enter(&w, 1000000, 1234, 1235, 1));
 	ASSERT_EQ(0, bft_writer_throw(&w, 1000000, 1234, 1235, 2,
@@ -648,8 +786,8 @@ TEST(writer_produces_throw_and_unwind_examples)
 				       BFT_UNWIND_CATCH));
 	ASSERT_EQ(0, bft_writer_sync(&w, 1000000));
 	p = bft_writer_data(&w, &len);
-	EXPECT_STREQ("410000c0843de807" "4200d209d30900" "81" "47000201"
-		     "48000201" "4100" "03" "c0843de807",
+	EXPECT_STREQ("410000c0843de80700" "4200d209d30900" "81" "47000201"
+		     "48000201" "4100" "03" "c0843de80700",
 		     hex_format(p, len, got));
 	EXPECT_EQ(3u, bft_writer_seq(&w));
 	bft_writer_free(&w);
@@ -662,7 +800,7 @@ TEST(sync_after_unwind_counts_one_event_not_n)
 	struct rec_log l = { 0 };
 
 	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 82 83 48 00 03 02 "
-				"41 00 06 c0 84 3d e8 07", &l,
+				"41 00 06 c0 84 3d e8 07 00", &l,
 				BFT_STREAM_RESYNC, &s));
 	ASSERT_EQ(1u, l.nerr);
 	EXPECT_EQ(BFT_SERR_SEQ_GAP, l.err[0].code);
@@ -680,7 +818,7 @@ TEST(lost_throw_and_unwind_add_up_in_seq)
 	/* THROW, LOST 5, UNWIND (longjmp), THROW (forced): 1 + 5 + 1 + 1 */
 	ASSERT_EQ(0, decode_hex(SYNC0 THR "47 00 00 01 44 00 05 " THR
 				"48 00 01 02 47 00 00 03 "
-				"41 00 08 c0 84 3d e8 07", &l,
+				"41 00 08 c0 84 3d e8 07 00", &l,
 				BFT_STREAM_STOP, &s));
 	EXPECT_EQ(0u, l.nerr);
 	EXPECT_EQ(2u, bft_stream_stats(&s)->throws);
@@ -691,34 +829,34 @@ TEST(lost_throw_and_unwind_add_up_in_seq)
 }
 
 static const struct err_case exc_err_cases[] = {
-	{ "throw without thread", SYNC0 "47 00 02 01", BFT_SERR_NO_THREAD, 8,
+	{ "throw without thread", SYNC0 "47 00 02 01", BFT_SERR_NO_THREAD, 9,
 	  "THROW" },
-	{ "unwind without thread", SYNC0 "48 00 02 01", BFT_SERR_NO_THREAD, 8,
+	{ "unwind without thread", SYNC0 "48 00 02 01", BFT_SERR_NO_THREAD, 9,
 	  "UNWIND" },
 	{ "throw before sync", "47 00 02 01", BFT_SERR_BEFORE_SYNC, 0,
 	  "THROW" },
 	{ "throw type beyond u32", SYNC0 THR "47 00 80 80 80 80 10 01",
-	  BFT_SERR_ID_RANGE, 15, "THROW type 4294967296" },
-	{ "throw how 0", SYNC0 THR "47 00 02 00", BFT_SERR_FIELD_RANGE, 15,
+	  BFT_SERR_ID_RANGE, 16, "THROW type 4294967296" },
+	{ "throw how 0", SYNC0 THR "47 00 02 00", BFT_SERR_FIELD_RANGE, 16,
 	  "THROW how 0" },
-	{ "throw how 4", SYNC0 THR "47 00 02 04", BFT_SERR_FIELD_RANGE, 15,
+	{ "throw how 4", SYNC0 THR "47 00 02 04", BFT_SERR_FIELD_RANGE, 16,
 	  "THROW how 4" },
 	{ "unwind of 0 frames", SYNC0 THR "48 00 00 01", BFT_SERR_FIELD_RANGE,
-	  15, "UNWIND of 0 frames" },
-	{ "unwind reason 0", SYNC0 THR "48 00 01 00", BFT_SERR_FIELD_RANGE, 15,
+	  16, "UNWIND of 0 frames" },
+	{ "unwind reason 0", SYNC0 THR "48 00 01 00", BFT_SERR_FIELD_RANGE, 16,
 	  "UNWIND reason 0" },
-	{ "unwind reason 9", SYNC0 THR "48 00 01 09", BFT_SERR_FIELD_RANGE, 15,
+	{ "unwind reason 9", SYNC0 THR "48 00 01 09", BFT_SERR_FIELD_RANGE, 16,
 	  "UNWIND reason 9" },
 	{ "overlong throw type", SYNC0 THR "47 00 82 00 01",
-	  BFT_SERR_VARINT_OVERLONG, 15, "overlong" },
+	  BFT_SERR_VARINT_OVERLONG, 16, "overlong" },
 	{ "unwind past 64 bits", SYNC0 THR "48 00 ff ff ff ff ff ff ff ff ff 02 01",
-	  BFT_SERR_VARINT_OVERFLOW, 15, "64 bits" },
-	{ "truncated throw", SYNC0 THR "47 00 02", BFT_SERR_TRUNCATED, 15,
+	  BFT_SERR_VARINT_OVERFLOW, 16, "64 bits" },
+	{ "truncated throw", SYNC0 THR "47 00 02", BFT_SERR_TRUNCATED, 16,
 	  "3 byte(s)" },
-	{ "truncated unwind", SYNC0 THR "48 00", BFT_SERR_TRUNCATED, 15,
+	{ "truncated unwind", SYNC0 THR "48 00", BFT_SERR_TRUNCATED, 16,
 	  "first 0x48" },
 	{ "truncated unwind varint", SYNC0 THR "48 00 02 81", BFT_SERR_TRUNCATED,
-	  15, "4 byte(s)" },
+	  16, "4 byte(s)" },
 };
 
 TEST(malformed_throw_and_unwind_are_reported_with_offset)
@@ -752,7 +890,7 @@ TEST(resync_over_a_bad_unwind_marks_a_gap)
 	struct rec_log l = { 0 };
 
 	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 48 00 00 01 "
-				"41 00 02 c0 84 3d e8 07 " THR "47 00 01 01",
+				"41 00 02 c0 84 3d e8 07 00 " THR "47 00 01 01",
 				&l, BFT_STREAM_RESYNC, &s));
 	ASSERT_EQ(1u, l.nerr);
 	EXPECT_EQ(BFT_SERR_FIELD_RANGE, l.err[0].code);

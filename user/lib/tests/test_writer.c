@@ -78,24 +78,32 @@ TEST_F(wr, thread_record_only_on_change_or_after_sched_out)
 	EXPECT_EQ(2u, self->l.r[8].tid);
 }
 
-TEST_F(wr, time_short_up_to_32_units_then_time)
+TEST_F(wr, units_inside_the_event_up_to_3_then_time_short_then_time)
 {
 	ASSERT_EQ(0, bft_writer_enter(&self->w, 0, 1, 1, 1));
 	ASSERT_EQ(0, bft_writer_enter(&self->w, 1999, 1, 1, 2));	/* 1 */
-	ASSERT_EQ(0, bft_writer_enter(&self->w, 33999, 1, 1, 3));	/* 32 */
-	ASSERT_EQ(0, bft_writer_enter(&self->w, 66999, 1, 1, 4));	/* 33 */
-	ASSERT_EQ(0, bft_writer_enter(&self->w, 66500, 1, 1, 5));	/* 0 */
+	ASSERT_EQ(0, bft_writer_enter(&self->w, 4999, 1, 1, 3));	/* 3 */
+	ASSERT_EQ(0, bft_writer_enter(&self->w, 8999, 1, 1, 4));	/* 4 */
+	ASSERT_EQ(0, bft_writer_enter(&self->w, 40999, 1, 1, 5));	/* 32 */
+	ASSERT_EQ(0, bft_writer_enter(&self->w, 73999, 1, 1, 6));	/* 33 */
+	ASSERT_EQ(0, bft_writer_enter(&self->w, 73500, 1, 1, 7));	/* 0 */
 	DECODE();
-	EXPECT_STREQ("SYNC THREAD ENTER TIME_SHORT ENTER TIME_SHORT ENTER "
-		     "TIME ENTER ENTER", self->kinds);
-	EXPECT_EQ(1u, self->l.r[3].value);
-	EXPECT_EQ(0x20, self->l.r[3].esc);
-	EXPECT_EQ(32u, self->l.r[5].value);
-	EXPECT_EQ(0x3f, self->l.r[5].esc);
-	EXPECT_EQ(33u, self->l.r[7].value);
+	EXPECT_STREQ("SYNC THREAD ENTER ENTER ENTER TIME_SHORT ENTER "
+		     "TIME_SHORT ENTER TIME ENTER ENTER", self->kinds);
+	EXPECT_EQ(1u, self->l.r[3].value2);
+	EXPECT_EQ(1000u, self->l.r[3].time_ns);
+	EXPECT_EQ(3u, self->l.r[4].value2);
+	EXPECT_EQ(4000u, self->l.r[4].time_ns);
+	EXPECT_EQ(4u, self->l.r[5].value);
+	EXPECT_EQ(0x23, self->l.r[5].esc);
+	EXPECT_EQ(0u, self->l.r[6].value2);
+	EXPECT_EQ(32u, self->l.r[7].value);
+	EXPECT_EQ(0x3f, self->l.r[7].esc);
+	EXPECT_EQ(33u, self->l.r[9].value);
 	/* stream time: true time rounded down to the unit */
-	EXPECT_EQ(66000u, self->l.r[8].time_ns);
-	EXPECT_EQ(66000u, self->l.r[9].time_ns);
+	EXPECT_EQ(73000u, self->l.r[10].time_ns);
+	EXPECT_EQ(73000u, self->l.r[11].time_ns);
+	EXPECT_EQ(7u, self->l.r[11].value);
 }
 
 TEST_F(wr, exits_of_one_thread_in_one_unit_are_one_run)
@@ -114,11 +122,12 @@ TEST_F(wr, exits_of_one_thread_in_one_unit_are_one_run)
 	ASSERT_EQ(0, bft_writer_exit(&self->w, 1001, 2, 2));	/* thread */
 	ASSERT_EQ(0, bft_writer_seal(&self->w));
 	DECODE();
-	EXPECT_STREQ("SYNC THREAD ENTER EXIT TIME_SHORT EXIT THREAD EXIT",
-		     self->kinds);
+	EXPECT_STREQ("SYNC THREAD ENTER EXIT EXIT THREAD EXIT", self->kinds);
 	EXPECT_EQ(6u, self->l.r[3].value);
-	EXPECT_EQ(1u, self->l.r[5].value);
-	EXPECT_EQ(1u, self->l.r[7].value);
+	EXPECT_EQ(1u, self->l.r[4].value);
+	EXPECT_EQ(1u, self->l.r[4].value2);	/* next unit, inside */
+	EXPECT_EQ(1000u, self->l.r[4].time_ns);
+	EXPECT_EQ(1u, self->l.r[6].value);
 	EXPECT_EQ(9u, bft_writer_seq(&self->w));
 }
 
