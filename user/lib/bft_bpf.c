@@ -32,6 +32,7 @@
 
 #include "bft_bpf.h"
 #include "bft_bpf_shared.h"
+#include "bft_varint.h"
 #include "bft.skel.h"
 
 #ifndef BPF_FS_MAGIC
@@ -1468,10 +1469,18 @@ int bft_bpf_unload(char *err, size_t errlen)
 
 /* ---- the reader ---- */
 
+/*
+ * A sample is one hit's records, often a single byte: handing each to the
+ * callback and storing the read position per sample (a system call) cost
+ * far more than decoding it.  So a poll gathers each CPU's samples, in
+ * order, and delivers them, and the position, once per CPU at its end.
+ */
 struct ring_ctx {
 	struct bft_bpf_rings *r;
 	unsigned int cpu;
 	uint64_t bytes;
+	uint64_t bytes_stored;	/* what the bft_read map says */
+	struct bft_buf pend;	/* gathered, not yet delivered */
 };
 
 struct bft_bpf_rings {
@@ -1488,20 +1497,53 @@ static int on_sample(void *ctx, void *data, size_t len)
 {
 	struct ring_ctx *c = ctx;
 	struct bft_bpf_rings *r = c->r;
-	uint64_t pos;
-	int ret = 0;
 
-	if (r->cb)
-		ret = r->cb(c->cpu, data, len, r->arg);
-	c->bytes += len;
-	r->got += len;
-	pos = c->bytes;
-	bpf_map_update_elem(r->b->read_fd, &c->cpu, &pos, BPF_ANY);
-	if (ret) {
-		r->cb_ret = ret < 0 ? ret : -ECANCELED;
+	if (r->cb && bft_buf_append(&c->pend, data, len)) {
+		r->cb_ret = -ENOMEM;
 		return r->cb_ret;
 	}
+	c->bytes += len;
+	r->got += len;
 	return 0;
+}
+
+/* Hand every CPU's gathered bytes to the callback; store the positions. */
+static int deliver(struct bft_bpf_rings *r)
+{
+	for (unsigned int cpu = 0; cpu < r->b->nr_cpus; cpu++) {
+		struct ring_ctx *c = &r->cpus[cpu];
+		int ret;
+
+		if (c->bytes != c->bytes_stored) {
+			bpf_map_update_elem(r->b->read_fd, &c->cpu, &c->bytes,
+					    BPF_ANY);
+			c->bytes_stored = c->bytes;
+		}
+		if (!c->pend.len)
+			continue;
+		ret = r->cb(cpu, c->pend.data, c->pend.len, r->arg);
+		c->pend.len = 0;
+		if (ret)
+			return ret < 0 ? ret : -ECANCELED;
+	}
+	return 0;
+}
+
+/* One pass over the rings (poll or consume), then the delivery. */
+static int rings_pass(struct bft_bpf_rings *r, int timeout_ms, bool poll)
+{
+	int err, ret;
+
+	r->got = 0;
+	r->cb_ret = 0;
+	err = poll ? ring_buffer__poll(r->rb, timeout_ms) :
+		     ring_buffer__consume(r->rb);
+	ret = deliver(r);
+	if (r->cb_ret)
+		return r->cb_ret;
+	if (ret)
+		return ret;
+	return err < 0 ? err : 0;
 }
 
 int bft_bpf_rings_open(struct bft_bpf *b, struct bft_bpf_rings **rp,
@@ -1530,6 +1572,7 @@ int bft_bpf_rings_open(struct bft_bpf *b, struct bft_bpf_rings **rp,
 		/* bytes an earlier reader took count as read already */
 		if (!bpf_map_lookup_elem(b->read_fd, &cpu, &rd))
 			r->cpus[cpu].bytes = rd;
+		r->cpus[cpu].bytes_stored = r->cpus[cpu].bytes;
 		if (bpf_map_lookup_elem(b->rings_fd, &cpu, &id)) {
 			err = fail(b, -errno, "the ring of CPU %u: %s", cpu,
 				   strerror(errno));
@@ -1567,6 +1610,8 @@ void bft_bpf_rings_close(struct bft_bpf_rings *r)
 	if (!r)
 		return;
 	ring_buffer__free(r->rb);
+	for (unsigned int cpu = 0; cpu < r->b->nr_cpus; cpu++)
+		bft_buf_free(&r->cpus[cpu].pend);
 	free(r->cpus);
 	free(r);
 }
@@ -1579,13 +1624,8 @@ uint64_t bft_bpf_rings_bytes_read(const struct bft_bpf_rings *r,
 
 ssize_t bft_bpf_rings_poll(struct bft_bpf_rings *r, int timeout_ms)
 {
-	int err;
+	int err = rings_pass(r, timeout_ms, true);
 
-	r->got = 0;
-	r->cb_ret = 0;
-	err = ring_buffer__poll(r->rb, timeout_ms);
-	if (r->cb_ret)
-		return r->cb_ret;
 	if (err < 0 && err != -EINTR)
 		return err;
 	return r->got;
@@ -1609,11 +1649,7 @@ ssize_t bft_bpf_rings_drain(struct bft_bpf_rings *r, int quiet_ms, int max_ms)
 		err = bft_bpf_flush(r->b, false);
 		if (err)
 			return err;
-		r->got = 0;
-		r->cb_ret = 0;
-		err = ring_buffer__consume(r->rb);
-		if (r->cb_ret)
-			return r->cb_ret;
+		err = rings_pass(r, 0, false);
 		if (err < 0)
 			return err;
 		got = r->got;
