@@ -90,29 +90,49 @@ static int write_examples(struct bft_writer *w)
 	return r;
 }
 
-static void check_examples(struct __test_metadata *_metadata,
-			   const struct rec_log *l)
+/* Records decoded on CPU 2 of thread 1234/1235 against the wanted ones. */
+static void check_want(struct __test_metadata *_metadata,
+		       const struct rec_log *l, const struct want *want,
+		       size_t n)
 {
 	size_t i;
 
-	ASSERT_EQ(NWANT, l->n);
-	for (i = 0; i < NWANT; i++) {
+	ASSERT_EQ(n, l->n);
+	for (i = 0; i < n; i++) {
 		const struct bft_record *r = &l->r[i];
 
-		EXPECT_EQ(examples_want[i].kind, r->kind)
-			TH_LOG("record %zu", i);
-		EXPECT_EQ(examples_want[i].value, r->value)
-			TH_LOG("record %zu", i);
-		EXPECT_EQ(examples_want[i].time_ns, r->time_ns)
-			TH_LOG("record %zu", i);
-		EXPECT_EQ(examples_want[i].offset, r->offset)
-			TH_LOG("record %zu", i);
+		EXPECT_EQ(want[i].kind, r->kind) TH_LOG("record %zu", i);
+		EXPECT_EQ(want[i].value, r->value) TH_LOG("record %zu", i);
+		EXPECT_EQ(want[i].time_ns, r->time_ns) TH_LOG("record %zu", i);
+		EXPECT_EQ(want[i].offset, r->offset) TH_LOG("record %zu", i);
 		EXPECT_EQ(2u, r->cpu);
 		if (i > 0) {
 			EXPECT_EQ(1234u, r->tgid);
 			EXPECT_EQ(1235u, r->tid);
 		}
 	}
+}
+
+/* What a writer wrote, against the hex it must be. */
+static void check_written(struct __test_metadata *_metadata,
+			  struct bft_writer *w, const char *hex)
+{
+	uint8_t want[128];
+	char got_hex[300], want_hex[300];
+	int n = hex_parse(hex, want, sizeof(want));
+	const uint8_t *p;
+	size_t len;
+
+	ASSERT_GT(n, 0);
+	p = bft_writer_data(w, &len);
+	EXPECT_STREQ(hex_format(want, (size_t)n, want_hex),
+		     hex_format(p, len, got_hex));
+}
+
+static void check_examples(struct __test_metadata *_metadata,
+			   const struct rec_log *l)
+{
+	check_want(_metadata, l, examples_want, NWANT);
 	EXPECT_EQ(1000u, l->r[0].value2);	/* res_ns */
 	EXPECT_EQ(0x22, l->r[5].esc);	/* the kind, not the byte */
 	EXPECT_EQ(BFT_ESC_ENTER_NORET, l->r[9].esc);
@@ -152,17 +172,10 @@ TEST(header_examples_decode)
 
 TEST(writer_produces_header_examples)
 {
-	uint8_t want[128];
-	char got_hex[300], want_hex[300];
-	int n = hex_parse(examples_hex, want, sizeof(want));
 	struct bft_writer w;
-	const uint8_t *p;
-	size_t len;
 
 	ASSERT_EQ(0, write_examples(&w));
-	p = bft_writer_data(&w, &len);
-	EXPECT_STREQ(hex_format(want, (size_t)n, want_hex),
-		     hex_format(p, len, got_hex));
+	check_written(_metadata, &w, examples_hex);
 	EXPECT_EQ(79u, bft_writer_seq(&w));
 	bft_writer_free(&w);
 }
@@ -259,18 +272,7 @@ static int write_timed(struct bft_writer *w)
 static void check_timed(struct __test_metadata *_metadata,
 			const struct rec_log *l)
 {
-	size_t i;
-
-	ASSERT_EQ(NTIMED, l->n);
-	for (i = 0; i < NTIMED; i++) {
-		EXPECT_EQ(timed_want[i].kind, l->r[i].kind) TH_LOG("record %zu", i);
-		EXPECT_EQ(timed_want[i].value, l->r[i].value)
-			TH_LOG("record %zu", i);
-		EXPECT_EQ(timed_want[i].time_ns, l->r[i].time_ns)
-			TH_LOG("record %zu", i);
-		EXPECT_EQ(timed_want[i].offset, l->r[i].offset)
-			TH_LOG("record %zu", i);
-	}
+	check_want(_metadata, l, timed_want, NTIMED);
 	EXPECT_EQ(3u, l->r[3].value2);	/* the units ENTER 1 carried */
 	EXPECT_EQ(2u, l->r[5].value2);
 	EXPECT_EQ(0u, l->r[9].value2);	/* they went into TIME_SHORT */
@@ -311,17 +313,10 @@ TEST(timed_examples_decode_whole_and_split_at_every_byte)
 
 TEST(writer_produces_timed_examples)
 {
-	uint8_t want[128];
-	char got_hex[300], want_hex[300];
-	int n = hex_parse(timed_hex, want, sizeof(want));
 	struct bft_writer w;
-	const uint8_t *p;
-	size_t len;
 
 	ASSERT_EQ(0, write_timed(&w));
-	p = bft_writer_data(&w, &len);
-	EXPECT_STREQ(hex_format(want, (size_t)n, want_hex),
-		     hex_format(p, len, got_hex));
+	check_written(_metadata, &w, timed_hex);
 	EXPECT_EQ(74u, bft_writer_seq(&w));
 	/* the time bits are fixed once the stream has started */
 	EXPECT_EQ(-EINVAL, bft_writer_set_time_bits(&w, 0));
