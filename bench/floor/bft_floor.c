@@ -8,6 +8,10 @@
  * to check that every call was seen, and unloads it.  The handlers only
  * count, per CPU, so two traced threads do not share a cache line: anything
  * a real tracer costs above this is its own doing.
+ *
+ * clock=N makes each handler also read one clock, as a tracer stamping its
+ * events does, to price the clock alone (bench/guest-clock.sh):
+ * 0 none, 1 ktime_get_ns(), 2 ktime_get_mono_fast_ns(), 3 local_clock().
  */
 #include <linux/dcache.h>
 #include <linux/err.h>
@@ -15,6 +19,8 @@
 #include <linux/moduleparam.h>
 #include <linux/namei.h>
 #include <linux/percpu.h>
+#include <linux/sched/clock.h>
+#include <linux/timekeeping.h>
 #include <linux/uprobes.h>
 
 static char *floor_file;
@@ -25,8 +31,29 @@ static unsigned long floor_offset;
 module_param_named(offset, floor_offset, ulong, 0444);
 MODULE_PARM_DESC(offset, "file offset of the probed instruction");
 
+static unsigned int floor_clock;
+module_param_named(clock, floor_clock, uint, 0444);
+MODULE_PARM_DESC(clock, "clock read per hit: 0 none, 1 ktime_get_ns, 2 ktime_get_mono_fast_ns, 3 local_clock");
+
 static DEFINE_PER_CPU(unsigned long, floor_entries);
 static DEFINE_PER_CPU(unsigned long, floor_returns);
+/* where the clock readings go, so that they are not optimised away */
+static DEFINE_PER_CPU(u64, floor_stamp);
+
+static void floor_read_clock(void)
+{
+	switch (floor_clock) {
+	case 1:
+		this_cpu_write(floor_stamp, ktime_get_ns());
+		break;
+	case 2:
+		this_cpu_write(floor_stamp, ktime_get_mono_fast_ns());
+		break;
+	case 3:
+		this_cpu_write(floor_stamp, local_clock());
+		break;
+	}
+}
 
 static unsigned long floor_sum(unsigned long __percpu *counter)
 {
@@ -68,6 +95,7 @@ static int floor_entry(struct uprobe_consumer *uc, struct pt_regs *regs,
 static int floor_entry(struct uprobe_consumer *uc, struct pt_regs *regs)
 #endif
 {
+	floor_read_clock();
 	this_cpu_inc(floor_entries);
 	return 0;
 }
@@ -80,6 +108,7 @@ static int floor_return(struct uprobe_consumer *uc, unsigned long func,
 			struct pt_regs *regs)
 #endif
 {
+	floor_read_clock();
 	this_cpu_inc(floor_returns);
 	return 0;
 }
@@ -110,6 +139,10 @@ static int __init floor_init(void)
 {
 	int err;
 
+	if (floor_clock > 3) {
+		pr_err("bft_floor: clock=%u: 0 to 3\n", floor_clock);
+		return -EINVAL;
+	}
 	if (!floor_file || !*floor_file) {
 		pr_err("bft_floor: give path=FILE offset=N\n");
 		return -EINVAL;
