@@ -49,24 +49,27 @@ static inline bool bft_session_active(int mode)
 /* ---- rings (bft_ring.c) ---- */
 
 /*
- * One per possible CPU.  The producer is whatever uprobe handler runs on
- * that CPU; the flush work and the control path also write records (SYNC,
- * BREAK) from other CPUs, so writers serialise on @lock.  The reader never
- * takes @lock: it owns @tail and reads @head with acquire semantics.
+ * One per possible CPU, and written only on that CPU with preemption off:
+ * by whatever uprobe handler runs there, and by the flush work, the control
+ * path and the reader through a work item on that CPU (bft_ring_on_cpu()),
+ * so writers exclude each other without a lock.  The reader owns @tail and
+ * reads @head with acquire semantics.
  *
  * Who writes what:
- *   data[head..], head, writer state, counters: writers, under @lock
+ *   data[head..], head, writer state, counters: on the ring's CPU,
+ *                                                preemption off
  *   tail, bytes_read:                            the bound reader
- *   suspended:                                   handlers on this CPU
+ *   flushed:                                     set on the CPU, cleared by
+ *                                                the reader (WRITE_ONCE)
  */
 struct bft_ring {
-	raw_spinlock_t lock;	/* writers, handlers with preemption off */
 	u8 *data;
 	u32 size;
+	unsigned int cpu;	/* the only CPU that writes it */
 	u64 head;		/* published: smp_store_release() */
 	u64 tail;		/* consumed: smp_store_release() by the reader */
 
-	/* writer state, under @lock */
+	/* writer state, on the ring's CPU only */
 	u64 time;		/* stream time, ns, never ahead of the clock */
 	u32 res;		/* TIME unit, ns */
 	struct reciprocal_value res_recip;	/* divides by @res */

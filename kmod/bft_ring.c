@@ -8,7 +8,7 @@
  *
  *        tail                     head
  *   ......|#########################|.............
- *         ^ reader copies from here ^ writers append here, under lock
+ *         ^ reader copies from here ^ writers append here, on its CPU
  *
  * [tail, head) holds whole records only: a writer encodes everything one
  * uprobe hit produces past head, where no reader looks, and publishes it
@@ -19,7 +19,13 @@
  * Exits of one thread that follow each other within one time unit form a
  * run; the run stays in the writer state (@run) and becomes one EXIT record
  * when anything else is written, or when the flush work seals it.
+ *
+ * No lock: ring n is written only on CPU n with preemption off, by the
+ * handlers that run there and, through a work item bound to CPU n
+ * (bft_ring_on_cpu()), by the flush work, the control path and the
+ * reader.  Neither can run on that CPU while the other is writing.
  */
+#include <linux/cpu.h>
 #include <linux/math64.h>
 #include <linux/percpu.h>
 #include <linux/poll.h>
@@ -66,7 +72,7 @@ static u32 bft_ring_watermark(struct bft_ring *r)
 	return min(wm, r->size / 2);
 }
 
-/* Writers only, under r->lock. */
+/* Writers only, on the ring's CPU with preemption off. */
 static bool bft_ring_put(struct bft_ring *r, const u8 *buf, u32 len)
 {
 	/* pairs with smp_store_release(&r->tail) in bft_ring_read() */
@@ -233,7 +239,7 @@ static u64 bft_ring_now(struct bft_ring *r)
  * The common hit: the same thread as the last record here, nothing owed,
  * and room for BFT_FAST_MAX bytes both free and before the end of the
  * array.  The records then cannot fail to fit, so they are encoded
- * straight into the ring, past head, and published at once.  Under lock.
+ * straight into the ring, past head, and published at once.  Preemption off.
  * False if the slow path must run; else *@used is the ring's fill.
  */
 static __always_inline bool bft_ring_fast(struct bft_ring *r,
@@ -315,8 +321,8 @@ static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
 
 /*
  * Called from uprobe handlers: process context, preemptible, any CPU.
- * Preemption is off only inside the lock, which the flush work and the
- * control path take from other CPUs.
+ * Preemption is off while this CPU's ring is written, which keeps out the
+ * work items that bring every other writer here.
  */
 void bft_ring_record(enum bft_rec kind, u32 id, u32 arg)
 {
@@ -330,8 +336,7 @@ void bft_ring_record(enum bft_rec kind, u32 id, u32 arg)
 
 	preempt_disable();
 	r = this_cpu_ptr(&bft_rings);
-	raw_spin_lock(&r->lock);
-	/* re-read under the lock: pairs with bft_rings_break() */
+	/* read with preemption off: pairs with bft_rings_break() */
 	mode = READ_ONCE(bft_mode);
 	if (unlikely(!bft_recording(mode))) {
 		if (mode == BFT_MODE_SUSPENDED)
@@ -356,13 +361,12 @@ void bft_ring_record(enum bft_rec kind, u32 id, u32 arg)
 	}
 	used = bft_ring_slow(r, kind, id, arg, now, nsw, new_thread);
 out:
-	raw_spin_unlock(&r->lock);
 	preempt_enable();
 	if (used && used >= bft_ring_watermark(r) && wq_has_sleeper(&r->wait))
 		wake_up_interruptible(&r->wait);
 }
 
-/* A SYNC, and a BREAK if @brk, now; owed until there is room.  Under lock. */
+/* A SYNC, and a BREAK if @brk, now; owed until there is room.  On its CPU. */
 static void bft_ring_mark(struct bft_ring *r, u64 now, u8 brk)
 {
 	struct bft_recbuf rb;
@@ -381,7 +385,7 @@ static void bft_ring_mark(struct bft_ring *r, u64 now, u8 brk)
 	}
 }
 
-/* A LOST or BREAK record that did not fit yet.  Under lock. */
+/* A LOST or BREAK record that did not fit yet.  On its CPU. */
 static bool bft_ring_owes(struct bft_ring *r)
 {
 	return r->pending_lost || r->pending_break;
@@ -393,24 +397,82 @@ static void bft_ring_wake(struct bft_ring *r)
 		wake_up_interruptible(&r->wait);
 }
 
+/* What a control-side writer asks of one ring, and what it answers. */
+struct bft_ring_op {
+	struct bft_ring *r;
+	void (*fn)(struct bft_ring_op *op);
+	u64 now;
+	u32 res;		/* restart: the new TIME unit */
+	u8 brk;			/* mark: BREAK reason, 0 none */
+	bool restart, heartbeat;
+	bool active;		/* flush: some CPU recorded since the last */
+	bool busy;		/* resize: unread records */
+	struct bft_ring_stats *st;
+	u8 *data;		/* reset: the new array, then the old one */
+	u32 size;
+};
+
+/* Two control paths never write one offline ring at once. */
+static DEFINE_MUTEX(bft_rings_ctl);
+
+static long bft_ring_op_run(void *arg)
+{
+	struct bft_ring_op *op = arg;
+
+	preempt_disable();
+	op->fn(op);
+	preempt_enable();
+	return 0;
+}
+
+/*
+ * Run @fn(@op) where ring @cpu may be written: in a work item on @cpu,
+ * with preemption off, so that no handler there is halfway through a
+ * record.  An offline CPU runs no handler (hotplug is held off meanwhile):
+ * @fn runs here.  Process context only; waits for @fn.
+ */
+static void bft_ring_on_cpu(unsigned int cpu,
+			    void (*fn)(struct bft_ring_op *op),
+			    struct bft_ring_op *op)
+{
+	op->r = bft_ring_get(cpu);
+	op->fn = fn;
+	mutex_lock(&bft_rings_ctl);
+	cpus_read_lock();
+	if (cpu_online(cpu))
+		work_on_cpu(cpu, bft_ring_op_run, op);
+	else
+		bft_ring_op_run(op);
+	cpus_read_unlock();
+	mutex_unlock(&bft_rings_ctl);
+}
+
+static void bft_ring_mark_fn(struct bft_ring_op *op)
+{
+	struct bft_ring *r = op->r;
+
+	if (op->restart) {
+		bft_ring_set_res(r, op->res);
+		r->have_thread = false;
+	}
+	bft_ring_mark(r, op->now, op->brk);
+	WRITE_ONCE(r->flushed, r->head != READ_ONCE(r->tail));
+}
+
 /* Every ring gets the same mark; used by start, suspend and stop. */
 static void bft_rings_mark(u8 brk, bool restart)
 {
-	u64 now = ktime_get_ns();
+	struct bft_ring_op op = {
+		.now = ktime_get_ns(),
+		.res = READ_ONCE(bft_opts.time_res_ns),
+		.brk = brk,
+		.restart = restart,
+	};
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
-		struct bft_ring *r = bft_ring_get(cpu);
-
-		raw_spin_lock(&r->lock);
-		if (restart) {
-			bft_ring_set_res(r, READ_ONCE(bft_opts.time_res_ns));
-			r->have_thread = false;
-		}
-		bft_ring_mark(r, now, brk);
-		r->flushed = r->head != READ_ONCE(r->tail);
-		raw_spin_unlock(&r->lock);
-		bft_ring_wake(r);
+		bft_ring_on_cpu(cpu, bft_ring_mark_fn, &op);
+		bft_ring_wake(op.r);
 	}
 }
 
@@ -419,7 +481,12 @@ void bft_rings_start(void)
 	bft_rings_mark(0, true);
 }
 
-/* The caller has set the new mode: handlers see it under the ring locks. */
+/*
+ * The caller has set the new mode.  A handler reads it with preemption
+ * off, so one that saw the old mode has written its record before the
+ * work that writes the BREAK runs on its CPU, and one after that work
+ * sees the new mode.
+ */
 void bft_rings_break(u8 reason)
 {
 	smp_mb();	/* the mode store before the BREAK records */
@@ -431,6 +498,30 @@ void bft_rings_sync(void)
 	bft_rings_mark(0, false);
 }
 
+static void bft_ring_seal_fn(struct bft_ring_op *op)
+{
+	struct bft_ring *r = op->r;
+
+	bft_ring_seal(r);
+	op->busy = r->head != READ_ONCE(r->tail);
+}
+
+static void bft_ring_flush_fn(struct bft_ring_op *op)
+{
+	struct bft_ring *r = op->r;
+
+	bft_ring_seal(r);
+	if (op->active && op->heartbeat) {
+		bft_ring_mark(r, op->now, 0);
+		r->sync_written = r->produced;
+	} else if (bft_ring_owes(r)) {
+		bft_ring_mark(r, op->now, 0);
+	}
+	op->busy = r->head != READ_ONCE(r->tail);
+	if (op->busy)
+		WRITE_ONCE(r->flushed, true);
+}
+
 /*
  * The flush timer: seal open exit runs so an idle CPU's last records reach
  * the reader, and, when any CPU recorded something since the last flush,
@@ -439,36 +530,28 @@ void bft_rings_sync(void)
  */
 bool bft_rings_flush(bool heartbeat)
 {
-	bool active = false, pending = false;
-	u64 now = ktime_get_ns();
+	struct bft_ring_op op = {
+		.now = ktime_get_ns(),
+		.heartbeat = heartbeat,
+	};
+	bool pending = false;
 	unsigned int cpu;
 
+	/*
+	 * Read from here, racing with the handlers: a hit counted too late
+	 * for this flush makes the next one active.
+	 */
 	for_each_possible_cpu(cpu) {
 		struct bft_ring *r = bft_ring_get(cpu);
 
-		raw_spin_lock(&r->lock);
-		bft_ring_seal(r);
-		if (r->produced != r->sync_written)
-			active = true;
-		raw_spin_unlock(&r->lock);
+		if (READ_ONCE(r->produced) != READ_ONCE(r->sync_written))
+			op.active = true;
 	}
 	for_each_possible_cpu(cpu) {
-		struct bft_ring *r = bft_ring_get(cpu);
-
-		raw_spin_lock(&r->lock);
-		if (active && heartbeat) {
-			bft_ring_mark(r, now, 0);
-			r->sync_written = r->produced;
-		} else if (bft_ring_owes(r)) {
-			bft_ring_mark(r, now, 0);
-		}
-		if (r->head != READ_ONCE(r->tail)) {
-			r->flushed = true;
-			pending = true;
-		}
-		raw_spin_unlock(&r->lock);
-		if (r->flushed)
-			bft_ring_wake(r);
+		bft_ring_on_cpu(cpu, bft_ring_flush_fn, &op);
+		pending |= op.busy;
+		if (READ_ONCE(op.r->flushed))
+			bft_ring_wake(op.r);
 	}
 	return pending;
 }
@@ -489,11 +572,12 @@ u32 bft_rings_fill_permille(void)
 	return fill;
 }
 
-void bft_ring_stats(unsigned int cpu, struct bft_ring_stats *st)
+/* On the ring's CPU: the counters of one moment, produced == written + lost. */
+static void bft_ring_stats_fn(struct bft_ring_op *op)
 {
-	struct bft_ring *r = bft_ring_get(cpu);
+	struct bft_ring *r = op->r;
+	struct bft_ring_stats *st = op->st;
 
-	raw_spin_lock(&r->lock);
 	st->produced = r->produced;
 	st->written = r->written;
 	st->lost = r->lost;
@@ -501,9 +585,15 @@ void bft_ring_stats(unsigned int cpu, struct bft_ring_stats *st)
 	st->bytes_written = r->bytes_written;
 	/* not allocated yet: the size it will have */
 	st->size = r->size ?: READ_ONCE(bft_opts.buf_size);
-	raw_spin_unlock(&r->lock);
-	st->bytes_read = READ_ONCE(r->bytes_read);
-	st->used = bft_ring_used(r);
+}
+
+void bft_ring_stats(unsigned int cpu, struct bft_ring_stats *st)
+{
+	struct bft_ring_op op = { .st = st };
+
+	bft_ring_on_cpu(cpu, bft_ring_stats_fn, &op);
+	st->bytes_read = READ_ONCE(op.r->bytes_read);
+	st->used = bft_ring_used(op.r);
 }
 
 /* ---- reader side ---- */
@@ -599,13 +689,18 @@ ssize_t bft_ring_read(struct bft_ring *r, char __user *buf, size_t count,
 	/* pairs with smp_load_acquire(&r->tail) in bft_ring_put() */
 	smp_store_release(&r->tail, tail + n);
 	WRITE_ONCE(r->bytes_read, r->bytes_read + n);
-	raw_spin_lock(&r->lock);
 	/* the room just made may take what a full ring still owes */
-	if (bft_ring_owes(r))
-		bft_ring_mark(r, ktime_get_ns(), 0);
-	if (r->head == r->tail)
-		r->flushed = false;
-	raw_spin_unlock(&r->lock);
+	if (READ_ONCE(r->pending_lost) || READ_ONCE(r->pending_break)) {
+		struct bft_ring_op op = { .now = ktime_get_ns() };
+
+		bft_ring_on_cpu(r->cpu, bft_ring_flush_fn, &op);
+	}
+	/*
+	 * Nothing left: no POLLIN for it.  A flush that seals more just
+	 * now may see its flag cleared here; the next flush sets it again.
+	 */
+	if (smp_load_acquire(&r->head) == tail + n)
+		WRITE_ONCE(r->flushed, false);
 	ret = n;
 out:
 	mutex_unlock(&r->read_mutex);
@@ -640,6 +735,15 @@ static void bft_ring_reset(struct bft_ring *r, u8 *data, u32 size)
 	r->pending_break = 0;
 	r->run = 0;
 	r->flushed = false;
+}
+
+/* On the ring's CPU: take op->data as the array, hand the old one back. */
+static void bft_ring_reset_fn(struct bft_ring_op *op)
+{
+	u8 *old = op->r->data;
+
+	bft_ring_reset(op->r, op->data, op->size);
+	op->data = old;
 }
 
 static void bft_rings_free(u8 **bufs)
@@ -680,7 +784,7 @@ void bft_rings_init(void)
 		struct bft_ring *r = bft_ring_get(cpu);
 
 		memset(r, 0, sizeof(*r));
-		raw_spin_lock_init(&r->lock);
+		r->cpu = cpu;
 		mutex_init(&r->read_mutex);
 		init_waitqueue_head(&r->wait);
 		atomic_set(&r->bound, 0);
@@ -694,6 +798,7 @@ void bft_rings_init(void)
  */
 int bft_rings_ensure(u32 size)
 {
+	struct bft_ring_op op = { .size = size };
 	unsigned int cpu;
 	u8 **bufs;
 
@@ -703,11 +808,8 @@ int bft_rings_ensure(u32 size)
 	if (!bufs)
 		return -ENOMEM;
 	for_each_possible_cpu(cpu) {
-		struct bft_ring *r = bft_ring_get(cpu);
-
-		raw_spin_lock(&r->lock);
-		bft_ring_reset(r, bufs[cpu], size);
-		raw_spin_unlock(&r->lock);
+		op.data = bufs[cpu];
+		bft_ring_on_cpu(cpu, bft_ring_reset_fn, &op);
 	}
 	kfree(bufs);
 	/* pairs with smp_load_acquire() in bft_rings_ready() */
@@ -739,6 +841,7 @@ void bft_rings_exit(void)
  */
 int bft_rings_resize(u32 size)
 {
+	struct bft_ring_op op = { .size = size };
 	unsigned int cpu, locked = 0;
 	int ret = 0;
 	u8 **bufs;
@@ -753,27 +856,22 @@ int bft_rings_resize(u32 size)
 
 		mutex_lock(&r->read_mutex);
 		locked++;
-		raw_spin_lock(&r->lock);
-		bft_ring_seal(r);
-		if (r->head != r->tail)
+		bft_ring_on_cpu(cpu, bft_ring_seal_fn, &op);
+		if (op.busy) {
 			ret = -EBUSY;
-		raw_spin_unlock(&r->lock);
-		if (ret)
 			break;
+		}
 	}
 	for_each_possible_cpu(cpu) {
 		struct bft_ring *r = bft_ring_get(cpu);
-		u8 *old;
 
 		if (!locked)
 			break;
 		locked--;
 		if (!ret) {
-			raw_spin_lock(&r->lock);
-			old = r->data;
-			bft_ring_reset(r, bufs[cpu], size);
-			bufs[cpu] = old;
-			raw_spin_unlock(&r->lock);
+			op.data = bufs[cpu];
+			bft_ring_on_cpu(cpu, bft_ring_reset_fn, &op);
+			bufs[cpu] = op.data;
 		}
 		mutex_unlock(&r->read_mutex);
 	}

@@ -348,12 +348,14 @@
  *   outer frame is still misattributed: the kernel drops its return
  *   instance without telling any handler.
  *
- * 2.4 Memory ordering (kmod/bft_ring.c).  The handler on CPU n and the flush
- * work serialise on ring n's raw spinlock (handlers hold it with preemption
- * off, also on PREEMPT_RT); the reader takes it only to snapshot
- * the head.  Bytes in [tail, head) are never written; the producer's
- * smp_load_acquire(tail) pairs with the reader's smp_store_release(tail)
- * after its copy, so a slot is reused only after it has been read.
+ * 2.4 Memory ordering (kmod/bft_ring.c).  Ring n is written only on CPU n,
+ * with preemption off: by the handlers there, and by the flush work and
+ * the control path through a work item bound to CPU n; no lock.  Bytes in
+ * [tail, head) are never written; the writer's smp_store_release(head)
+ * after its bytes pairs with the reader's smp_load_acquire(head) before
+ * its copy, and the writer's smp_load_acquire(tail) with the reader's
+ * smp_store_release(tail) after its copy, so a slot is reused only after
+ * it has been read.
  */
 #ifndef _UAPI_LINUX_BFTRACE_H
 #define _UAPI_LINUX_BFTRACE_H
