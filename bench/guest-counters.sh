@@ -91,10 +91,11 @@ for _ in $(seq 600); do
 done
 # the last records reach the collector within a flush interval or two
 sleep 2
+s0=$(grep -c '"event":"sample"' "$tmp/insp.json")
 c0=$(cpu_ns "$coll_pid")
 sleep "$window"
 c1=$(cpu_ns "$coll_pid")
-samples_in_window=$(grep -c '"event":"sample"' "$tmp/insp.json")
+samples_in_window=$(($(grep -c '"event":"sample"' "$tmp/insp.json") - s0))
 echo bye >&3
 wait "$hq_pid"
 c2=$(cpu_ns "$coll_pid")

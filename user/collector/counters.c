@@ -1023,10 +1023,12 @@ void counters_shutdown(struct coll *c)
 {
 	struct counters *t = c->ctr;
 
-	if (!t || t->state != C_UP)
+	if (!t)
 		return;
-	sample(c, coll_mono_ns());
-	write_out(c);
+	if (t->state == C_UP) {
+		sample(c, coll_mono_ns());
+		write_out(c);
+	}
 	if (c->o.verbose)
 		coll_log("counters: %" PRIu64 " samples sent, %" PRIu64
 			 " dropped, %" PRIu64 " ticks skipped; %" PRIu64
