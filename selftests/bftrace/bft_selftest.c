@@ -1175,6 +1175,39 @@ int bst_bpf_open(struct bft_bpf **bp, char *why, size_t len)
 	return ret;
 }
 
+int bst_backend_open(bool bpf, struct bst_session *s, struct bft_bpf **bp,
+		     unsigned int depth, char *why, size_t len)
+{
+	const char *only = getenv("BFT_BACKEND");
+	struct bft_nl_opt d;
+	int ret;
+
+	why[0] = '\0';
+	if (bpf) {
+		char what[512];
+
+		ret = bst_bpf_open(bp, what, sizeof(what));
+		if (ret)
+			snprintf(why, len, "BPF backend: %s", what);
+		else	/* the tools the test spawns take it from here */
+			setenv("BFT_BACKEND", "bpf", 1);
+		return ret;
+	}
+	if (only && !strcmp(only, "bpf")) {
+		snprintf(why, len, "BFT_BACKEND=bpf: the module's variants do "
+			 "not run");
+		return 1;
+	}
+	ret = bst_session_open(s);
+	if (ret)
+		return ret;
+	/* BFT_OPT_MAX_DEPTH must not cut the target's deepest recursion */
+	ret = bft_nl_get_opt(s->nl, BFT_OPT_MAX_DEPTH, &d);
+	if (!ret && d.value && d.value <= depth)
+		ret = bst_set_opt(s, BFT_OPT_MAX_DEPTH, d.min == 0 ? 0 : d.max);
+	return ret;
+}
+
 void bst_bpf_close(struct bft_bpf *b)
 {
 	char err[512];

@@ -295,6 +295,15 @@ void bst_show_log(const char *path);
 int bst_bpf_open(struct bft_bpf **bp, char *why, size_t len);
 /* Close and unload the session. */
 void bst_bpf_close(struct bft_bpf *b);
+/*
+ * The backend of a test variant that runs on either: the BPF backend
+ * (*bp, and BFT_BACKEND=bpf for the tools the test spawns), or the module
+ * (s) with BFT_OPT_MAX_DEPTH above depth frames.  1 and the reason in why
+ * when the variant is to skip (no BPF here, or BFT_BACKEND=bpf asks for
+ * the BPF variants only); else 0 or -errno.
+ */
+int bst_backend_open(bool bpf, struct bst_session *s, struct bft_bpf **bp,
+		     unsigned int depth, char *why, size_t len);
 /* bst_collect for the BPF rings: seal, drain, decode. */
 int bst_bpf_collect(struct bft_bpf *b, int quiet_ms, int max_ms,
 		    struct bst_trace *t);
