@@ -225,7 +225,45 @@ def guest_report(kver, path):
                               "cpu_pct": flat[0]["collector_cpu_pct"],
                               "command": flat[0]["command"]}
     g["counters"] = counters_of(res, cmds)
+    g["bpf"] = bpf_of(res, cmds, info, g, fig)
     return g
+
+
+def bpf_of(res, cmds, info, g, fig):
+    """The BPF backend in the same guest, against the floor, the module and bpftrace."""
+    if info.get("bpf_skip"):
+        return {"skip": info["bpf_skip"]}
+    if not res.get("plain.bpf"):
+        return None
+
+    def per_call(rid, floor_id, module, bpftrace):
+        d = fig(rid, floor_id)
+        d["ratio_to_module"] = ratio(d["ns_per_call"], module["ns_per_call"])
+        d["ratio_to_bpftrace"] = ratio(d["ns_per_call"], bpftrace["ns_per_call"])
+        per = []
+        for r in res.get(rid, []):
+            b, e = num(r.get("bytes")), num(r.get("expect"))
+            if b is not None and e:
+                per.append(b / (e / 2))     # expect counts entry + exit
+        d["bytes_per_call"] = statistics.median(per) if per else None
+        return d
+    out = {"links": info.get("bpf_links"),
+           "plain": per_call("plain.bpf", "plain.floor", g["per_call"]["bftrace"],
+                             g["per_call"]["bpftrace"]),
+           "cet": per_call("cet.bpf_func4", "cet.floor_func4", g["cet"]["bftrace_func4"],
+                           g["cet"]["bpftrace"]),
+           "flat": None}
+    r = (res.get("bpf.flat") or [None])[0]
+    if r:
+        cps, el = num(r.get("calls_per_s")), num(r.get("elapsed_ns"))
+        tk, t = num(r.get("tick")), num(r.get("coll_ticks"))
+        out["flat"] = {"events_per_s": 2 * cps if cps else None,
+                       "lost": int(r.get("lost", "0") or 0),
+                       "seen": r.get("seen"), "expect": r.get("expect"),
+                       "collector_cpu_pct": (100.0 * t / tk / (el / 1e9))
+                       if (t is not None and tk and el) else None,
+                       "command": cmds.get("bpf.flat", "")}
+    return out
 
 
 def counters_of(res, cmds):
@@ -565,6 +603,31 @@ def write_md(doc, path, notes):
                                  "events seen", "collector % CPU", "command"]))
         L.append("")
 
+        bpf = g.get("bpf")
+        if bpf:
+            L.append(f"## The BPF backend in the same guest ({k})\n")
+        if bpf and bpf.get("skip"):
+            L.append(f"Not measured: {bpf['skip']}\n")
+        elif bpf:
+            L.append(f"`bfctl --backend bpf` ({bpf.get('links') or '?'}), its collector draining, "
+                     "in the same boot as the figures above; the module's and bpftrace's figures "
+                     "are those of the tables above.\n")
+            rows = []
+            for key, label in (("plain", "plain build, probe at func"),
+                               ("cet", "CET build, probe at func+4")):
+                d = bpf[key]
+                rows.append([label, fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]),
+                             fmt_ratio(d["ratio_to_module"]), fmt_ratio(d["ratio_to_bpftrace"]),
+                             fmt(d["bytes_per_call"], 2), d["seen"], code(d["command"])])
+            L.append(md_table(rows, ["", "ns/call", "vs floor", "vs bftrace.ko", "vs bpftrace",
+                                     "ring bytes/call", "events seen", "command (in the guest)"]))
+            f = bpf.get("flat")
+            if f:
+                L.append(f"\nFlat out (two threads): {fmt(f['events_per_s'])} events/s, "
+                         f"{f['lost']} lost, {f['seen']} of {f['expect']} events seen; the collector "
+                         f"used {fmt(f['collector_cpu_pct'], 1)} % of a core. {code(f['command'])}")
+            L.append("")
+
         pr = g.get("profile") or {}
         if pr:
             L.append(f"## Profile of a traced call in the guest ({k})\n")
@@ -624,10 +687,15 @@ def write_md(doc, path, notes):
                      "on CPU 1; medians. Cost = traced minus untraced ns per call (entry and return).\n")
             L.append(md_table([[r.get("build"), fmt(r.get("calls")), fmt(r.get("untraced_ns"), 1),
                                 fmt(r.get("bpf_cost_ns"), 1), fmt(r.get("bpftrace_cost_ns"), 1),
-                                fmt(r.get("bytes_per_call"), 2), fmt(r.get("collector_cpu_s"), 2)]
+                                fmt_ratio(ratio(r.get("bpf_cost_ns"), r.get("bpftrace_cost_ns"))),
+                                fmt(r.get("bytes_per_call"), 2), fmt(r.get("collector_cpu_s"), 2),
+                                fmt(r.get("collector_cpu_pct"), 1)]
                                for r in n["bpf_native"]],
                               ["build", "calls", "untraced ns", "BPF backend ns", "bpftrace ns",
-                               "ring bytes/call", "collector CPU s"]))
+                               "BPF vs bpftrace", "ring bytes/call", "collector CPU s",
+                               "collector % of a core (flat out)"]))
+            L.append("\nNo floor or module here: this kernel loads no module. "
+                     "The guests' sections compare the BPF backend with both.")
             L.append("")
         elif n.get("bpf_native_skip"):
             L.append(f"\nThe BPF backend was not measured: {n['bpf_native_skip']}\n")
