@@ -1310,6 +1310,79 @@ char *bst_tool_path(const char *name)
 	return bst_target_path(rel);
 }
 
+pid_t bst_child_starter(int (*start)(void *arg), void *arg)
+{
+	int fds[2];
+	char ok = 0;
+	pid_t pid;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		if (start(arg))
+			_exit(1);
+		if (write(fds[1], "y", 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (pid < 0 || read(fds[0], &ok, 1) != 1 || ok != 'y') {
+		close(fds[0]);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+int bst_kill_and_reap(pid_t *pid)
+{
+	int st;
+
+	if (kill(*pid, SIGKILL) || waitpid(*pid, &st, 0) != *pid)
+		return -errno;
+	*pid = 0;
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : -ECHILD;
+}
+
+/* 1 if a thread of pid is stopped, 0 if none, -ESRCH if pid is gone. */
+static int stopped(pid_t pid)
+{
+	char st[64];
+	size_t n;
+
+	if (bst_thread_states(pid, st, sizeof(st), &n))
+		return -ESRCH;
+	for (size_t i = 0; i < n && i < sizeof(st); i++)
+		if (st[i] == 'T' || st[i] == 't')
+			return 1;
+	return 0;
+}
+
+bool bst_any_stopped(pid_t pid)
+{
+	return stopped(pid) == 1;
+}
+
+int bst_wait_none_stopped(pid_t pid, int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int r;
+
+	while ((r = stopped(pid)) == 1) {
+		if (bst_now_ns() >= end)
+			return -ETIMEDOUT;
+		bst_sleep_ms(20);
+	}
+	return r;	/* 0, or -ESRCH: a target that died is no success */
+}
+
 pid_t bst_spawn(const char *const *argv, const char *log)
 {
 	char *path = bst_tool_path(argv[0]);

@@ -279,6 +279,21 @@ char *bst_tool_path(const char *name);
 pid_t bst_spawn(const char *const *argv, const char *log);
 /* Its exit status (0..255), 128 + signal, or -ETIMEDOUT (then killed). */
 int bst_wait_exit(pid_t pid, int timeout_ms);
+/* ---- session owners (session_test.c, bpf_session_test.c) ------------ */
+
+/*
+ * A child that runs start(arg) (which starts a session it then owns),
+ * says so and waits to be killed.  Its pid once start returned 0, else -1.
+ */
+pid_t bst_child_starter(int (*start)(void *arg), void *arg);
+/* SIGKILL *pid and reap it; 0 (and *pid = 0) if it died of that. */
+int bst_kill_and_reap(pid_t *pid);
+/* Whether a thread of pid is stopped (T or t). */
+bool bst_any_stopped(pid_t pid);
+/* Until no thread of pid is stopped: 0, -ETIMEDOUT if one stays, -ESRCH
+ * if pid is gone. */
+int bst_wait_none_stopped(pid_t pid, int timeout_ms);
+
 /* Whether something accepts on 127.0.0.1:port within timeout_ms. */
 bool bst_port_listening(int port, int timeout_ms);
 /* A log file on stderr, each line as a TAP comment. */
