@@ -2,6 +2,7 @@
 /*
  * bft_selftest: helpers shared by the bftrace selftests (see the header).
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <libelf.h>
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -1172,6 +1175,39 @@ int bst_bpf_open(struct bft_bpf **bp, char *why, size_t len)
 	return ret;
 }
 
+int bst_backend_open(bool bpf, struct bst_session *s, struct bft_bpf **bp,
+		     unsigned int depth, char *why, size_t len)
+{
+	const char *only = getenv("BFT_BACKEND");
+	struct bft_nl_opt d;
+	int ret;
+
+	why[0] = '\0';
+	if (bpf) {
+		char what[512];
+
+		ret = bst_bpf_open(bp, what, sizeof(what));
+		if (ret)
+			snprintf(why, len, "BPF backend: %s", what);
+		else	/* the tools the test spawns take it from here */
+			setenv("BFT_BACKEND", "bpf", 1);
+		return ret;
+	}
+	if (only && !strcmp(only, "bpf")) {
+		snprintf(why, len, "BFT_BACKEND=bpf: the module's variants do "
+			 "not run");
+		return 1;
+	}
+	ret = bst_session_open(s);
+	if (ret)
+		return ret;
+	/* BFT_OPT_MAX_DEPTH must not cut the target's deepest recursion */
+	ret = bft_nl_get_opt(s->nl, BFT_OPT_MAX_DEPTH, &d);
+	if (!ret && d.value && d.value <= depth)
+		ret = bst_set_opt(s, BFT_OPT_MAX_DEPTH, d.min == 0 ? 0 : d.max);
+	return ret;
+}
+
 void bst_bpf_close(struct bft_bpf *b)
 {
 	char err[512];
@@ -1234,4 +1270,192 @@ int bst_bpf_collect(struct bft_bpf *b, int quiet_ms, int max_ms,
 	free(bb.len);
 	free(bb.cap);
 	return err;
+}
+
+/* ---- the tools of build/user ---------------------------------------- */
+
+char *bst_slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t cap = 0, len = 0, n;
+
+	if (!f)
+		return NULL;
+	do {
+		if (len + 4096 + 1 > cap) {
+			char *b = realloc(buf, cap = 2 * cap + 8192);
+
+			if (!b) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = b;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n);
+	fclose(f);
+	buf[len] = '\0';
+	return buf;
+}
+
+char *bst_tool_path(const char *name)
+{
+	char rel[64];
+
+	/* build/selftests/targets/../../user/<name> = build/user/<name> */
+	snprintf(rel, sizeof(rel), "../../user/%s", name);
+	return bst_target_path(rel);
+}
+
+pid_t bst_child_starter(int (*start)(void *arg), void *arg)
+{
+	int fds[2];
+	char ok = 0;
+	pid_t pid;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		if (start(arg))
+			_exit(1);
+		if (write(fds[1], "y", 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (pid < 0 || read(fds[0], &ok, 1) != 1 || ok != 'y') {
+		close(fds[0]);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+int bst_kill_and_reap(pid_t *pid)
+{
+	int st;
+
+	if (kill(*pid, SIGKILL) || waitpid(*pid, &st, 0) != *pid)
+		return -errno;
+	*pid = 0;
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : -ECHILD;
+}
+
+/* 1 if a thread of pid is stopped, 0 if none, -ESRCH if pid is gone. */
+static int stopped(pid_t pid)
+{
+	char st[64];
+	size_t n;
+
+	if (bst_thread_states(pid, st, sizeof(st), &n))
+		return -ESRCH;
+	for (size_t i = 0; i < n && i < sizeof(st); i++)
+		if (st[i] == 'T' || st[i] == 't')
+			return 1;
+	return 0;
+}
+
+bool bst_any_stopped(pid_t pid)
+{
+	return stopped(pid) == 1;
+}
+
+int bst_wait_none_stopped(pid_t pid, int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int r;
+
+	while ((r = stopped(pid)) == 1) {
+		if (bst_now_ns() >= end)
+			return -ETIMEDOUT;
+		bst_sleep_ms(20);
+	}
+	return r;	/* 0, or -ESRCH: a target that died is no success */
+}
+
+pid_t bst_spawn(const char *const *argv, const char *log)
+{
+	char *path = bst_tool_path(argv[0]);
+	pid_t pid;
+
+	if (!path)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	free(path);
+	return pid;
+}
+
+int bst_wait_exit(pid_t pid, int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) :
+			       128 + WTERMSIG(st);
+		if (r < 0)
+			return -errno;
+		if (bst_now_ns() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -ETIMEDOUT;
+		}
+		bst_sleep_ms(20);
+	}
+}
+
+bool bst_port_listening(int port, int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000;
+	struct sockaddr_in a = {
+		.sin_family = AF_INET, .sin_port = htons(port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+
+	do {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		bool ok = fd >= 0 &&
+			  !connect(fd, (struct sockaddr *)&a, sizeof(a));
+
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			return true;
+		bst_sleep_ms(50);
+	} while (bst_now_ns() < end);
+	return false;
+}
+
+void bst_show_log(const char *path)
+{
+	char *text = bst_slurp(path);
+	char *line, *save = NULL;
+
+	if (!text)
+		return;
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "#   | %s\n", line);
+	free(text);
 }

@@ -301,6 +301,8 @@ bool source_targets_gone(struct coll *c);
 uint32_t source_ncpus(struct source *s);
 /* Counts for the counters agent: 0, or -errno (kernel unreachable). */
 int source_stats(struct coll *c, struct source_stats *st);
+/* -v: what reading the method table cost. */
+void source_log_costs(struct coll *c);
 
 /* pipeline.c */
 int pipeline_init(struct coll *c, unsigned int ncpus);

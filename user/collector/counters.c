@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bfc_wire.h"
+#include "bft_util.h"
 #include "collector.h"
 
 /* What waits to be written: a few samples of a thousand counters. */
@@ -135,6 +136,8 @@ struct counters {
 	uint8_t *bytes;
 	uint32_t vcap;
 	uint64_t samples, dropped, skipped;
+	/* -v: the CPU time samples took, and reading the status in them */
+	uint64_t sample_ns, status_ns;
 	/* CPU %: process CPU time at the last sample */
 	uint64_t cpu_ns, cpu_at_ns;
 };
@@ -532,10 +535,12 @@ void counters_feed(struct coll *c, const void *p, size_t n)
 
 static uint64_t cpu_time_ns(void)
 {
-	struct timespec ts;
+	return bft_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
 
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+static uint64_t thread_cpu_ns(void)
+{
+	return bft_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static uint64_t rss_bytes(void)
@@ -715,6 +720,7 @@ static void sample(struct coll *c, uint64_t now)
 	struct bfc_msg m = { .cmd = BFC_SAMPLE };
 	struct timespec rt;
 	bool need_st = false, have_st = false;
+	uint64_t t0 = thread_cpu_ns(), t1;
 	uint8_t *bytes;
 	uint32_t i;
 
@@ -724,6 +730,8 @@ static void sample(struct coll *c, uint64_t now)
 	/* one GET_STATUS per sample, and only if a counter needs it */
 	if (need_st && t->st.cpu)
 		have_st = !source_stats(c, &t->st);
+	t1 = thread_cpu_ns();
+	t->status_ns += t1 - t0;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	m.timestamp = bfc_ticks_from_unix_ns((int64_t)rt.tv_sec * 1000000000 +
 					     rt.tv_nsec);
@@ -769,6 +777,7 @@ static void sample(struct coll *c, uint64_t now)
 	t->dropping = false;
 	t->samples++;
 	send_msg(c, &m);
+	t->sample_ns += thread_cpu_ns() - t0;
 }
 
 /* ---- the connection ---- */
@@ -927,6 +936,18 @@ int counters_pollfds(struct coll *c, struct pollfd *p, int max,
 	return 1;
 }
 
+/* An inspector killed with samples unread resets the connection: that
+ * is going away too, and the log says so either way. */
+static void went_away(struct coll *c, int err)
+{
+	char why[128];
+
+	if (err)
+		snprintf(why, sizeof(why), "went away (%s); reconnecting",
+			 strerror(err));
+	drop_connection(c, err ? why : "went away; reconnecting");
+}
+
 static void write_out(struct coll *c)
 {
 	struct counters *t = c->ctr;
@@ -941,7 +962,7 @@ static void write_out(struct coll *c)
 		}
 		if (w < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		drop_connection(c, w < 0 ? strerror(errno) : "closed");
+		went_away(c, w < 0 ? errno : 0);
 		return;
 	}
 }
@@ -960,8 +981,7 @@ static void read_in(struct coll *c)
 		}
 		if (r < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		drop_connection(c, r ? strerror(errno) :
-			"went away; reconnecting");
+		went_away(c, r ? errno : 0);
 		return;
 	}
 }
@@ -1003,12 +1023,17 @@ void counters_shutdown(struct coll *c)
 {
 	struct counters *t = c->ctr;
 
-	if (!t || t->state != C_UP)
+	if (!t)
 		return;
-	sample(c, coll_mono_ns());
-	write_out(c);
+	if (t->state == C_UP) {
+		sample(c, coll_mono_ns());
+		write_out(c);
+	}
 	if (c->o.verbose)
 		coll_log("counters: %" PRIu64 " samples sent, %" PRIu64
-			 " dropped, %" PRIu64 " ticks skipped", t->samples,
-			 t->dropped, t->skipped);
+			 " dropped, %" PRIu64 " ticks skipped; %" PRIu64
+			 " us CPU a sample, %" PRIu64 " of it reading the "
+			 "status", t->samples, t->dropped, t->skipped,
+			 t->samples ? t->sample_ns / t->samples / 1000 : 0,
+			 t->samples ? t->status_ns / t->samples / 1000 : 0);
 }

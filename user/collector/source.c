@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "bft_bpf.h"
 #include "bft_nl.h"
 #include "bft_rings.h"
+#include "bft_util.h"
 #include "collector.h"
 
 struct tname {
@@ -49,6 +51,11 @@ struct source {
 	bool had_targets;
 	uint64_t flush_ms;
 	uint64_t next_refresh_ms;
+	/* the periodic look at the method table: what the kernel's status
+	 * said at the last full read, and when that was */
+	uint32_t seen_probes, seen_targets;
+	uint64_t full_read_ms;
+	uint64_t dumps, dump_ns, checks;	/* for -v */
 	/* replay */
 	int *fd;
 	bool *eof;
@@ -117,17 +124,56 @@ static int method_cb(const struct bft_nl_method *m, void *arg)
 int source_refresh_methods(struct coll *c)
 {
 	struct source *s = c->src;
+	uint64_t t0;
 	int err;
 
 	if (!s->kernel || c->o.methods_file)
 		return 0;
+	t0 = bft_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	c->methods.gen++;	/* what the dump does not name is detached */
 	err = s->bpf ? bft_bpf_get_methods(s->bpf, method_cb, c) :
 	      bft_nl_get_methods(s->nl, method_cb, c);
 	if (err)
 		coll_log("cannot read the method table: %s", s->bpf ?
 			 bft_bpf_errmsg(s->bpf) : bft_nl_errmsg(s->nl));
+	s->full_read_ms = coll_now_ms();
+	s->dumps++;
+	s->dump_ns += bft_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	return err;
+}
+
+/*
+ * The periodic look at the method table.  A dump of a thousand probes is
+ * the collector's most expensive request (most of its CPU time in a TCG
+ * guest), and it rarely says anything new: detached probes stay in it
+ * until the next start, and an id the stream names first makes
+ * method_of() read it at once.  So the module's status (one small reply)
+ * decides: a change in the number of probes or targets reads the table,
+ * and so does METHODS_FULL_MS without one, which bounds how long an
+ * attach that the counts hide (one target gone, another come with as
+ * many probes) stays out of the counters' list.  The BPF backend counts
+ * its probes by walking the table, which costs as much as the dump.
+ */
+#define METHODS_FULL_MS	2000
+
+static void look_at_methods(struct coll *c)
+{
+	struct source *s = c->src;
+	struct bft_nl_status st;
+
+	if (!s->bpf && coll_now_ms() - s->full_read_ms < METHODS_FULL_MS &&
+	    !bft_nl_get_status(s->nl, &st)) {
+		bool same = st.nr_probes == s->seen_probes &&
+			    st.nr_targets == s->seen_targets;
+
+		s->checks++;
+		s->seen_probes = st.nr_probes;
+		s->seen_targets = st.nr_targets;
+		bft_nl_status_free(&st);
+		if (same)
+			return;
+	}
+	source_refresh_methods(c);
 }
 
 static int exception_cb(const struct bft_nl_exception *e, void *arg)
@@ -582,7 +628,7 @@ int source_read(struct coll *c)
 		if (coll_now_ms() >= s->next_refresh_ms) {
 			s->next_refresh_ms = coll_now_ms() + 250;
 			if (s->mode == BFT_MODE_TRACING)
-				source_refresh_methods(c);
+				look_at_methods(c);
 		}
 		n = bft_rings_poll(s->rings, 0, ring_cb, c);
 		if (n < 0 && n != -EINTR) {
@@ -694,10 +740,22 @@ void source_tick(struct coll *c)
 		return;
 	kernel_events(c);
 	update_status(c);
-	source_refresh_methods(c);
+	look_at_methods(c);
 	/* a type first named "exception type N" gets its name; a start
 	 * numbers the types anew */
 	source_refresh_exceptions(c);
+}
+
+void source_log_costs(struct coll *c)
+{
+	struct source *s = c->src;
+
+	if (!s->kernel)
+		return;
+	coll_log("method table read %" PRIu64 " times (%" PRIu64 " us CPU "
+		 "each), %" PRIu64 " looks at the status found no change",
+		 s->dumps, s->dumps ? s->dump_ns / s->dumps / 1000 : 0,
+		 s->checks);
 }
 
 bool source_targets_gone(struct coll *c)
