@@ -180,10 +180,19 @@ TEST(writer_produces_header_examples)
 	bft_writer_free(&w);
 }
 
-TEST(records_split_at_every_byte_decode_the_same)
+typedef void (*check_fn)(struct __test_metadata *_metadata,
+			 const struct rec_log *l);
+
+/*
+ * Decode hex on cpu cut in two at every byte, then in chunks of 1 to
+ * max_chunk bytes: check() must pass on every one of those decodings.
+ */
+static void decode_split_everywhere(struct __test_metadata *_metadata,
+				    const char *hex, uint32_t cpu,
+				    size_t max_chunk, check_fn check)
 {
 	uint8_t b[128];
-	int n = hex_parse(examples_hex, b, sizeof(b));
+	int n = hex_parse(hex, b, sizeof(b));
 	size_t cut, chunk;
 
 	ASSERT_GT(n, 0);
@@ -191,22 +200,28 @@ TEST(records_split_at_every_byte_decode_the_same)
 		struct bft_stream s;
 		struct rec_log l = { 0 };
 
-		stream_open(&s, &l, 2, BFT_STREAM_STOP);
+		stream_open(&s, &l, cpu, BFT_STREAM_STOP);
 		ASSERT_EQ(0, bft_stream_feed(&s, b, cut));
 		ASSERT_EQ(0, bft_stream_feed(&s, b + cut, (size_t)n - cut));
 		ASSERT_EQ(0, bft_stream_finish(&s));
-		check_examples(_metadata, &l);
+		EXPECT_EQ(0u, l.nerr);
+		check(_metadata, &l);
 		rec_log_free(&l);
 	}
-	for (chunk = 1; chunk <= 9; chunk++) {
+	for (chunk = 1; chunk <= max_chunk; chunk++) {
 		struct bft_stream s;
 		struct rec_log l = { 0 };
 
-		stream_open(&s, &l, 2, BFT_STREAM_STOP);
+		stream_open(&s, &l, cpu, BFT_STREAM_STOP);
 		ASSERT_EQ(0, stream_decode(&s, b, (size_t)n, chunk));
-		check_examples(_metadata, &l);
+		check(_metadata, &l);
 		rec_log_free(&l);
 	}
+}
+
+TEST(records_split_at_every_byte_decode_the_same)
+{
+	decode_split_everywhere(_metadata, examples_hex, 2, 9, check_examples);
 }
 
 /*
@@ -281,34 +296,7 @@ static void check_timed(struct __test_metadata *_metadata,
 
 TEST(timed_examples_decode_whole_and_split_at_every_byte)
 {
-	uint8_t b[128];
-	int n = hex_parse(timed_hex, b, sizeof(b));
-	size_t cut, chunk;
-
-	ASSERT_GT(n, 0);
-	for (cut = 0; cut <= (size_t)n; cut++) {
-		struct bft_stream s;
-		struct rec_log l = { 0 };
-
-		stream_open(&s, &l, 2, BFT_STREAM_STOP);
-		ASSERT_EQ(0, bft_stream_feed(&s, b, cut));
-		ASSERT_EQ(0, bft_stream_feed(&s, b + cut, (size_t)n - cut));
-		ASSERT_EQ(0, bft_stream_finish(&s));
-		EXPECT_EQ(0u, l.nerr);
-		check_timed(_metadata, &l);
-		EXPECT_EQ(74u, bft_stream_seq(&s));
-		EXPECT_EQ(69u, bft_stream_stats(&s)->exits);
-		rec_log_free(&l);
-	}
-	for (chunk = 1; chunk <= 9; chunk++) {
-		struct bft_stream s;
-		struct rec_log l = { 0 };
-
-		stream_open(&s, &l, 2, BFT_STREAM_STOP);
-		ASSERT_EQ(0, stream_decode(&s, b, (size_t)n, chunk));
-		check_timed(_metadata, &l);
-		rec_log_free(&l);
-	}
+	decode_split_everywhere(_metadata, timed_hex, 2, 9, check_timed);
 }
 
 TEST(writer_produces_timed_examples)
@@ -737,31 +725,7 @@ TEST(throw_and_unwind_examples_decode_as_one_event_each)
 
 TEST(throw_and_unwind_split_at_every_byte_decode_the_same)
 {
-	uint8_t b[64];
-	int n = hex_parse(EXC_HEX, b, sizeof(b));
-	size_t cut, chunk;
-
-	ASSERT_GT(n, 0);
-	for (cut = 0; cut <= (size_t)n; cut++) {
-		struct bft_stream s;
-		struct rec_log l = { 0 };
-
-		stream_open(&s, &l, 0, BFT_STREAM_STOP);
-		ASSERT_EQ(0, bft_stream_feed(&s, b, cut));
-		ASSERT_EQ(0, bft_stream_feed(&s, b + cut, (size_t)n - cut));
-		ASSERT_EQ(0, bft_stream_finish(&s));
-		check_exc(_metadata, &l);
-		rec_log_free(&l);
-	}
-	for (chunk = 1; chunk <= 5; chunk++) {
-		struct bft_stream s;
-		struct rec_log l = { 0 };
-
-		stream_open(&s, &l, 0, BFT_STREAM_STOP);
-		ASSERT_EQ(0, stream_decode(&s, b, (size_t)n, chunk));
-		check_exc(_metadata, &l);
-		rec_log_free(&l);
-	}
+	decode_split_everywhere(_metadata, EXC_HEX, 0, 5, check_exc);
 }
 
 TEST(writer_produces_throw_and_unwind_examples)
