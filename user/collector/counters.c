@@ -111,6 +111,7 @@ struct entry {
 	 * (arg) is checked against it, and the last value stays if it is
 	 * gone */
 	char *sig;
+	uint32_t renames;	/* methods.renames when arg was checked */
 	int64_t last_iv;
 	/* rates: the count and time of the last sample */
 	uint64_t last, last_ns;
@@ -439,6 +440,7 @@ static void on_add(struct coll *c, const struct bfc_msg *req)
 	}
 	if (is_method(k)) {
 		e->sig = strdup(methods_get(&c->methods, arg)->sig);
+		e->renames = c->methods.renames;
 		if (!e->sig) {
 			set_remove(t, t->nset - 1);
 			m.status = BFC_NOK;
@@ -583,13 +585,20 @@ static struct method *entry_method(struct coll *c, struct entry *e)
 {
 	struct method *me = methods_get(&c->methods, e->arg);
 
-	if (!e->sig || (me && me->sig && !strcmp(me->sig, e->sig)))
+	/* compared again only once an id may name another: a sample of a
+	 * thousand methods need not compare a thousand strings */
+	if (!e->sig || (me && e->renames == c->methods.renames))
 		return me;
+	if (me && me->sig && !strcmp(me->sig, e->sig)) {
+		e->renames = c->methods.renames;
+		return me;
+	}
 	for (uint32_t s = 0; s < c->methods.cap; s++) {
 		me = &c->methods.v[s];
 		if (me->used && me->known && me->sig &&
 		    !strcmp(me->sig, e->sig)) {
 			e->arg = me->id;
+			e->renames = c->methods.renames;
 			return me;
 		}
 	}
