@@ -133,6 +133,8 @@ if kill -0 "$coll_pid" 2>/dev/null; then
 	kill -KILL "$coll_pid"
 fi
 wait "$coll_pid"
+# the target idles on under bfctl run: end it, then bfctl
+for p in $(ps -o pid= --ppid "$run_pid"); do kill -TERM "$p" 2>/dev/null; done
 kill -TERM "$run_pid" 2>/dev/null
 wait "$run_pid" 2>/dev/null
 timeout 30 "$B/bfctl" stop >/dev/null 2>&1
