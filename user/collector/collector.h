@@ -103,6 +103,9 @@ struct methods {
 	} *objects;		/* what every new HQ session is told */
 	uint32_t nobjects;
 	uint32_t gen;		/* kernel table reads, for live_gen */
+	/* changes of what an id names (a start, a signature replaced): an
+	 * id checked against a signature since stays good until it moves */
+	uint32_t renames;
 };
 
 /* ---- exceptions.c ---- */

@@ -55,6 +55,9 @@ struct source {
 	 * said at the last full read, and when that was */
 	uint32_t seen_probes, seen_targets;
 	uint64_t full_read_ms;
+	/* the module's status as last read, by anyone */
+	uint32_t st_probes, st_targets;
+	uint64_t st_ms;
 	uint64_t dumps, dump_ns, checks;	/* for -v */
 	/* replay */
 	int *fd;
@@ -147,33 +150,50 @@ int source_refresh_methods(struct coll *c)
  * the collector's most expensive request (most of its CPU time in a TCG
  * guest), and it rarely says anything new: detached probes stay in it
  * until the next start, and an id the stream names first makes
- * method_of() read it at once.  So the module's status (one small reply)
- * decides: a change in the number of probes or targets reads the table,
- * and so does METHODS_FULL_MS without one, which bounds how long an
- * attach that the counts hide (one target gone, another come with as
- * many probes) stays out of the counters' list.  The BPF backend counts
+ * method_of() read it at once.  So the module's status (one small reply,
+ * which the counters read anyway) decides: a change in the number of
+ * probes or targets reads the table, and so does METHODS_FULL_MS without
+ * one, which bounds how long an attach that the counts hide (one target
+ * gone, another come with as many probes) stays out of the counters'
+ * list.  The BPF backend counts
  * its probes by walking the table, which costs as much as the dump.
  */
-#define METHODS_FULL_MS	2000
+#define METHODS_FULL_MS	10000
+#define STATUS_FRESH_MS	250
+
+static void note_status(struct source *s, const struct bft_nl_status *st)
+{
+	s->st_probes = st->nr_probes;
+	s->st_targets = st->nr_targets;
+	s->st_ms = coll_now_ms();
+}
 
 static void look_at_methods(struct coll *c)
 {
 	struct source *s = c->src;
 	struct bft_nl_status st;
+	bool same;
 
-	if (!s->bpf && coll_now_ms() - s->full_read_ms < METHODS_FULL_MS &&
-	    !bft_nl_get_status(s->nl, &st)) {
-		bool same = st.nr_probes == s->seen_probes &&
-			    st.nr_targets == s->seen_targets;
-
-		s->checks++;
-		s->seen_probes = st.nr_probes;
-		s->seen_targets = st.nr_targets;
-		bft_nl_status_free(&st);
-		if (same)
-			return;
+	if (s->bpf || coll_now_ms() - s->full_read_ms >= METHODS_FULL_MS) {
+		source_refresh_methods(c);
+		return;
 	}
-	source_refresh_methods(c);
+	/* the counters' samples may have read it just now */
+	if (coll_now_ms() - s->st_ms >= STATUS_FRESH_MS) {
+		if (bft_nl_get_status(s->nl, &st)) {
+			source_refresh_methods(c);
+			return;
+		}
+		note_status(s, &st);
+		bft_nl_status_free(&st);
+	}
+	s->checks++;
+	same = s->st_probes == s->seen_probes &&
+	       s->st_targets == s->seen_targets;
+	s->seen_probes = s->st_probes;
+	s->seen_targets = s->st_targets;
+	if (!same)
+		source_refresh_methods(c);
 }
 
 static int exception_cb(const struct bft_nl_exception *e, void *arg)
@@ -233,6 +253,7 @@ static void update_status(struct coll *c)
 	s->nr_targets = st.nr_targets;
 	if (st.nr_targets)
 		s->had_targets = true;
+	note_status(s, &st);
 	bft_nl_status_free(&st);
 }
 
@@ -858,6 +879,7 @@ int source_stats(struct coll *c, struct source_stats *st)
 	    bft_nl_get_status(s->nl, &ks);
 	if (e)
 		return e;
+	note_status(s, &ks);
 	st->mode = ks.mode;
 	st->probes = ks.nr_probes;
 	st->targets = ks.nr_targets;
