@@ -39,6 +39,8 @@ struct hq_opts {
 	unsigned int port;
 	const char *outdir;
 	const char *control_path;
+	const char *http_host;	/* --http: the live viewer (NULL: none) */
+	unsigned int http_port;
 	bool start;		/* send start right after the configuration */
 	bool start_suspended;	/* suspend, then start */
 	unsigned int gap_ms;	/* wait this long for a missing sequence */
@@ -143,6 +145,8 @@ void hq_reap(struct hq *hq);
 void hq_free(struct hq *hq);
 
 /* conn.c */
+/* A non-blocking listening TCP socket on host:port, or -1 (logged). */
+int hq_listen_on(const char *host, unsigned int port);
 int hq_listen(struct hq *hq);
 int hq_ctl_listen(struct hq *hq);
 int hq_ctl_send(const char *path, const char *cmd);

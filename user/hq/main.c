@@ -15,6 +15,7 @@
 
 #include "bft_util.h"
 #include "hq.h"
+#include "http.h"
 #include "inspector.h"
 
 static volatile sig_atomic_t got_signal;
@@ -50,6 +51,8 @@ static void usage(FILE *f)
 "      --gap-timeout MS       wait for a missing sequence this long (2000)\n"
 "      --count N              exit once N traces have ended\n"
 "      --timeout SECONDS      exit after this long, whatever happens\n"
+"      --http [HOST:]PORT     serve the live viewer there (HOST default\n"
+"                             127.0.0.1; PORT 0: any free port, logged)\n"
 "  -v, --verbose              more log lines (twice: every heartbeat)\n"
 "  -h, --help\n", HQ_DEFAULT_PORT);
 }
@@ -71,7 +74,7 @@ static int parse_uint(const char *s, const char *what, unsigned long max,
 enum {
 	OPT_SEND = 256, OPT_START, OPT_SUSPENDED, OPT_HEARTBEAT, OPT_SENDERS,
 	OPT_INCLUDE, OPT_EXCLUDE, OPT_BUDGET, OPT_RETRY, OPT_CLASS, OPT_GAP,
-	OPT_COUNT, OPT_TIMEOUT,
+	OPT_COUNT, OPT_TIMEOUT, OPT_HTTP,
 };
 
 static const struct option longopts[] = {
@@ -92,15 +95,49 @@ static const struct option longopts[] = {
 	{ "gap-timeout", required_argument, NULL, OPT_GAP },
 	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
+/*
+ * HOST:PORT, [V6]:PORT or PORT into host (unchanged if none given) and
+ * port.
+ */
+static int parse_hostport(const char *s, char *host, size_t n,
+			  unsigned int *port, bool need_port)
+{
+	const char *colon = strrchr(s, ':');
+	unsigned long v;
+
+	if (need_port && !colon) {
+		if (parse_uint(s, "port", 65535, &v))
+			return -1;
+		*port = (unsigned int)v;
+		return 0;
+	}
+	snprintf(host, n, "%s", s);
+	if (colon && !strchr(colon, ']')) {
+		host[colon - s] = 0;
+		if (parse_uint(colon + 1, "port", 65535, &v))
+			return -1;
+		*port = (unsigned int)v;
+	} else if (need_port) {
+		fprintf(stderr, "bfhq: no port in %s\n", s);
+		return -1;
+	}
+	if (host[0] == '[') {	/* [::1] */
+		memmove(host, host + 1, strlen(host));
+		host[strcspn(host, "]")] = 0;
+	}
+	return 0;
+}
+
 static int parse_args(struct hq_opts *o, int argc, char **argv,
 		      const char **send)
 {
-	static char host[256];
+	static char host[256], http_host[256] = "127.0.0.1";
 	unsigned long v;
 	int c;
 
@@ -112,23 +149,19 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 	while ((c = getopt_long(argc, argv, "l:p:o:c:vh", longopts,
 				NULL)) != -1) {
 		switch (c) {
-		case 'l': {
-			char *colon = strrchr(optarg, ':');
-
-			snprintf(host, sizeof(host), "%s", optarg);
-			if (colon && !strchr(colon, ']')) {
-				host[colon - optarg] = 0;
-				if (parse_uint(colon + 1, "port", 65535, &v))
-					return -1;
-				o->port = (unsigned int)v;
-			}
-			if (host[0] == '[') {	/* [::1] */
-				memmove(host, host + 1, strlen(host));
-				host[strcspn(host, "]")] = 0;
-			}
+		case 'l':
+			if (parse_hostport(optarg, host, sizeof(host),
+					   &o->port, false))
+				return -1;
 			o->listen_host = host;
 			break;
-		}
+		case OPT_HTTP:
+			if (parse_hostport(optarg, http_host,
+					   sizeof(http_host), &o->http_port,
+					   true))
+				return -1;
+			o->http_host = http_host;
+			break;
 		case 'p':
 			if (parse_uint(optarg, "port", 65535, &v))
 				return -1;
@@ -305,6 +338,7 @@ static int run(struct hq *hq)
 int main(int argc, char **argv)
 {
 	struct hq hq = { .listen_fd = -1, .ctl_fd = -1 };
+	struct hq_http *http = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
 	const char *send = NULL;
 	int rc;
@@ -334,9 +368,24 @@ int main(int argc, char **argv)
 	}
 	hq_log("listening on %s:%u, traces go to %s/", hq.o.listen_host,
 	       hq.o.port, hq.o.outdir);
+	if (hq.o.http_host) {
+		http = hq_http_start(hq.o.http_host, hq.o.http_port,
+				     hq.o.outdir);
+		if (!http) {
+			hq_free(&hq);
+			close(hq.listen_fd);
+			if (hq.ctl_fd >= 0) {
+				close(hq.ctl_fd);
+				unlink(hq.o.control_path);
+			}
+			bfp_config_free(&hq.o.config);
+			return 1;
+		}
+	}
 	rc = run(&hq);
 	/* Write out what every trace still running has. */
 	hq_free(&hq);
+	hq_http_stop(http);
 	close(hq.listen_fd);
 	if (hq.ctl_fd >= 0) {
 		close(hq.ctl_fd);

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* bfhq --http: the live viewer's server (http.c). */
+#ifndef BFHQ_HTTP_H
+#define BFHQ_HTTP_H
+
+struct hq_http;
+
+/*
+ * Serve the page and the live files of outdir's traces on host:port (port
+ * 0: any free one, logged) from a thread of its own.  NULL on failure,
+ * said in the log.
+ */
+struct hq_http *hq_http_start(const char *host, unsigned int port,
+			      const char *outdir);
+/* Close every viewer's stream, stop the thread, free. */
+void hq_http_stop(struct hq_http *h);
+
+#endif /* BFHQ_HTTP_H */
