@@ -32,6 +32,8 @@ static void usage(FILE *f)
 "       bfhq --control PATH --send CMD  drive a running bfhq\n"
 "       bfhq --counters [HOST:]PORT ... inspect a counters agent (--counters\n"
 "                                       --help)\n"
+"       bfhq --replay DIR [-o OUT]      the usual outputs from a trace's live/\n"
+"                                       directory (into OUT, default DIR/../replay)\n"
 "\n"
 "  -l, --listen HOST[:PORT]   address to listen on (default 127.0.0.1:%u)\n"
 "  -p, --port PORT            port to listen on\n"
@@ -49,6 +51,9 @@ static void usage(FILE *f)
 "      --java-class NAME      version 1 configuration class: bytefrog\n"
 "                             (com.secdec...) or codepulse (com.codedx...)\n"
 "      --gap-timeout MS       wait for a missing sequence this long (2000)\n"
+"      --reorder-bound N      declare a missing sequence lost once N messages\n"
+"                             wait behind it (default: no bound but 2^20)\n"
+"      --live-flush MS        write trace-N/live/ every MS ms (100; 0: not)\n"
 "      --count N              exit once N traces have ended\n"
 "      --timeout SECONDS      exit after this long, whatever happens\n"
 "      --http [HOST:]PORT     serve the live viewer there (HOST default\n"
@@ -74,7 +79,7 @@ static int parse_uint(const char *s, const char *what, unsigned long max,
 enum {
 	OPT_SEND = 256, OPT_START, OPT_SUSPENDED, OPT_HEARTBEAT, OPT_SENDERS,
 	OPT_INCLUDE, OPT_EXCLUDE, OPT_BUDGET, OPT_RETRY, OPT_CLASS, OPT_GAP,
-	OPT_COUNT, OPT_TIMEOUT, OPT_HTTP,
+	OPT_COUNT, OPT_TIMEOUT, OPT_BOUND, OPT_LIVE, OPT_REPLAY, OPT_HTTP,
 };
 
 static const struct option longopts[] = {
@@ -93,6 +98,9 @@ static const struct option longopts[] = {
 	{ "queue-retry", required_argument, NULL, OPT_RETRY },
 	{ "java-class", required_argument, NULL, OPT_CLASS },
 	{ "gap-timeout", required_argument, NULL, OPT_GAP },
+	{ "reorder-bound", required_argument, NULL, OPT_BOUND },
+	{ "live-flush", required_argument, NULL, OPT_LIVE },
+	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "http", required_argument, NULL, OPT_HTTP },
@@ -135,7 +143,7 @@ static int parse_hostport(const char *s, char *host, size_t n,
 }
 
 static int parse_args(struct hq_opts *o, int argc, char **argv,
-		      const char **send)
+		      const char **send, const char **replay)
 {
 	static char host[256], http_host[256] = "127.0.0.1";
 	unsigned long v;
@@ -145,6 +153,7 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 	o->port = HQ_DEFAULT_PORT;
 	o->outdir = "bfhq-out";
 	o->gap_ms = 2000;
+	o->live_flush_ms = 100;
 	bfp_config_init(&o->config);
 	while ((c = getopt_long(argc, argv, "l:p:o:c:vh", longopts,
 				NULL)) != -1) {
@@ -225,6 +234,20 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 				return -1;
 			o->gap_ms = (unsigned int)v;
 			break;
+		case OPT_BOUND:
+			if (parse_uint(optarg, "reorder bound", HQ_MAX_PENDING,
+				       &v))
+				return -1;
+			o->reorder_bound = (unsigned int)v;
+			break;
+		case OPT_LIVE:
+			if (parse_uint(optarg, "live flush", 3600000, &v))
+				return -1;
+			o->live_flush_ms = (unsigned int)v;
+			break;
+		case OPT_REPLAY:
+			*replay = optarg;
+			break;
 		case OPT_COUNT:
 			if (parse_uint(optarg, "count", 1000000, &v))
 				return -1;
@@ -263,6 +286,9 @@ static int run(struct hq *hq)
 			    hq_now_ms() + 1000ull * hq->o.timeout_s : 0;
 	struct pollfd *pfd = NULL;
 	unsigned int cap = 0, i;
+	/* a live flush is at most one poll late */
+	int poll_ms = hq->o.live_flush_ms && hq->o.live_flush_ms < 100 ?
+		      (int)hq->o.live_flush_ms : 100;
 	int rc = 0;
 
 	while (!hq->stop) {
@@ -293,7 +319,7 @@ static int run(struct hq *hq)
 				.events = POLLIN | (c->out.len ? POLLOUT : 0),
 			};
 		}
-		if (poll(pfd, n, 100) < 0 && errno != EINTR) {
+		if (poll(pfd, n, poll_ms) < 0 && errno != EINTR) {
 			hq_log("poll: %s", strerror(errno));
 			rc = 1;
 			break;
@@ -340,7 +366,7 @@ int main(int argc, char **argv)
 	struct hq hq = { .listen_fd = -1, .ctl_fd = -1 };
 	struct hq_http *http = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
-	const char *send = NULL;
+	const char *send = NULL, *replay = NULL;
 	int rc;
 
 	setvbuf(stderr, NULL, _IOLBF, 0);
@@ -348,9 +374,18 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strncmp(argv[i], "--counters", 10))
 			return inspector_main(argc, argv);
-	if (parse_args(&hq.o, argc, argv, &send)) {
+	if (parse_args(&hq.o, argc, argv, &send, &replay)) {
 		bfp_config_free(&hq.o.config);
 		return 1;
+	}
+	if (replay) {
+		char out[4200];
+
+		bfp_config_free(&hq.o.config);
+		if (strcmp(hq.o.outdir, "bfhq-out"))
+			return hq_replay(replay, hq.o.outdir);
+		snprintf(out, sizeof(out), "%s/../replay", replay);
+		return hq_replay(replay, out);
 	}
 	if (send) {
 		bfp_config_free(&hq.o.config);

@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The live copy of a trace, trace-<N>/live/, written while it is received
+ * (docs/live-format.md).  Routed events are kept per stream until the next
+ * flush; a flush appends them, syncs the data, and only then appends one
+ * index entry per stream, an empty one for a stream without news: a reader
+ * trusts an index entry, so it must never point at data that is not there.
+ *
+ * An I/O error stops the live copy of that trace (logged once); the usual
+ * outputs do not depend on it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "hq.h"
+#include "live.h"
+
+struct lstream {
+	uint32_t id;		/* thread id, or LIVE_MARKERS */
+	int data_fd, index_fd;
+	uint64_t off;		/* data bytes written */
+	struct bft_buf buf;	/* lines not yet written */
+	uint32_t nlines;
+	uint64_t begin_us;	/* of buf's first line */
+	uint64_t last_us;	/* of the last event */
+};
+
+struct live {
+	char dir[4096];
+	int names_fd;
+	struct bft_buf names;	/* lines not yet written */
+	struct lstream *streams[LIVE_MARKERS + 1];
+	uint32_t *order;	/* stream ids in order of appearance */
+	uint32_t nstreams;
+	uint64_t frontier_us;	/* the latest event time routed */
+	bool dirty;		/* lines since the last flush */
+	bool broken;		/* an I/O error: no more live copy */
+	bool ended;		/* the final flush is done */
+	uint64_t last_flush_ms, flushes, agent_lost;
+	const struct hq_opts *o;	/* bfhq's, which outlive the trace */
+	char *meta;		/* what meta.json holds now */
+};
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void broken(struct live *l, const char *what, int err)
+{
+	if (!l->broken)
+		hq_log("%s: %s: %s; the live copy stops here", l->dir, what,
+		       strerror(err));
+	l->broken = true;
+}
+
+static int open_in(struct live *l, const char *name, int flags)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", l->dir, name);
+	fd = open(path, flags | O_CLOEXEC, 0644);
+	if (fd < 0)
+		broken(l, name, errno);
+	return fd;
+}
+
+/* A reused output directory: what an earlier bfhq left there goes. */
+static void clear_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "stream-", 7) ||
+		    !strcmp(e->d_name, "names") ||
+		    !strncmp(e->d_name, "meta.json", 9))
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+}
+
+static struct lstream *stream_get(struct live *l, uint32_t id)
+{
+	struct lstream *s = l->streams[id];
+	char name[64];
+
+	if (s || l->broken)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->id = id;
+	if (id == LIVE_MARKERS)
+		snprintf(name, sizeof(name), "stream-markers");
+	else
+		snprintf(name, sizeof(name), "stream-%u", id);
+	strcat(name, ".data");
+	s->data_fd = open_in(l, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND);
+	strcpy(strrchr(name, '.'), ".index");
+	s->index_fd = open_in(l, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND);
+	if (s->data_fd < 0 || s->index_fd < 0) {
+		if (s->data_fd >= 0)
+			close(s->data_fd);
+		if (s->index_fd >= 0)
+			close(s->index_fd);
+		free(s);
+		return NULL;
+	}
+	l->streams[id] = s;
+	l->order[l->nstreams++] = id;
+	return s;
+}
+
+static void line_start(struct live *l, struct lstream *s, uint64_t us)
+{
+	if (!s->nlines)
+		s->begin_us = us;
+	s->nlines++;
+	l->dirty = true;
+}
+
+void live_name(struct live *l, char kind, uint32_t id, const char *name,
+	       size_t len)
+{
+	if (!l || l->broken)
+		return;
+	hq_bprintf(&l->names, "%c %" PRIu32 " ", kind, id);
+	hq_escape(&l->names, name ? name : "", name ? len : 0);
+	bft_buf_append(&l->names, "\n", 1);
+}
+
+void live_event(struct live *l, const struct pending *p)
+{
+	uint64_t us = (uint64_t)p->time * 1000;
+	struct lstream *s;
+	static const char ops[] = {
+		[BFP_METHOD_ENTRY] = 'e', [BFP_METHOD_EXIT] = 'x',
+		[BFP_EXCEPTION] = '!', [BFP_EXCEPTION_BUBBLE] = 'u',
+		[BFP_MARKER] = 'm',
+	};
+	char op;
+
+	if (!l || l->broken || p->id >= sizeof(ops) || !ops[p->id])
+		return;
+	op = ops[p->id];
+	if (op == 'x' && p->thrown)
+		op = 't';
+	s = stream_get(l, op == 'm' ? LIVE_MARKERS : p->thread);
+	if (!s)
+		return;
+	line_start(l, s, us);
+	s->last_us = us;
+	if (us > l->frontier_us)
+		l->frontier_us = us;
+	hq_bprintf(&s->buf, "%c %" PRIu32 " %" PRIu64, op, p->seq, us);
+	switch (op) {
+	case 'm':
+		bft_buf_append(&s->buf, " ", 1);
+		hq_escape(&s->buf, p->key, strlen(p->key));
+		bft_buf_append(&s->buf, "\t", 1);
+		hq_escape(&s->buf, p->value, strlen(p->value));
+		bft_buf_append(&s->buf, "\n", 1);
+		if (!strcmp(p->key, "bftrace.lost"))
+			l->agent_lost += strtoull(p->value, NULL, 10);
+		break;
+	case '!':
+		hq_bprintf(&s->buf, " %" PRIu32 " %" PRIu32 " %u\n", p->method,
+			   p->exception, p->line);
+		break;
+	case 'u':
+		hq_bprintf(&s->buf, " %" PRIu32 " %" PRIu32 "\n", p->method,
+			   p->exception);
+		break;
+	default:
+		hq_bprintf(&s->buf, " %" PRIu32 "\n", p->method);
+		break;
+	}
+}
+
+void live_void(struct live *l, const char *cause, uint32_t first,
+	       uint32_t count, uint32_t next)
+{
+	uint32_t i;
+
+	if (!l || l->broken)
+		return;
+	for (i = 0; i < l->nstreams; i++) {
+		struct lstream *s = l->streams[l->order[i]];
+
+		if (s->id == LIVE_MARKERS)
+			continue;
+		line_start(l, s, s->last_us);
+		hq_bprintf(&s->buf, "| %" PRIu32 " %" PRIu64 " %s %" PRIu32
+			   " %" PRIu32 "\n", next, s->last_us, cause, first,
+			   count);
+	}
+}
+
+static char *meta_text(struct live *l, const struct trace *t)
+{
+	json_t *j = json_pack(
+		"{s:i,s:I,s:i,s:i,s:s,s:s,s:i,s:I,s:I,s:I,s:I,s:I,s:I,"
+		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+		"format", LIVE_FORMAT,
+		"trace", (json_int_t)t->index,
+		"run", (int)t->run_id,
+		"protocol", (int)t->version,
+		"state", !l->ended ? "running" :
+			 t->failed ? "failed" : "finished",
+		"message", l->ended ? t->fail_msg : "",
+		"resolution_us", 1000,
+		"flush_ms", (json_int_t)l->o->live_flush_ms,
+		"reorder_bound", (json_int_t)l->o->reorder_bound,
+		"gap_timeout_ms", (json_int_t)l->o->gap_ms,
+		"start_wall_us", (json_int_t)t->start_wall_us,
+		"flushes", (json_int_t)l->flushes,
+		"frontier_us", (json_int_t)l->frontier_us,
+		"counters",
+		"routed", (json_int_t)t->routed,
+		"gaps", (json_int_t)t->gaps,
+		"gap_missing", (json_int_t)t->gap_missing,
+		"lost", (json_int_t)t->lost_bound,
+		"lost_missing", (json_int_t)t->lost_missing,
+		"late", (json_int_t)t->late,
+		"breaks", (json_int_t)t->breaks_seen,
+		"breaks_late", (json_int_t)t->breaks_late,
+		"heartbeats", (json_int_t)t->heartbeats,
+		"agent_lost", (json_int_t)l->agent_lost);
+	char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+
+	json_decref(j);
+	return text;
+}
+
+/* meta.json through a rename: readers see the old file or the new one. */
+static void write_meta(struct live *l, const struct trace *t)
+{
+	char tmp[4200], path[4200];
+	char *text = meta_text(l, t);
+	int fd;
+
+	if (!text || (l->meta && !strcmp(text, l->meta))) {
+		free(text);
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", l->dir);
+	snprintf(path, sizeof(path), "%s/meta.json", l->dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write_all(fd, text, strlen(text)) ||
+	    write_all(fd, "\n", 1) || fdatasync(fd) || close(fd) ||
+	    rename(tmp, path)) {
+		if (fd >= 0)
+			close(fd);
+		broken(l, "meta.json", errno);
+		free(text);
+		return;
+	}
+	free(l->meta);
+	l->meta = text;
+}
+
+static void put_le(unsigned char *p, uint64_t v, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static int write_names(struct live *l)
+{
+	if (!l->names.len)
+		return 0;
+	if (write_all(l->names_fd, l->names.data, l->names.len) ||
+	    fdatasync(l->names_fd)) {
+		broken(l, "names", errno);
+		return -1;
+	}
+	l->names.len = 0;
+	return 0;
+}
+
+static void flush(struct live *l, bool final)
+{
+	unsigned char rec[LIVE_INDEX_RECORD];
+	uint32_t i;
+
+	if (write_names(l))
+		return;
+	for (i = 0; i < l->nstreams; i++) {
+		struct lstream *s = l->streams[l->order[i]];
+
+		if (s->buf.len && (write_all(s->data_fd, s->buf.data,
+					     s->buf.len) ||
+				   fdatasync(s->data_fd)))
+			return broken(l, "stream data", errno);
+	}
+	/* Only now may the index point at it. */
+	for (i = 0; i < l->nstreams; i++) {
+		struct lstream *s = l->streams[l->order[i]];
+
+		put_le(rec, s->off, 8);
+		put_le(rec + 8, s->buf.len, 8);
+		put_le(rec + 16, s->nlines ? s->begin_us : l->frontier_us, 8);
+		put_le(rec + 24, l->frontier_us, 8);
+		put_le(rec + 32, s->nlines, 4);
+		put_le(rec + 36, final ? LIVE_FLAG_FINAL : 0, 4);
+		if (write_all(s->index_fd, rec, sizeof(rec)))
+			return broken(l, "stream index", errno);
+		s->off += s->buf.len;
+		s->buf.len = 0;
+		s->nlines = 0;
+	}
+	l->flushes++;
+	l->dirty = false;
+}
+
+void live_tick(struct live *l, const struct trace *t, uint64_t now_ms,
+	       bool force, bool final)
+{
+	if (!l || l->broken || l->ended)
+		return;
+	if (!force && !final && now_ms - l->last_flush_ms < l->o->live_flush_ms)
+		return;
+	l->last_flush_ms = now_ms;
+	if (l->dirty || final)
+		flush(l, final);
+	else
+		write_names(l);
+	if (final)
+		l->ended = true;
+	if (!l->broken)
+		write_meta(l, t);
+}
+
+struct live *live_open(const struct hq *hq, const struct trace *t,
+		       const char *trace_dir)
+{
+	struct live *l;
+
+	if (!hq->o.live_flush_ms)
+		return NULL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->order = calloc(LIVE_MARKERS + 1, sizeof(*l->order));
+	l->names_fd = -1;
+	snprintf(l->dir, sizeof(l->dir), "%s/live", trace_dir);
+	l->o = &hq->o;
+	l->last_flush_ms = hq_now_ms();
+	if (!l->order || (mkdir(l->dir, 0755) && errno != EEXIST)) {
+		hq_log("cannot create %s: %s", l->dir, strerror(errno));
+		free(l->order);
+		free(l);
+		return NULL;
+	}
+	clear_dir(l->dir);
+	l->names_fd = open_in(l, "names", O_WRONLY | O_CREAT | O_TRUNC |
+			      O_APPEND);
+	if (!l->broken)
+		write_meta(l, t);
+	return l;
+}
+
+void live_close(struct live *l)
+{
+	uint32_t i;
+
+	if (!l)
+		return;
+	for (i = 0; i < l->nstreams; i++) {
+		struct lstream *s = l->streams[l->order[i]];
+
+		close(s->data_fd);
+		close(s->index_fd);
+		bft_buf_free(&s->buf);
+		free(s);
+	}
+	if (l->names_fd >= 0)
+		close(l->names_fd);
+	bft_buf_free(&l->names);
+	free(l->order);
+	free(l->meta);
+	free(l);
+}

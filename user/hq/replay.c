@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfhq --replay: the usual outputs (tree.txt, calls.txt, summary.txt, ...)
+ * rebuilt from a live directory, as far as live_read() may show it: a
+ * trace whose bfhq was killed is shown up to its last complete index entry.
+ *
+ * Lines are routed in sequence order across the streams, which is the
+ * order bfhq routed them in; a void line voids its own thread only, as
+ * every thread that had a frame got its own line.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hq.h"
+#include "live.h"
+
+static bool seq_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+static void apply_names(struct route *r, const char *s, size_t len)
+{
+	const char *end = s + len;
+
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		char *name, *p;
+		unsigned long id;
+
+		if (!nl)
+			break;
+		name = malloc((size_t)(nl - s) + 1);
+		if (!name)
+			break;
+		errno = 0;
+		id = strtoul(s + 2, &p, 10);
+		if (nl - s < 3 || s[1] != ' ' || errno || p >= nl ||
+		    *p != ' ' || id > UINT32_MAX) {
+			free(name);
+			s = nl + 1;
+			continue;
+		}
+		live_unescape(p + 1, (size_t)(nl - p - 1), name);
+		if (s[0] == 'M')
+			route_map_method(r, (uint32_t)id, name);
+		else if (s[0] == 'X')
+			route_map_exception(r, (uint32_t)id, name);
+		else if (s[0] == 'T' && id <= UINT16_MAX)
+			route_map_thread(r, (uint16_t)id, 0, name);
+		free(name);
+		s = nl + 1;
+	}
+}
+
+/* A parsed line, routed as bfhq routed it. */
+static void route_line(struct route *r, uint32_t stream,
+		       const struct live_line *l)
+{
+	struct pending p = { .seq = l->seq, .method = l->method,
+			     .exception = l->exception,
+			     .line = (uint16_t)l->line,
+			     .thread = (uint16_t)stream };
+	char *buf = NULL;
+
+	p.time = (uint32_t)(l->time_us / 1000);
+	switch (l->op) {
+	case '|':
+		route_void_thread(r, (uint16_t)stream,
+				  !strcmp(l->cause, "break") ? "data break" :
+				  l->cause);
+		return;
+	case 'e':
+		p.id = BFP_METHOD_ENTRY;
+		break;
+	case 't':
+		p.thrown = true;
+		/* fall through */
+	case 'x':
+		p.id = BFP_METHOD_EXIT;
+		break;
+	case '!':
+		p.id = BFP_EXCEPTION;
+		break;
+	case 'u':
+		p.id = BFP_EXCEPTION_BUBBLE;
+		break;
+	case 'm': {
+		const char *tab = memchr(l->text, '\t', l->text_len);
+
+		buf = malloc(2 * l->text_len + 2);
+		if (!buf || !tab)
+			break;
+		p.id = BFP_MARKER;
+		p.key = buf;
+		live_unescape(l->text, (size_t)(tab - l->text), p.key);
+		p.value = buf + l->text_len + 1;
+		live_unescape(tab + 1, (size_t)(l->text + l->text_len - tab - 1),
+			      p.value);
+		break;
+	}
+	}
+	if (p.id)
+		route_event(r, &p);
+	free(buf);
+}
+
+static uint64_t counter(json_t *meta, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(meta, "counters"), key);
+
+	return json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
+}
+
+static void trace_from_meta(struct trace *t, json_t *meta)
+{
+	const char *state = json_string_value(json_object_get(meta, "state"));
+	const char *msg = json_string_value(json_object_get(meta, "message"));
+
+	t->index = (unsigned int)json_integer_value(json_object_get(meta,
+								    "trace"));
+	t->run_id = (uint8_t)json_integer_value(json_object_get(meta, "run"));
+	t->version = (uint8_t)json_integer_value(json_object_get(meta,
+								 "protocol"));
+	t->gaps = counter(meta, "gaps");
+	t->gap_missing = counter(meta, "gap_missing");
+	t->lost_bound = counter(meta, "lost");
+	t->lost_missing = counter(meta, "lost_missing");
+	t->late = counter(meta, "late");
+	t->breaks_seen = counter(meta, "breaks");
+	t->breaks_late = counter(meta, "breaks_late");
+	t->heartbeats = counter(meta, "heartbeats");
+	if (state && !strcmp(state, "failed")) {
+		t->failed = true;
+		snprintf(t->fail_msg, sizeof(t->fail_msg), "%s",
+			 msg ? msg : "");
+	} else if (!state || strcmp(state, "finished")) {
+		snprintf(t->fail_msg, sizeof(t->fail_msg), "%s",
+			 "its bfhq stopped while recording; replayed up to "
+			 "the last index entry");
+	} else if (msg) {
+		snprintf(t->fail_msg, sizeof(t->fail_msg), "%s", msg);
+	}
+}
+
+int hq_replay(const char *live_dir, const char *outdir)
+{
+	struct live_view v;
+	struct trace t = { 0 };
+	size_t *at, k;
+	uint64_t n = 0, bad = 0, held = 0;
+	int err = live_read(live_dir, &v);
+
+	if (err) {
+		fprintf(stderr, "bfhq: --replay %s: %s\n", live_dir,
+			strerror(-err));
+		return 1;
+	}
+	if (!v.meta)
+		fprintf(stderr, "bfhq: --replay %s: no readable meta.json; "
+			"the summary lacks the trace's counters\n", live_dir);
+	trace_from_meta(&t, v.meta);
+	if (mkdir(outdir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "bfhq: cannot create %s: %s\n", outdir,
+			strerror(errno));
+		live_view_free(&v);
+		return 1;
+	}
+	t.route = route_new(&t, outdir);
+	at = calloc(v.nstreams + 1, sizeof(*at));
+	if (!t.route || !at) {
+		route_free(t.route);
+		free(at);
+		live_view_free(&v);
+		return 1;
+	}
+	apply_names(t.route, v.names, v.names_len);
+	for (;;) {
+		struct live_line best = { 0 }, l;
+		size_t bi = SIZE_MAX, blen = 0;
+
+		/* the next line in sequence order; a void before an event */
+		for (k = 0; k < v.nstreams; k++) {
+			const struct live_stream *s = &v.streams[k];
+			const char *p = s->data + at[k], *nl;
+
+			while (at[k] < s->len) {
+				nl = memchr(p, '\n', s->len - at[k]);
+				if (!live_parse_line(p, (size_t)(nl - p), &l))
+					break;
+				bad++;	/* counted once: at[k] moves on */
+				at[k] += (size_t)(nl - p) + 1;
+				p = nl + 1;
+			}
+			if (at[k] >= s->len)
+				continue;
+			if (bi == SIZE_MAX || seq_before(l.seq, best.seq) ||
+			    (l.seq == best.seq && l.op == '|' &&
+			     best.op != '|')) {
+				best = l;
+				bi = k;
+				blen = (size_t)((const char *)memchr(p, '\n',
+						s->len - at[k]) - p) + 1;
+			}
+		}
+		if (bi == SIZE_MAX)
+			break;
+		route_line(t.route, v.streams[bi].id, &best);
+		n += best.op != '|';
+		at[bi] += blen;
+	}
+	for (k = 0; k < v.nstreams; k++)
+		held += v.streams[k].held;
+	t.routed = n;
+	t.finished = true;
+	route_finish(t.route, &t, NULL);
+	if (!hq_log_quiet)
+		printf("replayed %" PRIu64 " events of %zu streams up to %" PRIu64
+		       " us into %s/ (%" PRIu64 " later ones held back, %"
+		       PRIu64 " torn records, %" PRIu64 " bad entries, %"
+		       PRIu64 " bad lines)\n", n, v.nstreams, v.frontier_us,
+		       outdir, held, v.torn, v.bad, bad);
+	route_free(t.route);
+	free(at);
+	live_view_free(&v);
+	return 0;
+}
