@@ -229,6 +229,8 @@ struct live *live_open(const struct hq *hq, const struct trace *t,
 void live_name(struct live *l, char kind, uint32_t id, const char *name,
 	       size_t len);
 void live_event(struct live *l, const struct pending *p);
+/* A "bftrace.us" marker: the sub-ms times of the messages before it. */
+void live_micro(struct live *l, const struct pending *p);
 /* The stacks are void before sequence next: cause "break", "gap", "lost". */
 void live_void(struct live *l, const char *cause, uint32_t first,
 	       uint32_t count, uint32_t next);

@@ -33,15 +33,32 @@ struct lstream {
 	uint64_t last_us;	/* of the last event */
 };
 
+/* A routed event or void, until a flush writes it. */
+struct lrec {
+	uint32_t stream;
+	uint32_t seq;		/* |: the number after the void */
+	uint64_t us;
+	char op;		/* as in the data files */
+	char cause[7];
+	uint32_t a, b, c;	/* method, exception, line; |: first, count */
+	char *text;		/* m: "key\tvalue", escaped */
+};
+
 struct live {
 	char dir[4096];
+	struct lrec *recs;	/* in routing order */
+	uint32_t nrecs, recs_cap;
+	bool micro;		/* bftrace.us markers come */
+	bool covered_set;
+	uint32_t covered;	/* they covered every number before this */
+	uint64_t micro_bad;	/* malformed ones, ignored */
 	int names_fd;
 	struct bft_buf names;	/* lines not yet written */
 	struct lstream *streams[LIVE_MARKERS + 1];
 	uint32_t *order;	/* stream ids in order of appearance */
 	uint32_t nstreams;
 	uint64_t frontier_us;	/* the latest event time routed */
-	bool dirty;		/* lines since the last flush */
+	bool dirty;		/* lines to write at the next flush */
 	bool broken;		/* an I/O error: no more live copy */
 	bool ended;		/* the final flush is done */
 	uint64_t last_flush_ms, flushes, agent_lost;
@@ -152,71 +169,193 @@ void live_name(struct live *l, char kind, uint32_t id, const char *name,
 	bft_buf_append(&l->names, "\n", 1);
 }
 
+static struct lrec *rec_push(struct live *l)
+{
+	if (l->nrecs == l->recs_cap) {
+		uint32_t cap = l->recs_cap ? 2 * l->recs_cap : 1024;
+		struct lrec *v = realloc(l->recs, cap * sizeof(*v));
+
+		if (!v) {
+			broken(l, "memory", ENOMEM);
+			return NULL;
+		}
+		l->recs = v;
+		l->recs_cap = cap;
+	}
+	memset(&l->recs[l->nrecs], 0, sizeof(*l->recs));
+	return &l->recs[l->nrecs++];
+}
+
 void live_event(struct live *l, const struct pending *p)
 {
-	uint64_t us = (uint64_t)p->time * 1000;
-	struct lstream *s;
 	static const char ops[] = {
 		[BFP_METHOD_ENTRY] = 'e', [BFP_METHOD_EXIT] = 'x',
 		[BFP_EXCEPTION] = '!', [BFP_EXCEPTION_BUBBLE] = 'u',
 		[BFP_MARKER] = 'm',
 	};
-	char op;
+	struct lrec *r;
 
 	if (!l || l->broken || p->id >= sizeof(ops) || !ops[p->id])
 		return;
-	op = ops[p->id];
-	if (op == 'x' && p->thrown)
-		op = 't';
-	s = stream_get(l, op == 'm' ? LIVE_MARKERS : p->thread);
-	if (!s)
+	r = rec_push(l);
+	if (!r)
 		return;
-	line_start(l, s, us);
-	s->last_us = us;
-	if (us > l->frontier_us)
-		l->frontier_us = us;
-	hq_bprintf(&s->buf, "%c %" PRIu32 " %" PRIu64, op, p->seq, us);
-	switch (op) {
-	case 'm':
-		bft_buf_append(&s->buf, " ", 1);
-		hq_escape(&s->buf, p->key, strlen(p->key));
-		bft_buf_append(&s->buf, "\t", 1);
-		hq_escape(&s->buf, p->value, strlen(p->value));
-		bft_buf_append(&s->buf, "\n", 1);
+	r->op = ops[p->id];
+	if (r->op == 'x' && p->thrown)
+		r->op = 't';
+	r->stream = r->op == 'm' ? LIVE_MARKERS : p->thread;
+	r->seq = p->seq;
+	r->us = (uint64_t)p->time * 1000;
+	r->a = p->method;
+	r->b = p->exception;
+	r->c = p->line;
+	if (r->op == 'm') {
+		struct bft_buf t = { 0 };
+
+		hq_escape(&t, p->key, strlen(p->key));
+		bft_buf_append(&t, "\t", 1);
+		hq_escape(&t, p->value, strlen(p->value));
+		bft_buf_append(&t, "", 1);
+		r->text = (char *)t.data;
 		if (!strcmp(p->key, "bftrace.lost"))
 			l->agent_lost += strtoull(p->value, NULL, 10);
-		break;
-	case '!':
-		hq_bprintf(&s->buf, " %" PRIu32 " %" PRIu32 " %u\n", p->method,
-			   p->exception, p->line);
-		break;
-	case 'u':
-		hq_bprintf(&s->buf, " %" PRIu32 " %" PRIu32 "\n", p->method,
-			   p->exception);
-		break;
-	default:
-		hq_bprintf(&s->buf, " %" PRIu32 "\n", p->method);
-		break;
 	}
 }
 
 void live_void(struct live *l, const char *cause, uint32_t first,
 	       uint32_t count, uint32_t next)
 {
-	uint32_t i;
+	struct lrec *r;
 
 	if (!l || l->broken)
 		return;
-	for (i = 0; i < l->nstreams; i++) {
-		struct lstream *s = l->streams[l->order[i]];
+	r = rec_push(l);
+	if (!r)
+		return;
+	r->op = '|';
+	r->seq = next;
+	r->a = first;
+	r->b = count;
+	snprintf(r->cause, sizeof(r->cause), "%s", cause);
+}
 
-		if (s->id == LIVE_MARKERS)
-			continue;
-		line_start(l, s, s->last_us);
-		hq_bprintf(&s->buf, "| %" PRIu32 " %" PRIu64 " %s %" PRIu32
-			   " %" PRIu32 "\n", next, s->last_us, cause, first,
-			   count);
+static bool seq_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+/*
+ * "bftrace.us" from bfcollector: "<n> <d>,<d>,...", the sub-millisecond
+ * parts of the n sequenced messages just before this one.  From the first
+ * one on, lines wait until such a marker has covered them.
+ */
+void live_micro(struct live *l, const struct pending *p)
+{
+	const char *v = p->value;
+	unsigned long n, k, x;
+	uint16_t *d;
+	uint32_t first, i;
+	char *end;
+
+	if (!l || l->broken)
+		return;
+	n = strtoul(v, &end, 10);
+	if (end == v || n > 65536 || (*end && *end != ' ')) {
+		l->micro_bad++;
+		return;
 	}
+	d = calloc(n + 1, sizeof(*d));
+	if (!d)
+		return;
+	for (k = 0; k < n; k++) {
+		if (*end != (k ? ',' : ' '))
+			break;
+		v = end + 1;
+		x = strtoul(v, &end, 10);
+		if (end == v || x > 999)
+			break;
+		d[k] = (uint16_t)x;
+	}
+	l->micro = true;
+	if (!l->covered_set || seq_before(l->covered, p->seq))
+		l->covered = p->seq;
+	l->covered_set = true;
+	if (k < n || *end) {
+		l->micro_bad++;
+		free(d);
+		return;
+	}
+	first = p->seq - (uint32_t)n;
+	/* the records are in sequence order: the last ones are these */
+	for (i = l->nrecs; i-- > 0;) {
+		struct lrec *r = &l->recs[i];
+
+		if (r->op == '|' || !seq_before(r->seq, p->seq))
+			continue;
+		if (seq_before(r->seq, first))
+			break;
+		r->us += d[r->seq - first];
+	}
+	free(d);
+}
+
+/* Lines of the records ready (all if final) into their streams. */
+static void format_ready(struct live *l, bool final)
+{
+	uint32_t i, k, done = 0;
+
+	for (i = 0; i < l->nrecs; i++) {
+		struct lrec *r = &l->recs[i];
+		struct lstream *s;
+
+		if (!final && l->micro &&
+		    (r->op == '|' ? seq_before(l->covered, r->seq) :
+				    !seq_before(r->seq, l->covered)))
+			break;
+		done = i + 1;
+		if (r->op == '|') {
+			for (k = 0; k < l->nstreams; k++) {
+				s = l->streams[l->order[k]];
+				if (s->id == LIVE_MARKERS)
+					continue;
+				line_start(l, s, s->last_us);
+				hq_bprintf(&s->buf, "| %" PRIu32 " %" PRIu64
+					   " %s %" PRIu32 " %" PRIu32 "\n",
+					   r->seq, s->last_us, r->cause, r->a,
+					   r->b);
+			}
+			continue;
+		}
+		s = stream_get(l, r->stream);
+		if (!s)
+			break;
+		line_start(l, s, r->us);
+		s->last_us = r->us;
+		if (r->us > l->frontier_us)
+			l->frontier_us = r->us;
+		hq_bprintf(&s->buf, "%c %" PRIu32 " %" PRIu64, r->op, r->seq,
+			   r->us);
+		switch (r->op) {
+		case 'm':
+			hq_bprintf(&s->buf, " %s\n", r->text);
+			break;
+		case '!':
+			hq_bprintf(&s->buf, " %" PRIu32 " %" PRIu32 " %"
+				   PRIu32 "\n", r->a, r->b, r->c);
+			break;
+		case 'u':
+			hq_bprintf(&s->buf, " %" PRIu32 " %" PRIu32 "\n",
+				   r->a, r->b);
+			break;
+		default:
+			hq_bprintf(&s->buf, " %" PRIu32 "\n", r->a);
+			break;
+		}
+	}
+	for (i = 0; i < done; i++)
+		free(l->recs[i].text);
+	memmove(l->recs, l->recs + done, (l->nrecs - done) * sizeof(*l->recs));
+	l->nrecs -= done;
 }
 
 static char *meta_text(struct live *l, const struct trace *t)
@@ -231,7 +370,7 @@ static char *meta_text(struct live *l, const struct trace *t)
 		"state", !l->ended ? "running" :
 			 t->failed ? "failed" : "finished",
 		"message", l->ended ? t->fail_msg : "",
-		"resolution_us", 1000,
+		"resolution_us", l->micro ? 1 : 1000,
 		"flush_ms", (json_int_t)l->o->live_flush_ms,
 		"reorder_bound", (json_int_t)l->o->reorder_bound,
 		"gap_timeout_ms", (json_int_t)l->o->gap_ms,
@@ -346,6 +485,7 @@ void live_tick(struct live *l, const struct trace *t, uint64_t now_ms,
 	if (!force && !final && now_ms - l->last_flush_ms < l->o->live_flush_ms)
 		return;
 	l->last_flush_ms = now_ms;
+	format_ready(l, final);
 	if (l->dirty || final)
 		flush(l, final);
 	else
@@ -402,6 +542,9 @@ void live_close(struct live *l)
 	if (l->names_fd >= 0)
 		close(l->names_fd);
 	bft_buf_free(&l->names);
+	for (i = 0; i < l->nrecs; i++)
+		free(l->recs[i].text);
+	free(l->recs);
 	free(l->order);
 	free(l->meta);
 	free(l);

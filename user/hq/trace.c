@@ -281,6 +281,12 @@ static void apply_breaks(struct trace *t)
 
 static void route_one(struct trace *t, struct pending *p)
 {
+	/* bfcollector's microseconds are for the live copy only */
+	if (p->id == BFP_MARKER && p->key && !strcmp(p->key, "bftrace.us")) {
+		live_micro(t->live, p);
+		pending_free(p);
+		return;
+	}
 	route_event(t->route, p);
 	live_event(t->live, p);
 	pending_free(p);

@@ -378,6 +378,57 @@ TEST_F(live, a_finished_trace_replays_to_the_same_outputs)
 	free(b);
 }
 
+static void marker(FIXTURE_DATA(live) *self, uint32_t seq, const char *key,
+		   const char *value)
+{
+	struct bfp_msg m = { .id = BFP_MARKER, .seq = seq, .time = seq,
+			     .str = key, .str_len = strlen(key),
+			     .str2 = value, .str2_len = strlen(value) };
+
+	feed(&self->hq, self->data, &m);
+}
+
+TEST_F(live, bfcollector_microseconds_reach_the_live_copy_only)
+{
+	struct live_view v;
+	const struct live_stream *s;
+	char *text;
+
+	marker(self, 0, "bftrace.us", "0");	/* declared first */
+	ev(self, BFP_METHOD_ENTRY, 1, 1, 1);
+	ev(self, BFP_METHOD_EXIT, 2, 1, 1);
+	flush_now(self);
+	/* routed, but held until their microseconds come */
+	ASSERT_EQ(0, live_read(self->live, &v));
+	EXPECT_EQ(0u, v.nstreams);
+	live_view_free(&v);
+	marker(self, 3, "bftrace.us", "2 250,999");
+	marker(self, 4, "bftrace.us", "1 x");	/* malformed: ignored */
+	ev(self, BFP_METHOD_ENTRY, 5, 1, 1);
+	marker(self, 6, "bftrace.us", "1 7");
+	flush_now(self);
+	ASSERT_EQ(0, live_read(self->live, &v));
+	s = find(&v, 1);
+	ASSERT_NE(NULL, s);
+	EXPECT_STREQ("e 1 1250 1\nx 2 2999 1\ne 5 5007 1\n", s->data);
+	EXPECT_EQ(5007u, v.frontier_us);
+	EXPECT_EQ(1, json_integer_value(json_object_get(v.meta,
+							"resolution_us")));
+	EXPECT_EQ(NULL, find(&v, LIVE_MARKERS));
+	live_view_free(&v);
+	/* the usual outputs know nothing of them */
+	EXPECT_EQ(3u, self->t->routed);
+	hq_free(&self->hq);
+	text = file_in(self->dir, "trace-1/calls.txt");
+	ASSERT_NE(NULL, text);
+	EXPECT_STREQ("thread 1: e1 x1 e1\n", text);
+	free(text);
+	text = file_in(self->dir, "trace-1/trace.json");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(NULL, strstr(text, "bftrace.us"));
+	free(text);
+}
+
 /* ---- a real bfhq, killed ---- */
 
 /* The indexes' events (markers aside), and those up to the frontier. */
@@ -415,6 +466,27 @@ static void index_events(const char *live, uint64_t *upto, uint64_t *all)
 		free(idx);
 	}
 	live_view_free(&v);
+}
+
+/* Whether some line shown has a time that is no whole millisecond. */
+static bool some_sub_ms_time(const char *live)
+{
+	struct live_view v;
+	struct live_line l;
+	bool found = false;
+	size_t k;
+
+	if (live_read(live, &v))
+		return false;
+	for (k = 0; k < v.nstreams && !found; k++) {
+		const char *p = v.streams[k].data, *nl;
+
+		for (; !found && (nl = strchr(p, '\n')); p = nl + 1)
+			found = !live_parse_line(p, (size_t)(nl - p), &l) &&
+				l.time_us % 1000;
+	}
+	live_view_free(&v);
+	return found;
 }
 
 /* Tokens of calls.txt, and whether every line is a prefix of whole's. */
@@ -499,7 +571,11 @@ TEST_F_TIMEOUT(live, a_killed_bfhq_replays_up_to_its_last_index_entry, 600)
 	ASSERT_NE(NULL, meta);
 	EXPECT_STREQ("running", json_string_value(json_object_get(meta,
 								  "state")));
+	/* bfcollector's microseconds, from its declaration on */
+	EXPECT_EQ(1, json_integer_value(json_object_get(meta,
+							"resolution_us")));
 	json_decref(meta);
+	EXPECT_TRUE(some_sub_ms_time(live));
 	EXPECT_EQ(0, wait_exit(spawn(replay_argv, log), 60000));
 	snprintf(path, sizeof(path), "%s/calls.txt", out);
 	calls = slurp(path, NULL);
