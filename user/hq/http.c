@@ -42,24 +42,23 @@
 #include "bft_util.h"
 #include "hq.h"
 #include "http.h"
+#include "live.h"
 
 #define HTTP_TICK_MS		25
 #define HTTP_KEEPALIVE_MS	5000
 #define HTTP_MAX_CONNS		256
 #define HTTP_STATIC_MAX		(4u << 20)
+/* More than any flush writes to one stream (a bad entry otherwise). */
+#define HTTP_ENTRY_MAX		(256u << 20)
 /* What one refill may queue: a big trace goes out in pieces. */
 #define HTTP_REFILL_MAX		(1u << 20)
 
 /*
- * The live files (docs/live-format.md).  An index record: data offset,
+ * An index record of the live files (docs/live-format.md): data offset,
  * size, begin time, end time (u64 each), events, flags (u32 each),
  * little-endian.
  */
 #define LIVE_DIR		"live"
-#define LIVE_INDEX_RECORD_SIZE	40
-#define LIVE_FLAG_FINAL		1u
-/* The stream of the events of no thread, as the page calls it. */
-#define MARKERS_ID		UINT_MAX
 
 struct live_index_entry {
 	uint64_t offset, size, begin, end;
@@ -89,7 +88,7 @@ static void live_index_decode(const unsigned char *p,
 static void stream_path(char *out, size_t n, const char *dir, unsigned int id,
 			const char *ext)
 {
-	if (id == MARKERS_ID)
+	if (id == LIVE_MARKERS)
 		snprintf(out, n, "%s/stream-markers.%s", dir, ext);
 	else
 		snprintf(out, n, "%s/stream-%u.%s", dir, id, ext);
@@ -102,6 +101,8 @@ struct vstream {
 	uint64_t last_end;	/* end time of its latest entry */
 	bool has_entry;
 	bool final;		/* its last entry is flagged final */
+	bool broken;		/* an entry made no sense: read no further */
+	uint64_t covered;	/* data bytes the entries read cover */
 	uint64_t head_sent;	/* bytes of q[qhead] already sent */
 	struct live_index_entry *q;	/* read, not yet sent */
 	size_t qhead, qlen, qcap;
@@ -118,6 +119,7 @@ struct viewer {
 	bool final;		/* meta.json says the trace ended */
 	bool ended;		/* "end" queued: the stream closes after it */
 	uint64_t names_off;
+	uint64_t bad, bad_sent;	/* entries ignored (read_index()) */
 	struct stat meta_st;	/* of the meta.json last sent */
 	struct bft_buf out;
 	size_t out_pos;
@@ -130,6 +132,7 @@ struct hq_http {
 	struct MHD_Daemon *d;
 	char outdir[PATH_MAX];
 	char www[PATH_MAX + 64];
+	unsigned int port;
 	pthread_t ticker;
 	bool ticker_running;
 	pthread_mutex_t lock;
@@ -244,59 +247,70 @@ static void scan_streams(struct viewer *v)
 		int end = 0;
 
 		if (!strcmp(e->d_name, "stream-markers.index"))
-			stream_get(v, MARKERS_ID);
+			stream_get(v, LIVE_MARKERS);
 		else if (!strncmp(e->d_name, "stream-", 7) &&
 			 e->d_name[7] >= '0' && e->d_name[7] <= '9' &&
 			 sscanf(e->d_name, "stream-%u.index%n", &id,
 				&end) == 1 && end && !e->d_name[end] &&
-			 id != MARKERS_ID)
+			 id < LIVE_MARKERS)
 			stream_get(v, id);
 	}
 	closedir(d);
 }
 
-/* The whole records appended to s's index since the last look. */
-static void read_index(struct vstream *s)
+static int queue_push(struct vstream *s, const struct live_index_entry *e)
 {
-	unsigned char rec[LIVE_INDEX_RECORD_SIZE];
+	if (s->qhead && s->qlen == s->qcap) {
+		memmove(s->q, s->q + s->qhead,
+			(s->qlen - s->qhead) * sizeof(*e));
+		s->qlen -= s->qhead;
+		s->qhead = 0;
+	}
+	if (s->qlen == s->qcap) {
+		size_t cap = s->qcap ? 2 * s->qcap : 64;
+		struct live_index_entry *q = realloc(s->q, cap * sizeof(*q));
+
+		if (!q)
+			return -1;
+		s->q = q;
+		s->qcap = cap;
+	}
+	s->q[s->qlen++] = *e;
+	return 0;
+}
+
+/*
+ * The whole records appended to s's index since the last look.  One that
+ * does not follow the one before (not contiguous, an end time that goes
+ * back, a size no flush writes) ends the stream's index for this viewer:
+ * counted in v->bad, as is data an entry covers that cannot be read.
+ */
+static void read_index(struct viewer *v, struct vstream *s)
+{
+	unsigned char rec[LIVE_INDEX_RECORD];
+	struct live_index_entry e;
 	struct stat st;
 
-	if (fstat(s->index_fd, &st))
+	if (s->broken || fstat(s->index_fd, &st))
 		return;
 	while (s->index_read + sizeof(rec) <= (uint64_t)st.st_size) {
-		struct live_index_entry e;
-
 		if (pread(s->index_fd, rec, sizeof(rec),
 			  (off_t)s->index_read) != (ssize_t)sizeof(rec))
 			return;
-		s->index_read += sizeof(rec);
 		live_index_decode(rec, &e);
-		if (!s->has_entry || e.end > s->last_end)
-			s->last_end = e.end;
+		if (e.offset != s->covered || e.size > HTTP_ENTRY_MAX ||
+		    (s->has_entry && e.end < s->last_end)) {
+			s->broken = true;
+			v->bad++;
+			return;
+		}
+		if (e.size && queue_push(s, &e))
+			return;		/* read again at the next look */
+		s->index_read += sizeof(rec);
+		s->covered += e.size;
+		s->last_end = e.end;
 		s->has_entry = true;
 		s->final |= e.flags & LIVE_FLAG_FINAL;
-		if (!e.size)
-			continue;	/* an idle stream's heartbeat */
-		if (s->qlen == s->qcap) {
-			size_t cap = s->qcap ? 2 * s->qcap : 64;
-			struct live_index_entry *q;
-
-			if (s->qhead) {
-				memmove(s->q, s->q + s->qhead,
-					(s->qlen - s->qhead) * sizeof(*q));
-				s->qlen -= s->qhead;
-				s->qhead = 0;
-				if (s->qlen < s->qcap)
-					goto push;
-			}
-			q = realloc(s->q, cap * sizeof(*q));
-			if (!q)
-				return;
-			s->q = q;
-			s->qcap = cap;
-		}
-push:
-		s->q[s->qlen++] = e;
 	}
 }
 
@@ -359,17 +373,14 @@ static void read_names(struct viewer *v)
 	close(fd);
 }
 
-/* The time field of a data line ("<c> <seq> <time> ..."), or 0. */
+/* The time of a data line, 0 if it does not parse (it is sent as is). */
 static uint64_t line_time(const char *p, size_t n)
 {
-	char tmp[64];
-	unsigned long long t;
+	struct live_line l;
 
-	if (n >= sizeof(tmp))
-		n = sizeof(tmp) - 1;
-	memcpy(tmp, p, n);
-	tmp[n] = 0;
-	return sscanf(tmp, "%*s %*s %llu", &t) == 1 ? t : 0;
+	if (n && p[n - 1] == '\n')
+		n--;
+	return live_parse_line(p, n, &l) ? 0 : l.time_us;
 }
 
 /*
@@ -378,8 +389,8 @@ static uint64_t line_time(const char *p, size_t n)
  * (docs/live-format.md, "Reading").  false: not all of it (budget, or a
  * read that failed), look again.
  */
-static bool stream_take(struct vstream *s, uint64_t frontier,
-			struct bft_buf *data, size_t budget)
+static bool stream_take(struct viewer *v, struct vstream *s,
+			uint64_t frontier, struct bft_buf *data, size_t budget)
 {
 	while (s->qhead < s->qlen) {
 		struct live_index_entry *e = &s->q[s->qhead];
@@ -388,8 +399,14 @@ static bool stream_take(struct vstream *s, uint64_t frontier,
 
 		if (data->len > budget)
 			return false;
-		if (read_at(s->data_fd, off, n, data))
-			return false;
+		if (read_at(s->data_fd, off, n, data)) {
+			/* the index said it was synced: it never will be */
+			data->len = at;
+			v->bad++;
+			s->qhead++;
+			s->head_sent = 0;
+			continue;
+		}
 		if (e->end > frontier) {
 			/* the lines up to the frontier, then stop */
 			const char *p = (char *)data->data + at;
@@ -432,8 +449,8 @@ static void refill(struct viewer *v)
 	for (i = 0; i < v->ns; i++) {
 		struct vstream *s = &v->s[i];
 
-		read_index(s);
-		if (!s->has_entry)
+		read_index(v, s);
+		if (!s->has_entry || s->broken)
 			continue;
 		indexed = true;
 		if (!s->final && s->last_end < frontier)
@@ -452,11 +469,11 @@ static void refill(struct viewer *v)
 
 		data.len = 0;
 		if (v->out.len > HTTP_REFILL_MAX ||
-		    !stream_take(s, frontier, &data, HTTP_REFILL_MAX))
+		    !stream_take(v, s, frontier, &data, HTTP_REFILL_MAX))
 			all = false;
 		if (!data.len)
 			continue;
-		if (s->id == MARKERS_ID)
+		if (s->id == LIVE_MARKERS)
 			snprintf(head, sizeof(head), "markers\n");
 		else
 			snprintf(head, sizeof(head), "%u\n", s->id);
@@ -466,6 +483,13 @@ static void refill(struct viewer *v)
 		bputs(&v->out, "\n");
 	}
 	bft_buf_free(&data);
+	if (v->bad != v->bad_sent) {
+		char t[32];
+
+		snprintf(t, sizeof(t), "%" PRIu64, v->bad);
+		sse_event(&v->out, "bad", t, strlen(t));
+		v->bad_sent = v->bad;
+	}
 	if (!all)
 		return;
 	if (frontier != UINT64_MAX && indexed &&
@@ -896,6 +920,7 @@ struct hq_http *hq_http_start(const char *host, unsigned int port,
 		goto fail;
 	}
 	h->ticker_running = true;
+	h->port = port;
 	hq_log("live viewer on http://%s%s%s:%u/ (page from %s)",
 	       strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
 	       port, h->www);
@@ -905,6 +930,23 @@ fail:
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 	return NULL;
+}
+
+unsigned int hq_http_port(const struct hq_http *h)
+{
+	return h->port;
+}
+
+unsigned int hq_http_viewers(struct hq_http *h)
+{
+	unsigned int n = 0;
+	struct viewer *v;
+
+	pthread_mutex_lock(&h->lock);
+	for (v = h->viewers; v; v = v->next)
+		n++;
+	pthread_mutex_unlock(&h->lock);
+	return n;
 }
 
 void hq_http_stop(struct hq_http *h)

@@ -12,6 +12,10 @@ struct hq_http;
  */
 struct hq_http *hq_http_start(const char *host, unsigned int port,
 			      const char *outdir);
+/* The port it listens on. */
+unsigned int hq_http_port(const struct hq_http *h);
+/* How many event streams are open (their state not yet freed). */
+unsigned int hq_http_viewers(struct hq_http *h);
 /* Close every viewer's stream, stop the thread, free. */
 void hq_http_stop(struct hq_http *h);
 

@@ -44,6 +44,7 @@ function open(traceNo) {
   es.addEventListener("meta", (e) => { got = true; bft.model.meta = JSON.parse(e.data); schedule(); });
   es.addEventListener("names", (e) => { got = true; bft.model.names(e.data); schedule(); });
   es.addEventListener("stream", (e) => { got = true; bft.model.stream(e.data); schedule(); });
+  es.addEventListener("bad", (e) => { bft.model.badEntries = Number(e.data); schedule(); });
   es.addEventListener("frontier", (e) => { bft.model.frontier = Number(e.data); schedule(); });
   es.addEventListener("end", () => {
     bft.model.ended = true;

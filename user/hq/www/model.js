@@ -27,6 +27,7 @@ class BftModel {
     this.markers = 0;
     this.events = 0;
     this.bad = 0;                 // lines that did not parse (counted, skipped)
+    this.badEntries = 0;          // index entries the server could not use
     this.unstamped = [];          // nodes and calls waiting for the next render
     this.appear = new Map();      // method id -> [wall ms of each call's first render]
     this.changed = true;

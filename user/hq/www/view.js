@@ -48,6 +48,7 @@ class BftView {
         model.methods.size + " methods",
       m.resolution_us ? ", times to " + m.resolution_us + " µs" : "",
       model.bad ? ", " + model.bad + " lines not understood" : "",
+      model.badEntries ? ", " + model.badEntries + " index entries unusable" : "",
     ];
     const p = el("p", { id: "state", "data-state": model.ended ? "ended" : st }, ...parts);
     document.getElementById("status").replaceChildren(p);
