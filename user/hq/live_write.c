@@ -33,6 +33,12 @@ struct lstream {
 	uint64_t last_us;	/* of the last event */
 };
 
+/*
+ * Lines waiting for their microseconds: past this many, an agent that
+ * declared them but sends no more is not waited for.
+ */
+#define LIVE_HOLD_MAX	(1u << 20)
+
 /* A routed event or void, until a flush writes it. */
 struct lrec {
 	uint32_t stream;
@@ -308,7 +314,7 @@ static void format_ready(struct live *l, bool final)
 		struct lrec *r = &l->recs[i];
 		struct lstream *s;
 
-		if (!final && l->micro &&
+		if (!final && l->micro && l->nrecs - i <= LIVE_HOLD_MAX &&
 		    (r->op == '|' ? seq_before(l->covered, r->seq) :
 				    !seq_before(r->seq, l->covered)))
 			break;
