@@ -15,11 +15,12 @@
  *                                the indexes cover so far, then what new
  *                                entries cover, as they appear
  *
- * A viewer's stream is a content reader callback.  When it has nothing to
- * send it suspends its connection; a ticker thread resumes the suspended
- * ones every HTTP_TICK_MS to look again.  So no thread waits for a viewer,
- * and one that went away is noticed at the next write (a keep-alive
- * comment at least every HTTP_KEEPALIVE_MS), which frees its state.
+ * What a viewer is sent comes from http_feed.c.  Its stream is a content
+ * reader callback.  When it has nothing to send it suspends its
+ * connection; a ticker thread resumes the suspended ones every
+ * HTTP_TICK_MS to look again.  So no thread waits for a viewer, and one
+ * that went away is noticed at the next write (a keep-alive comment at
+ * least every HTTP_KEEPALIVE_MS), which frees its state.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -42,85 +43,20 @@
 #include "bft_util.h"
 #include "hq.h"
 #include "http.h"
-#include "live.h"
+#include "http_feed.h"
 
 #define HTTP_TICK_MS		25
 #define HTTP_KEEPALIVE_MS	5000
 #define HTTP_MAX_CONNS		256
 #define HTTP_STATIC_MAX		(4u << 20)
-/* More than any flush writes to one stream (a bad entry otherwise). */
-#define HTTP_ENTRY_MAX		(256u << 20)
-/* What one refill may queue: a big trace goes out in pieces. */
-#define HTTP_REFILL_MAX		(1u << 20)
 
-/*
- * An index record of the live files (docs/live-format.md): data offset,
- * size, begin time, end time (u64 each), events, flags (u32 each),
- * little-endian.
- */
 #define LIVE_DIR		"live"
-
-struct live_index_entry {
-	uint64_t offset, size, begin, end;
-	uint32_t events, flags;
-};
-
-static uint64_t le(const unsigned char *p, int n)
-{
-	uint64_t v = 0;
-
-	while (n--)
-		v = v << 8 | p[n];
-	return v;
-}
-
-static void live_index_decode(const unsigned char *p,
-			      struct live_index_entry *e)
-{
-	e->offset = le(p, 8);
-	e->size = le(p + 8, 8);
-	e->begin = le(p + 16, 8);
-	e->end = le(p + 24, 8);
-	e->events = (uint32_t)le(p + 32, 4);
-	e->flags = (uint32_t)le(p + 36, 4);
-}
-
-static void stream_path(char *out, size_t n, const char *dir, unsigned int id,
-			const char *ext)
-{
-	if (id == LIVE_MARKERS)
-		snprintf(out, n, "%s/stream-markers.%s", dir, ext);
-	else
-		snprintf(out, n, "%s/stream-%u.%s", dir, id, ext);
-}
-
-struct vstream {
-	unsigned int id;
-	int data_fd, index_fd;
-	uint64_t index_read;	/* bytes of whole records consumed */
-	uint64_t last_end;	/* end time of its latest entry */
-	bool has_entry;
-	bool final;		/* its last entry is flagged final */
-	bool broken;		/* an entry made no sense: read no further */
-	uint64_t covered;	/* data bytes the entries read cover */
-	uint64_t head_sent;	/* bytes of q[qhead] already sent */
-	struct live_index_entry *q;	/* read, not yet sent */
-	size_t qhead, qlen, qcap;
-};
 
 struct viewer {
 	struct hq_http *h;
 	struct MHD_Connection *conn;
-	char dir[PATH_MAX + 64];	/* the trace's live/ directory */
-	struct vstream *s;
-	size_t ns;
-	uint64_t frontier;	/* sent up to this time */
-	bool frontier_sent;
-	bool final;		/* meta.json says the trace ended */
+	struct feed *feed;
 	bool ended;		/* "end" queued: the stream closes after it */
-	uint64_t names_off;
-	uint64_t bad, bad_sent;	/* entries ignored (read_index()) */
-	struct stat meta_st;	/* of the meta.json last sent */
 	struct bft_buf out;
 	size_t out_pos;
 	uint64_t last_write_ms;
@@ -141,385 +77,9 @@ struct hq_http {
 	struct viewer *viewers;
 };
 
-/* ---- small helpers ---- */
-
-static void bputs(struct bft_buf *b, const char *s)
-{
-	bft_buf_append(b, s, strlen(s));
-}
-
-/* Each line of p (n bytes) as an SSE "data:" line; \r would end one. */
-static void sse_lines(struct bft_buf *b, const char *p, size_t n)
-{
-	while (n) {
-		const char *nl = memchr(p, '\n', n);
-		size_t len = nl ? (size_t)(nl - p) : n;
-		size_t at;
-
-		bputs(b, "data: ");
-		at = b->len;
-		bft_buf_append(b, p, len);
-		for (size_t i = at; i < b->len; i++)
-			if (b->data[i] == '\r')
-				b->data[i] = ' ';
-		bputs(b, "\n");
-		p += len + (nl != NULL);
-		n -= len + (nl != NULL);
-	}
-}
-
-static void sse_event(struct bft_buf *b, const char *event, const char *p,
-		      size_t n)
-{
-	bputs(b, "event: ");
-	bputs(b, event);
-	bputs(b, "\n");
-	if (!n)
-		bputs(b, "data: \n");
-	else
-		sse_lines(b, p, n);
-	bputs(b, "\n");
-}
-
-static int read_at(int fd, uint64_t off, size_t n, struct bft_buf *b)
-{
-	size_t at;
-	ssize_t r;
-
-	if (bft_buf_reserve(b, n))
-		return -1;
-	at = b->len;
-	while (n) {
-		r = pread(fd, b->data + at, n, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		at += (size_t)r;
-		off += (uint64_t)r;
-		n -= (size_t)r;
-	}
-	b->len = at;
-	return 0;
-}
-
-/* ---- a viewer's view of the live directory ---- */
-
-static struct vstream *stream_get(struct viewer *v, unsigned int id)
-{
-	struct vstream *s;
-	char path[PATH_MAX + 128];
-	size_t i;
-
-	for (i = 0; i < v->ns; i++)
-		if (v->s[i].id == id)
-			return &v->s[i];
-	s = realloc(v->s, (v->ns + 1) * sizeof(*s));
-	if (!s)
-		return NULL;
-	v->s = s;
-	s = &v->s[v->ns];
-	*s = (struct vstream){ .id = id, .data_fd = -1, .index_fd = -1 };
-	stream_path(path, sizeof(path), v->dir, id, "index");
-	s->index_fd = open(path, O_RDONLY | O_CLOEXEC);
-	stream_path(path, sizeof(path), v->dir, id, "data");
-	s->data_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (s->index_fd < 0 || s->data_fd < 0) {
-		if (s->index_fd >= 0)
-			close(s->index_fd);
-		if (s->data_fd >= 0)
-			close(s->data_fd);
-		return NULL;	/* looked for again at the next refill */
-	}
-	v->ns++;
-	return s;
-}
-
-static void scan_streams(struct viewer *v)
-{
-	DIR *d = opendir(v->dir);
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		unsigned int id;
-		int end = 0;
-
-		if (!strcmp(e->d_name, "stream-markers.index"))
-			stream_get(v, LIVE_MARKERS);
-		else if (!strncmp(e->d_name, "stream-", 7) &&
-			 e->d_name[7] >= '0' && e->d_name[7] <= '9' &&
-			 sscanf(e->d_name, "stream-%u.index%n", &id,
-				&end) == 1 && end && !e->d_name[end] &&
-			 id < LIVE_MARKERS)
-			stream_get(v, id);
-	}
-	closedir(d);
-}
-
-static int queue_push(struct vstream *s, const struct live_index_entry *e)
-{
-	if (s->qhead && s->qlen == s->qcap) {
-		memmove(s->q, s->q + s->qhead,
-			(s->qlen - s->qhead) * sizeof(*e));
-		s->qlen -= s->qhead;
-		s->qhead = 0;
-	}
-	if (s->qlen == s->qcap) {
-		size_t cap = s->qcap ? 2 * s->qcap : 64;
-		struct live_index_entry *q = realloc(s->q, cap * sizeof(*q));
-
-		if (!q)
-			return -1;
-		s->q = q;
-		s->qcap = cap;
-	}
-	s->q[s->qlen++] = *e;
-	return 0;
-}
-
-/*
- * The whole records appended to s's index since the last look.  One that
- * does not follow the one before (not contiguous, an end time that goes
- * back, a size no flush writes) ends the stream's index for this viewer:
- * counted in v->bad, as is data an entry covers that cannot be read.
- */
-static void read_index(struct viewer *v, struct vstream *s)
-{
-	unsigned char rec[LIVE_INDEX_RECORD];
-	struct live_index_entry e;
-	struct stat st;
-
-	if (s->broken || fstat(s->index_fd, &st))
-		return;
-	while (s->index_read + sizeof(rec) <= (uint64_t)st.st_size) {
-		if (pread(s->index_fd, rec, sizeof(rec),
-			  (off_t)s->index_read) != (ssize_t)sizeof(rec))
-			return;
-		live_index_decode(rec, &e);
-		if (e.offset != s->covered || e.size > HTTP_ENTRY_MAX ||
-		    (s->has_entry && e.end < s->last_end)) {
-			s->broken = true;
-			v->bad++;
-			return;
-		}
-		if (e.size && queue_push(s, &e))
-			return;		/* read again at the next look */
-		s->index_read += sizeof(rec);
-		s->covered += e.size;
-		s->last_end = e.end;
-		s->has_entry = true;
-		s->final |= e.flags & LIVE_FLAG_FINAL;
-	}
-}
-
-/* meta.json again if it was replaced; its state decides v->final. */
-static void read_meta(struct viewer *v)
-{
-	char path[PATH_MAX + 96];
-	json_error_t err;
-	json_t *meta;
-	const char *state;
-	struct stat st;
-	char *s;
-
-	snprintf(path, sizeof(path), "%s/meta.json", v->dir);
-	if (stat(path, &st) || (st.st_ino == v->meta_st.st_ino &&
-				st.st_size == v->meta_st.st_size &&
-				st.st_mtim.tv_sec == v->meta_st.st_mtim.tv_sec &&
-				st.st_mtim.tv_nsec == v->meta_st.st_mtim.tv_nsec))
-		return;
-	meta = json_load_file(path, 0, &err);
-	if (!meta)
-		return;		/* being replaced: the next look sees it */
-	v->meta_st = st;
-	state = json_string_value(json_object_get(meta, "state"));
-	if (state && (!strcmp(state, "finished") || !strcmp(state, "failed")))
-		v->final = true;
-	s = json_dumps(meta, JSON_COMPACT);
-	if (s) {
-		sse_event(&v->out, "meta", s, strlen(s));
-		free(s);
-	}
-	json_decref(meta);
-}
-
-/* The names appended since the last look, whole lines only. */
-static void read_names(struct viewer *v)
-{
-	char path[PATH_MAX + 96];
-	struct bft_buf b = { 0 };
-	struct stat st;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/names", v->dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (!fstat(fd, &st) && (uint64_t)st.st_size > v->names_off &&
-	    !read_at(fd, v->names_off, (size_t)(st.st_size - v->names_off),
-		     &b)) {
-		unsigned char *nl = memrchr(b.data, '\n', b.len);
-
-		if (nl) {
-			size_t n = (size_t)(nl - b.data);
-
-			sse_event(&v->out, "names", (char *)b.data, n);
-			v->names_off += n + 1;
-		}
-	}
-	bft_buf_free(&b);
-	close(fd);
-}
-
-/* The time of a data line, 0 if it does not parse (it is sent as is). */
-static uint64_t line_time(const char *p, size_t n)
-{
-	struct live_line l;
-
-	if (n && p[n - 1] == '\n')
-		n--;
-	return live_parse_line(p, n, &l) ? 0 : l.time_us;
-}
-
-/*
- * Append to data what s's entries cover up to frontier: whole entries
- * that end by then, and of the next one the lines not later than it
- * (docs/live-format.md, "Reading").  false: not all of it (budget, or a
- * read that failed), look again.
- */
-static bool stream_take(struct viewer *v, struct vstream *s,
-			uint64_t frontier, struct bft_buf *data, size_t budget)
-{
-	while (s->qhead < s->qlen) {
-		struct live_index_entry *e = &s->q[s->qhead];
-		uint64_t off = e->offset + s->head_sent;
-		size_t n = (size_t)(e->size - s->head_sent), at = data->len;
-
-		if (data->len > budget)
-			return false;
-		if (read_at(s->data_fd, off, n, data)) {
-			/* the index said it was synced: it never will be */
-			data->len = at;
-			v->bad++;
-			s->qhead++;
-			s->head_sent = 0;
-			continue;
-		}
-		if (e->end > frontier) {
-			/* the lines up to the frontier, then stop */
-			const char *p = (char *)data->data + at;
-			size_t keep = 0;
-
-			while (keep < n) {
-				const char *nl = memchr(p + keep, '\n',
-							n - keep);
-				size_t len = nl ? (size_t)(nl - p) - keep + 1 :
-						  n - keep;
-
-				if (line_time(p + keep, len) > frontier)
-					break;
-				keep += len;
-			}
-			data->len = at + keep;
-			s->head_sent += keep;
-			return true;
-		}
-		s->qhead++;
-		s->head_sent = 0;
-	}
-	return true;
-}
-
-/*
- * Queue what the indexes now cover: everything if the trace ended, else up
- * to the safe frontier, the minimum over the streams with an entry of
- * their latest end times (docs/live-format.md).
- */
-static void refill(struct viewer *v)
-{
-	uint64_t frontier = UINT64_MAX;
-	struct bft_buf data = { 0 };
-	bool all = true, indexed = false;
-	size_t i;
-
-	read_meta(v);
-	scan_streams(v);
-	for (i = 0; i < v->ns; i++) {
-		struct vstream *s = &v->s[i];
-
-		read_index(v, s);
-		if (!s->has_entry || s->broken)
-			continue;
-		indexed = true;
-		if (!s->final && s->last_end < frontier)
-			frontier = s->last_end;
-	}
-	if (!indexed)
-		frontier = 0;
-	if (v->final)
-		frontier = UINT64_MAX;
-	if (frontier < v->frontier)
-		frontier = v->frontier;	/* never take anything back */
-	read_names(v);
-	for (i = 0; i < v->ns; i++) {
-		struct vstream *s = &v->s[i];
-		char head[16];
-
-		data.len = 0;
-		if (v->out.len > HTTP_REFILL_MAX ||
-		    !stream_take(v, s, frontier, &data, HTTP_REFILL_MAX))
-			all = false;
-		if (!data.len)
-			continue;
-		if (s->id == LIVE_MARKERS)
-			snprintf(head, sizeof(head), "markers\n");
-		else
-			snprintf(head, sizeof(head), "%u\n", s->id);
-		bputs(&v->out, "event: stream\ndata: ");
-		bputs(&v->out, head);
-		sse_lines(&v->out, (char *)data.data, data.len);
-		bputs(&v->out, "\n");
-	}
-	bft_buf_free(&data);
-	if (v->bad != v->bad_sent) {
-		char t[32];
-
-		snprintf(t, sizeof(t), "%" PRIu64, v->bad);
-		sse_event(&v->out, "bad", t, strlen(t));
-		v->bad_sent = v->bad;
-	}
-	if (!all)
-		return;
-	if (frontier != UINT64_MAX && indexed &&
-	    (frontier > v->frontier || !v->frontier_sent)) {
-		char t[32];
-
-		snprintf(t, sizeof(t), "%" PRIu64, frontier);
-		sse_event(&v->out, "frontier", t, strlen(t));
-		v->frontier_sent = true;
-	}
-	v->frontier = frontier;
-	if (v->final) {
-		for (i = 0; i < v->ns; i++)
-			if (v->s[i].qhead < v->s[i].qlen)
-				return;
-		sse_event(&v->out, "end", NULL, 0);
-		v->ended = true;
-	}
-}
-
 static void viewer_free(struct viewer *v)
 {
-	size_t i;
-
-	for (i = 0; i < v->ns; i++) {
-		close(v->s[i].data_fd);
-		close(v->s[i].index_fd);
-		free(v->s[i].q);
-	}
-	free(v->s);
+	feed_free(v->feed);
 	bft_buf_free(&v->out);
 	free(v);
 }
@@ -542,7 +102,7 @@ static ssize_t viewer_read(void *cls, uint64_t pos, char *buf, size_t max)
 		v->out.len = v->out_pos = 0;
 		if (v->ended)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		refill(v);
+		v->ended = feed_refill(v->feed, &v->out);
 	}
 	if (v->out_pos == v->out.len) {
 		if (now - v->last_write_ms < HTTP_KEEPALIVE_MS) {
@@ -552,7 +112,7 @@ static ssize_t viewer_read(void *cls, uint64_t pos, char *buf, size_t max)
 			pthread_mutex_unlock(&h->lock);
 			return 0;
 		}
-		bputs(&v->out, ": keep-alive\n\n");
+		bft_buf_append(&v->out, ": keep-alive\n\n", 14);
 	}
 	n = v->out.len - v->out_pos;
 	if (n > max)
@@ -667,7 +227,7 @@ static enum MHD_Result serve_static(struct hq_http *h, struct MHD_Connection *c,
 		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such file\n");
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size > HTTP_STATIC_MAX ||
-	    (st.st_size && read_at(fd, 0, (size_t)st.st_size, &b))) {
+	    (st.st_size && feed_read_at(fd, 0, (size_t)st.st_size, &b))) {
 		close(fd);
 		bft_buf_free(&b);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -762,7 +322,7 @@ static enum MHD_Result serve_list(struct hq_http *h, struct MHD_Connection *c)
 static enum MHD_Result serve_events(struct hq_http *h,
 				    struct MHD_Connection *c, const char *num)
 {
-	char name[32];
+	char name[32], dir[PATH_MAX + 64];
 	struct MHD_Response *r;
 	struct viewer *v;
 	enum MHD_Result ret;
@@ -771,22 +331,22 @@ static enum MHD_Result serve_events(struct hq_http *h,
 	snprintf(name, sizeof(name), "trace-%s", num);
 	if (trace_number(name) < 0)
 		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such trace\n");
+	snprintf(dir, sizeof(dir), "%s/%s/" LIVE_DIR, h->outdir, name);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return reply_text(c, MHD_HTTP_NOT_FOUND,
+				  "no live data for this trace\n");
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return MHD_NO;
 	v->h = h;
 	v->conn = c;
 	v->last_write_ms = hq_now_ms();
-	snprintf(v->dir, sizeof(v->dir), "%s/%s/" LIVE_DIR, h->outdir, name);
-	if (stat(v->dir, &st) || !S_ISDIR(st.st_mode)) {
-		free(v);
-		return reply_text(c, MHD_HTTP_NOT_FOUND,
-				  "no live data for this trace\n");
-	}
-	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
-					      viewer_read, v, viewer_done);
+	v->feed = feed_new(dir);
+	r = v->feed ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
+							64 * 1024, viewer_read,
+							v, viewer_done) : NULL;
 	if (!r) {
-		free(v);
+		viewer_free(v);
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "text/event-stream");
@@ -962,8 +522,10 @@ void hq_http_stop(struct hq_http *h)
 	pthread_mutex_unlock(&h->lock);
 	if (h->ticker_running)
 		pthread_join(h->ticker, NULL);
-	/* A suspended connection must be resumed to be closed: its reader
-	 * then ends the stream. */
+	/*
+	 * A suspended connection must be resumed to be closed: its reader
+	 * then ends the stream.
+	 */
 	pthread_mutex_lock(&h->lock);
 	for (v = h->viewers; v; v = v->next)
 		if (v->suspended) {
