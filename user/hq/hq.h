@@ -17,6 +17,9 @@
  *             (docs/live-format.md)
  *   live_read.c   reading a live copy up to its safe frontier
  *   replay.c  bfhq --replay: the usual outputs from a live copy
+ *   http.c    bfhq --http: the live viewer's server (libmicrohttpd)
+ *   http_feed.c  what one viewer is sent: a live copy tailed, as
+ *             Server-Sent Events
  *   hq.c      the clock, the log, taking connections and traces down
  *   main.c    options and the loop
  */
