@@ -380,6 +380,8 @@ def main():
         tap.result(got2 == want, "a second page on the finished trace shows the same tree")
 
         # The flame graph: its SVG, and a screenshot of exactly its box.
+        # Its box scrolls at 30em on the page: unfold it for the picture.
+        browser.eval(page, "document.getElementById('flame').style.maxHeight = 'none'")
         box = browser.eval(page, "(() => { const s = document.getElementById('flame-svg');"
                            " s.scrollIntoView(); const r = s.getBoundingClientRect();"
                            " return [r.x + scrollX, r.y + scrollY, r.width, r.height,"

@@ -91,8 +91,9 @@ class BftView {
     document.getElementById("threads").replaceChildren(box);
   }
 
-  // Every thread is a frame on the root row; a call's width is its time,
-  // or its count where the trace measured no time at all.
+  // An icicle: every thread is a frame on the top row, its calls below;
+  // a call's width is its time, or its count where the trace measured no
+  // time at all.
   flame(model) {
     const W = 1000, H = 17;
     const roots = [...model.threads.values()].filter((th) => th.root.children.size);
@@ -135,7 +136,7 @@ class BftView {
       const t = document.createElementNS(BFT_SVG, "title");
       t.textContent = r.title;
       const rect = document.createElementNS(BFT_SVG, "rect");
-      const y = (depth - 1 - r.d) * H;
+      const y = r.d * H;
       rect.setAttribute("x", r.x.toFixed(2));
       rect.setAttribute("y", y);
       rect.setAttribute("width", r.w.toFixed(2));
