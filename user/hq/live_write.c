@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The live copy of a trace, trace-<N>/live/, written while it is received
- * (docs/live-format.md).  Routed events are kept per stream until the next
- * flush; a flush appends them, syncs the data, and only then appends one
- * index entry per stream, an empty one for a stream without news: a reader
- * trusts an index entry, so it must never point at data that is not there.
+ * (docs/live-format.md).  Routed events are kept in routing order until
+ * the next flush (and, from bfcollector, until their microseconds came); a
+ * flush appends them to their streams, syncs the data, and only then
+ * appends one index entry per stream, an empty one for a stream without
+ * news: a reader trusts an index entry, so it must never point at data that
+ * is not there.
  *
  * An I/O error stops the live copy of that trace (logged once); the usual
  * outputs do not depend on it.
@@ -368,7 +370,7 @@ static char *meta_text(struct live *l, const struct trace *t)
 {
 	json_t *j = json_pack(
 		"{s:i,s:I,s:i,s:i,s:s,s:s,s:i,s:I,s:I,s:I,s:I,s:I,s:I,"
-		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
 		"format", LIVE_FORMAT,
 		"trace", (json_int_t)t->index,
 		"run", (int)t->run_id,
@@ -393,7 +395,8 @@ static char *meta_text(struct live *l, const struct trace *t)
 		"breaks", (json_int_t)t->breaks_seen,
 		"breaks_late", (json_int_t)t->breaks_late,
 		"heartbeats", (json_int_t)t->heartbeats,
-		"agent_lost", (json_int_t)l->agent_lost);
+		"agent_lost", (json_int_t)l->agent_lost,
+		"us_malformed", (json_int_t)l->micro_bad);
 	char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
 
 	json_decref(j);

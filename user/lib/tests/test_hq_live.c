@@ -415,6 +415,9 @@ TEST_F(live, bfcollector_microseconds_reach_the_live_copy_only)
 	EXPECT_EQ(1, json_integer_value(json_object_get(v.meta,
 							"resolution_us")));
 	EXPECT_EQ(NULL, find(&v, LIVE_MARKERS));
+	EXPECT_EQ(1, json_integer_value(json_object_get(
+			     json_object_get(v.meta, "counters"),
+			     "us_malformed")));
 	live_view_free(&v);
 	/* the usual outputs know nothing of them */
 	EXPECT_EQ(3u, self->t->routed);
