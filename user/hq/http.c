@@ -17,10 +17,11 @@
  *
  * What a viewer is sent comes from http_feed.c.  Its stream is a content
  * reader callback.  When it has nothing to send it suspends its
- * connection; a ticker thread resumes the suspended ones every
- * HTTP_TICK_MS to look again.  So no thread waits for a viewer, and one
- * that went away is noticed at the next write (a keep-alive comment at
- * least every HTTP_KEEPALIVE_MS), which frees its state.
+ * connection; a ticker thread resumes the suspended ones to look again
+ * when inotify says a watched live directory changed (every HTTP_TICK_MS
+ * at the latest).  So no thread waits for a viewer, and one that went
+ * away is noticed at the next write (a keep-alive comment at least every
+ * HTTP_KEEPALIVE_MS), which frees its state.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -32,6 +33,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -45,7 +49,8 @@
 #include "http.h"
 #include "http_feed.h"
 
-#define HTTP_TICK_MS		25
+/* New data wakes the viewers at once (inotify); this is the fallback. */
+#define HTTP_TICK_MS		1000
 #define HTTP_KEEPALIVE_MS	5000
 #define HTTP_MAX_CONNS		256
 #define HTTP_STATIC_MAX		(4u << 20)
@@ -70,9 +75,9 @@ struct hq_http {
 	char www[PATH_MAX + 64];
 	unsigned int port;
 	pthread_t ticker;
-	bool ticker_running;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;
+	int inotify_fd;		/* the live directories of open viewers */
+	int stop_fd;		/* eventfd: the ticker ends */
 	bool stopping;		/* under lock */
 	struct viewer *viewers;
 };
@@ -139,29 +144,37 @@ static void viewer_done(void *cls)
 	viewer_free(v);
 }
 
+/*
+ * Resume the suspended viewers when a live directory changed (inotify),
+ * or every HTTP_TICK_MS at the latest, to look again.
+ */
 static void *ticker(void *arg)
 {
 	struct hq_http *h = arg;
-	struct timespec ts;
+	char buf[4096];
 
-	pthread_mutex_lock(&h->lock);
-	while (!h->stopping) {
+	for (;;) {
+		struct pollfd p[2] = { { .fd = h->inotify_fd, .events = POLLIN },
+				       { .fd = h->stop_fd, .events = POLLIN } };
 		struct viewer *v;
 
+		if (poll(p, 2, HTTP_TICK_MS) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents & POLLIN)
+			while (read(h->inotify_fd, buf, sizeof(buf)) > 0)
+				;
+		pthread_mutex_lock(&h->lock);
+		if (h->stopping) {
+			pthread_mutex_unlock(&h->lock);
+			break;
+		}
 		for (v = h->viewers; v; v = v->next)
 			if (v->suspended) {
 				v->suspended = false;
 				MHD_resume_connection(v->conn);
 			}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += HTTP_TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&h->wake, &h->lock, &ts);
+		pthread_mutex_unlock(&h->lock);
 	}
-	pthread_mutex_unlock(&h->lock);
 	return NULL;
 }
 
@@ -335,6 +348,12 @@ static enum MHD_Result serve_events(struct hq_http *h,
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
 		return reply_text(c, MHD_HTTP_NOT_FOUND,
 				  "no live data for this trace\n");
+	/*
+	 * Watched until the directory goes (one watch per trace).  Without a
+	 * watch (at the limit), the fallback tick still comes.
+	 */
+	inotify_add_watch(h->inotify_fd, dir,
+			  IN_MODIFY | IN_CREATE | IN_MOVED_TO);
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return MHD_NO;
@@ -439,20 +458,25 @@ struct hq_http *hq_http_start(const char *host, unsigned int port,
 	struct hq_http *h = calloc(1, sizeof(*h));
 	struct sockaddr_storage sa;
 	socklen_t salen = sizeof(sa);
-	int fd;
+	int fd = -1;
 
 	if (!h)
 		return NULL;
+	h->inotify_fd = h->stop_fd = -1;
 	if (find_www(h->www, sizeof(h->www))) {
 		hq_log("--http: the page's files (www/index.html) are neither "
 		       "installed next to bfhq nor in its source tree; set "
 		       "BFHQ_WWW to their directory");
-		free(h);
-		return NULL;
+		goto fail;
 	}
 	snprintf(h->outdir, sizeof(h->outdir), "%s", outdir);
 	pthread_mutex_init(&h->lock, NULL);
-	pthread_cond_init(&h->wake, NULL);
+	h->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	h->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (h->inotify_fd < 0 || h->stop_fd < 0) {
+		hq_log("--http: inotify or eventfd: %s", strerror(errno));
+		goto fail;
+	}
 	fd = hq_listen_on(host, port);
 	if (fd < 0)
 		goto fail;
@@ -460,6 +484,7 @@ struct hq_http *hq_http_start(const char *host, unsigned int port,
 		port = ntohs(sa.ss_family == AF_INET6 ?
 			     ((struct sockaddr_in6 *)&sa)->sin6_port :
 			     ((struct sockaddr_in *)&sa)->sin_port);
+	h->port = port;
 	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 				MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME |
 				MHD_USE_ERROR_LOG,
@@ -470,23 +495,25 @@ struct hq_http *hq_http_start(const char *host, unsigned int port,
 				MHD_OPTION_END);
 	if (!h->d) {
 		hq_log("--http: libmicrohttpd did not start");
-		close(fd);
 		goto fail;
 	}
 	if (pthread_create(&h->ticker, NULL, ticker, h)) {
 		hq_log("--http: cannot start its thread");
+		MHD_quiesce_daemon(h->d);
 		MHD_stop_daemon(h->d);
-		close(fd);
 		goto fail;
 	}
-	h->ticker_running = true;
-	h->port = port;
 	hq_log("live viewer on http://%s%s%s:%u/ (page from %s)",
 	       strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
 	       port, h->www);
 	return h;
 fail:
-	pthread_cond_destroy(&h->wake);
+	if (fd >= 0)
+		close(fd);
+	if (h->inotify_fd >= 0)
+		close(h->inotify_fd);
+	if (h->stop_fd >= 0)
+		close(h->stop_fd);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 	return NULL;
@@ -511,6 +538,7 @@ unsigned int hq_http_viewers(struct hq_http *h)
 
 void hq_http_stop(struct hq_http *h)
 {
+	uint64_t one = 1;
 	struct viewer *v;
 	int fd;
 
@@ -518,10 +546,10 @@ void hq_http_stop(struct hq_http *h)
 		return;
 	pthread_mutex_lock(&h->lock);
 	h->stopping = true;
-	pthread_cond_signal(&h->wake);
 	pthread_mutex_unlock(&h->lock);
-	if (h->ticker_running)
-		pthread_join(h->ticker, NULL);
+	if (write(h->stop_fd, &one, sizeof(one)) != sizeof(one))
+		hq_log("--http: cannot wake its thread: %s", strerror(errno));
+	pthread_join(h->ticker, NULL);
 	/*
 	 * A suspended connection must be resumed to be closed: its reader
 	 * then ends the stream.
@@ -537,7 +565,8 @@ void hq_http_stop(struct hq_http *h)
 	MHD_stop_daemon(h->d);
 	if (fd >= 0)
 		close(fd);
-	pthread_cond_destroy(&h->wake);
+	close(h->inotify_fd);
+	close(h->stop_fd);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
