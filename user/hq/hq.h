@@ -242,7 +242,10 @@ void live_tick(struct live *l, const struct trace *t, uint64_t now_ms,
 	       bool force, bool final);
 void live_close(struct live *l);
 
-/* replay.c: bfhq --replay LIVEDIR, outputs into outdir */
-int hq_replay(const char *live_dir, const char *outdir);
+/*
+ * replay.c: bfhq --replay DIR (trace-N or its live/), the outputs into
+ * outdir (NULL: the trace's replay/).
+ */
+int hq_replay(const char *dir, const char *outdir);
 
 #endif /* BFHQ_H */

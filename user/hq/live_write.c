@@ -360,6 +360,8 @@ static void format_ready(struct live *l, bool final)
 			break;
 		}
 	}
+	if (!done)
+		return;
 	for (i = 0; i < done; i++)
 		free(l->recs[i].text);
 	memmove(l->recs, l->recs + done, (l->nrecs - done) * sizeof(*l->recs));

@@ -32,8 +32,8 @@ static void usage(FILE *f)
 "       bfhq --control PATH --send CMD  drive a running bfhq\n"
 "       bfhq --counters [HOST:]PORT ... inspect a counters agent (--counters\n"
 "                                       --help)\n"
-"       bfhq --replay DIR [-o OUT]      the usual outputs from a trace's live/\n"
-"                                       directory (into OUT, default DIR/../replay)\n"
+"       bfhq --replay DIR [-o OUT]      the usual outputs from trace-N/live/ (DIR:\n"
+"                                       trace-N or its live/; OUT: trace-N/replay)\n"
 "\n"
 "  -l, --listen HOST[:PORT]   address to listen on (default 127.0.0.1:%u)\n"
 "  -p, --port PORT            port to listen on\n"
@@ -151,7 +151,7 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 
 	o->listen_host = "127.0.0.1";
 	o->port = HQ_DEFAULT_PORT;
-	o->outdir = "bfhq-out";
+	o->outdir = NULL;	/* bfhq-out, but for --replay */
 	o->gap_ms = 2000;
 	o->live_flush_ms = 100;
 	bfp_config_init(&o->config);
@@ -379,14 +379,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (replay) {
-		char out[4200];
-
 		bfp_config_free(&hq.o.config);
-		if (strcmp(hq.o.outdir, "bfhq-out"))
-			return hq_replay(replay, hq.o.outdir);
-		snprintf(out, sizeof(out), "%s/../replay", replay);
-		return hq_replay(replay, out);
+		return hq_replay(replay, hq.o.outdir);
 	}
+	if (!hq.o.outdir)
+		hq.o.outdir = "bfhq-out";
 	if (send) {
 		bfp_config_free(&hq.o.config);
 		return hq_ctl_send(hq.o.control_path, send);

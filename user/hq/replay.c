@@ -146,13 +146,25 @@ static void trace_from_meta(struct trace *t, json_t *meta)
 	}
 }
 
-int hq_replay(const char *live_dir, const char *outdir)
+int hq_replay(const char *dir, const char *outdir)
 {
+	char live_dir[4200], out[4300];
 	struct live_view v;
 	struct trace t = { 0 };
+	struct stat st;
 	size_t *at, k;
 	uint64_t n = 0, bad = 0, held = 0;
-	int err = live_read(live_dir, &v);
+	int err;
+
+	/* trace-N or trace-N/live */
+	snprintf(live_dir, sizeof(live_dir), "%s/live", dir);
+	if (stat(live_dir, &st) || !S_ISDIR(st.st_mode))
+		snprintf(live_dir, sizeof(live_dir), "%s", dir);
+	if (!outdir) {
+		snprintf(out, sizeof(out), "%s/../replay", live_dir);
+		outdir = out;
+	}
+	err = live_read(live_dir, &v);
 
 	if (err) {
 		fprintf(stderr, "bfhq: --replay %s: %s\n", live_dir,

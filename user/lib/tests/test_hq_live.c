@@ -432,6 +432,68 @@ TEST_F(live, bfcollector_microseconds_reach_the_live_copy_only)
 	free(text);
 }
 
+/* Bytes of a fixed pseudo-random sequence into dir/name. */
+static void garbage(const char *dir, const char *name, size_t n,
+		    uint32_t *x)
+{
+	static const char often[] = "ex|m! 0123456789\n\t\\";
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return;
+	while (n--) {
+		*x = *x * 1103515245u + 12345u;
+		/* mostly what the files hold, now and then anything */
+		fputc(*x >> 28 ? often[(*x >> 16) % (sizeof(often) - 1)] :
+				 (int)(*x >> 8 & 0xff), f);
+	}
+	fclose(f);
+}
+
+TEST_F(live, a_directory_of_garbage_reads_and_replays_without_harm)
+{
+	struct live_view v;
+	char out[PATH_MAX + 32];
+	uint32_t x = 12345;
+	unsigned int round;
+
+	hq_free(&self->hq);
+	snprintf(out, sizeof(out), "%s/replay", self->dir);
+	for (round = 0; round < 20; round++) {
+		garbage(self->live, "stream-1.data", 4000, &x);
+		garbage(self->live, "stream-1.index", 400 + round, &x);
+		if (round & 1) {
+			/* an index that fits: the garbage lines are read */
+			unsigned char rec[LIVE_INDEX_RECORD] = { 0 };
+			char path[PATH_MAX + 64];
+			FILE *f;
+
+			rec[9] = 4000 >> 8;
+			rec[8] = 4000 & 0xff;
+			memset(rec + 24, 0xff, 7);
+			snprintf(path, sizeof(path), "%s/stream-1.index",
+				 self->live);
+			f = fopen(path, "w");
+			ASSERT_NE(NULL, f);
+			fwrite(rec, 1, sizeof(rec), f);
+			fclose(f);
+		}
+		garbage(self->live, "stream-2.data", 100, &x);
+		garbage(self->live, "stream-2.index", 40, &x);
+		garbage(self->live, "names", 3000, &x);
+		garbage(self->live, "meta.json", 200, &x);
+		ASSERT_EQ(0, live_read(self->live, &v));
+		EXPECT_EQ(2u, v.nstreams);
+		/* random offsets and sizes: not ours, counted */
+		EXPECT_LT(0u, v.bad + v.torn);
+		live_view_free(&v);
+		EXPECT_EQ(0, hq_replay(self->live, out));
+	}
+}
+
 /* ---- a real bfhq, killed ---- */
 
 /* The indexes' events (markers aside), and those up to the frontier. */
@@ -525,7 +587,8 @@ static uint64_t prefix_tokens(struct __test_metadata *_metadata,
 TEST_F_TIMEOUT(live, a_killed_bfhq_replays_up_to_its_last_index_entry, 600)
 {
 	char dir[PATH_MAX / 2], log[PATH_MAX], in[PATH_MAX / 2 + 16];
-	char hqout[PATH_MAX + 16], live[PATH_MAX + 48], out[PATH_MAX + 16];
+	char hqout[PATH_MAX / 2 + 16], trace[PATH_MAX / 2 + 32];
+	char live[PATH_MAX / 2 + 48], out[PATH_MAX / 2 + 48];
 	char port[16], hq[64], *calls, *expected, *text;
 	char path[PATH_MAX + 64];
 	struct syn syn = { .o = { .threads = 4, .cpus = 2, .methods = 20,
@@ -536,7 +599,8 @@ TEST_F_TIMEOUT(live, a_killed_bfhq_replays_up_to_its_last_index_entry, 600)
 			      "--replay", in, "--replay-chunk", "256",
 			      "--replay-delay", "20", "--connect-timeout",
 			      "30", NULL };
-	char *replay_argv[] = { "bfhq", "--replay", live, "-o", out, NULL };
+	/* the trace's directory, its outputs into its replay/ */
+	char *replay_argv[] = { "bfhq", "--replay", trace, NULL };
 	uint64_t upto, all, shown;
 	pid_t hq_pid, coll_pid;
 	int p = free_port(), i;
@@ -546,8 +610,9 @@ TEST_F_TIMEOUT(live, a_killed_bfhq_replays_up_to_its_last_index_entry, 600)
 	snprintf(log, sizeof(log), "%s/log", dir);
 	snprintf(in, sizeof(in), "%s/in", dir);
 	snprintf(hqout, sizeof(hqout), "%s/hq", dir);
-	snprintf(live, sizeof(live), "%s/trace-1/live", hqout);
-	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(trace, sizeof(trace), "%s/trace-1", hqout);
+	snprintf(live, sizeof(live), "%s/live", trace);
+	snprintf(out, sizeof(out), "%s/replay", trace);
 	snprintf(port, sizeof(port), "%d", p);
 	snprintf(hq, sizeof(hq), "127.0.0.1:%d", p);
 	ASSERT_EQ(0, mkdir(in, 0755));
