@@ -2,6 +2,7 @@
 /*
  * bft_selftest: helpers shared by the bftrace selftests (see the header).
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <libelf.h>
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -1234,4 +1237,119 @@ int bst_bpf_collect(struct bft_bpf *b, int quiet_ms, int max_ms,
 	free(bb.len);
 	free(bb.cap);
 	return err;
+}
+
+/* ---- the tools of build/user ---------------------------------------- */
+
+char *bst_slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t cap = 0, len = 0, n;
+
+	if (!f)
+		return NULL;
+	do {
+		if (len + 4096 + 1 > cap) {
+			char *b = realloc(buf, cap = 2 * cap + 8192);
+
+			if (!b) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = b;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n);
+	fclose(f);
+	buf[len] = '\0';
+	return buf;
+}
+
+char *bst_tool_path(const char *name)
+{
+	char rel[64];
+
+	/* build/selftests/targets/../../user/<name> = build/user/<name> */
+	snprintf(rel, sizeof(rel), "../../user/%s", name);
+	return bst_target_path(rel);
+}
+
+pid_t bst_spawn(const char *const *argv, const char *log)
+{
+	char *path = bst_tool_path(argv[0]);
+	pid_t pid;
+
+	if (!path)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	free(path);
+	return pid;
+}
+
+int bst_wait_exit(pid_t pid, int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) :
+			       128 + WTERMSIG(st);
+		if (r < 0)
+			return -errno;
+		if (bst_now_ns() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -ETIMEDOUT;
+		}
+		bst_sleep_ms(20);
+	}
+}
+
+bool bst_port_listening(int port, int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000;
+	struct sockaddr_in a = {
+		.sin_family = AF_INET, .sin_port = htons(port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+
+	do {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		bool ok = fd >= 0 &&
+			  !connect(fd, (struct sockaddr *)&a, sizeof(a));
+
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			return true;
+		bst_sleep_ms(50);
+	} while (bst_now_ns() < end);
+	return false;
+}
+
+void bst_show_log(const char *path)
+{
+	char *text = bst_slurp(path);
+	char *line, *save = NULL;
+
+	if (!text)
+		return;
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "#   | %s\n", line);
+	free(text);
 }

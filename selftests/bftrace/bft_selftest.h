@@ -269,6 +269,21 @@ int bst_count_methods(struct bst_session *s, uint32_t tgid, size_t *live,
 uint64_t bst_now_ns(void);
 void bst_sleep_ms(unsigned int ms);
 
+/* ---- the tools of build/user ---------------------------------------- */
+
+/* A whole file, NUL-terminated; malloc'ed, NULL if unreadable. */
+char *bst_slurp(const char *path);
+/* build/user/<name>, found next to the tests; malloc'ed. */
+char *bst_tool_path(const char *name);
+/* Run argv[0] (a tool of build/user) with output to log; its pid or -1. */
+pid_t bst_spawn(const char *const *argv, const char *log);
+/* Its exit status (0..255), 128 + signal, or -ETIMEDOUT (then killed). */
+int bst_wait_exit(pid_t pid, int timeout_ms);
+/* Whether something accepts on 127.0.0.1:port within timeout_ms. */
+bool bst_port_listening(int port, int timeout_ms);
+/* A log file on stderr, each line as a TAP comment. */
+void bst_show_log(const char *path);
+
 /* ---- the BPF backend (bft_bpf.h) ------------------------------------- */
 
 /*

@@ -160,33 +160,6 @@ static void names_free(struct names *nm)
 	nm->n = 0;
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t cap = 0, len = 0, n;
-
-	if (!f)
-		return NULL;
-	do {
-		if (len + 4096 + 1 > cap) {
-			char *b = realloc(buf, cap = 2 * cap + 8192);
-
-			if (!b) {
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = b;
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-	} while (n);
-	fclose(f);
-	buf[len] = '\0';
-	return buf;
-}
-
 /*
  * Which expected thread a rebuilt one is: 0 for main, 1 + k for worker k,
  * -1 if it matches none not yet taken.
@@ -203,87 +176,11 @@ static int match_thread(const struct calls *expect, bool taken[],
 	return -1;
 }
 
-/* ---- processes ------------------------------------------------------- */
-
-static char *tool_path(const char *name)
-{
-	char rel[64];
-
-	/* build/selftests/targets/../../user/<name> = build/user/<name> */
-	snprintf(rel, sizeof(rel), "../../user/%s", name);
-	return bst_target_path(rel);
-}
-
-/* Run argv[0] (a tool of build/user) with output to log; its pid or -1. */
-static pid_t spawn(const char *const *argv, const char *log)
-{
-	char *path = tool_path(argv[0]);
-	pid_t pid;
-
-	if (!path)
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(127);
-		execv(path, (char *const *)argv);
-		_exit(127);
-	}
-	free(path);
-	return pid;
-}
-
-/* Its exit status (0..255), 128 + signal, or -ETIMEDOUT (then killed). */
-static int wait_exit(pid_t pid, int timeout_ms)
-{
-	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000;
-	int st;
-
-	for (;;) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-
-		if (r == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) :
-			       128 + WTERMSIG(st);
-		if (r < 0)
-			return -errno;
-		if (bst_now_ns() > end) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			return -ETIMEDOUT;
-		}
-		bst_sleep_ms(20);
-	}
-}
-
-static bool port_listening(int port, int timeout_ms)
-{
-	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000;
-	struct sockaddr_in a = {
-		.sin_family = AF_INET, .sin_port = htons(port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-	};
-
-	do {
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		bool ok = fd >= 0 &&
-			  !connect(fd, (struct sockaddr *)&a, sizeof(a));
-
-		if (fd >= 0)
-			close(fd);
-		if (ok)
-			return true;
-		bst_sleep_ms(50);
-	} while (bst_now_ns() < end);
-	return false;
-}
-
 /* The BPF backend's session in a bpf_ variant (one test per process). */
 static struct bft_bpf *bpf_session;
 
-static int kernel_mode(struct bst_session *s)
+/* The mode, and the probes attached into *probes. */
+static int kernel_mode(struct bst_session *s, uint32_t *probes)
 {
 	struct bft_nl_status st;
 	int mode;
@@ -292,33 +189,29 @@ static int kernel_mode(struct bst_session *s)
 	    bft_nl_get_status(s->nl, &st))
 		return -1;
 	mode = st.mode;
+	*probes = st.nr_probes;
 	bft_nl_status_free(&st);
 	return mode;
 }
 
-static bool wait_mode(struct bst_session *s, int want, int timeout_ms)
+/* Until the mode is want and, with detached, no probe is attached. */
+static bool wait_for(struct bst_session *s, int want, bool detached,
+		     int timeout_ms)
 {
 	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000;
+	uint32_t probes = 0;
 
 	do {
-		if (kernel_mode(s) == want)
+		if (kernel_mode(s, &probes) == want && (!detached || !probes))
 			return true;
 		bst_sleep_ms(50);
 	} while (bst_now_ns() < end);
 	return false;
 }
 
-static void show_log(const char *path)
+static bool wait_mode(struct bst_session *s, int want, int timeout_ms)
 {
-	char *text = slurp(path);
-	char *line, *save = NULL;
-
-	if (!text)
-		return;
-	for (line = strtok_r(text, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "#   | %s\n", line);
-	free(text);
+	return wait_for(s, want, false, timeout_ms);
 }
 
 /* ---- the fixture ------------------------------------------------------ */
@@ -398,9 +291,9 @@ FIXTURE_TEARDOWN(pipeline)
 	char cmd[200];
 
 	if (self->coll > 0)
-		wait_exit(self->coll, 1);
+		bst_wait_exit(self->coll, 1);
 	if (self->hq > 0)
-		wait_exit(self->hq, 1);
+		bst_wait_exit(self->hq, 1);
 	bst_proc_kill(&self->target);
 	if (bpf_session)
 		bst_bpf_close(bpf_session);
@@ -423,7 +316,7 @@ static pid_t start_collector(FIXTURE_DATA(pipeline) *self,
 	};
 
 	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
-	return spawn(argv, self->log);
+	return bst_spawn(argv, self->log);
 }
 
 /* bfctl attach --pid <target> -p PATTERN...; its exit status. */
@@ -441,8 +334,8 @@ static int bfctl_attach(FIXTURE_DATA(pipeline) *self,
 		argv[n++] = "-p";
 		argv[n++] = *patterns;
 	}
-	p = spawn(argv, self->log);
-	return p < 0 ? -1 : wait_exit(p, TOOL_EXIT_MS);
+	p = bst_spawn(argv, self->log);
+	return p < 0 ? -1 : bst_wait_exit(p, TOOL_EXIT_MS);
 }
 
 /*
@@ -461,16 +354,16 @@ static void start_pipeline(struct __test_metadata *_metadata,
 		"--data-senders", variant->senders, "-v", NULL,
 	};
 
-	self->hq = spawn(hq_argv, self->log);
+	self->hq = bst_spawn(hq_argv, self->log);
 	ASSERT_LT(0, self->hq);
-	ASSERT_TRUE(port_listening(self->port, 10000));
+	ASSERT_TRUE(bst_port_listening(self->port, 10000));
 	ASSERT_EQ(0, bst_proc_start(&self->target, target, targv, shm,
 				    10000));
 	self->tgid = self->target.pid;
 	self->coll = start_collector(self, variant->protocol);
 	ASSERT_LT(0, self->coll);
 	ASSERT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS))
-		show_log(self->log);
+		bst_show_log(self->log);
 }
 
 /* bfhq's calls.txt with names from its methods.txt: thread matched to the
@@ -484,7 +377,7 @@ static void check_hq_trees(struct __test_metadata *_metadata,
 	unsigned int nthreads = 0;
 
 	snprintf(path, sizeof(path), "%s/methods.txt", trace);
-	methods = slurp(path);
+	methods = bst_slurp(path);
 	ASSERT_NE(NULL, methods);
 	for (line = strtok_r(methods, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -498,7 +391,7 @@ static void check_hq_trees(struct __test_metadata *_metadata,
 	free(methods);
 
 	snprintf(path, sizeof(path), "%s/calls.txt", trace);
-	calls = slurp(path);
+	calls = bst_slurp(path);
 	ASSERT_NE(NULL, calls);
 	save = NULL;
 	for (line = strtok_r(calls, "\n", &save); line;
@@ -643,7 +536,7 @@ static void check_flow(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, bft_ids_read_file(path, flow_id, &nm, &ierr))
 		TH_LOG("ids.properties line %u: %s", ierr.line, ierr.msg);
 	snprintf(path, sizeof(path), "%s/threads", self->flow);
-	threads = slurp(path);
+	threads = bst_slurp(path);
 	ASSERT_NE(NULL, threads);
 	for (line = strtok_r(threads, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -695,7 +588,7 @@ static void check_summary(struct __test_metadata *_metadata,
 	char path[256], want[128], *sum;
 
 	snprintf(path, sizeof(path), "%s/summary.txt", trace);
-	sum = slurp(path);
+	sum = bst_slurp(path);
 	ASSERT_NE(NULL, sum);
 	snprintf(want, sizeof(want), "calls:         %u (exits %u)\n",
 		 ncalls, ncalls);
@@ -733,7 +626,7 @@ TEST_F_TIMEOUT(pipeline, hq_and_flow_files_equal_the_call_structure, 300)
 	start_pipeline(_metadata, self, variant, "calltree", NULL, false, "1");
 	rc = bfctl_attach(self, (const char *const[]){
 		"calltree:ct_*", "libbftgt*:" CT_FN_LIB, NULL });
-	ASSERT_EQ(0, rc) show_log(self->log);
+	ASSERT_EQ(0, rc) bst_show_log(self->log);
 	ASSERT_EQ(0, bst_proc_send(&self->target, 'r'));
 	ASSERT_EQ(0, bst_proc_wait_line(&self->target, CT_LINE_DONE, 60000));
 	ASSERT_EQ(0, bst_proc_send(&self->target, 'q'));
@@ -741,15 +634,15 @@ TEST_F_TIMEOUT(pipeline, hq_and_flow_files_equal_the_call_structure, 300)
 
 	/* --until-exit: the collector ends once the target is gone and HQ
 	 * has everything; bfhq --count 1 ends with that trace. */
-	rc = wait_exit(self->coll, TOOL_EXIT_MS);
+	rc = bst_wait_exit(self->coll, TOOL_EXIT_MS);
 	self->coll = 0;
 	if (rc)
-		show_log(self->log);
+		bst_show_log(self->log);
 	ASSERT_EQ(0, rc);
-	rc = wait_exit(self->hq, TOOL_EXIT_MS);
+	rc = bst_wait_exit(self->hq, TOOL_EXIT_MS);
 	self->hq = 0;
 	if (rc)
-		show_log(self->log);
+		bst_show_log(self->log);
 	ASSERT_EQ(0, rc);
 
 	snprintf(trace, sizeof(trace), "%s/trace-1", self->hqout);
@@ -759,7 +652,7 @@ TEST_F_TIMEOUT(pipeline, hq_and_flow_files_equal_the_call_structure, 300)
 	EXPECT_EQ(expected_ncalls(self->expect), nb);
 	check_flow(_metadata, self);
 	if (!_metadata->passed)
-		show_log(self->log);
+		bst_show_log(self->log);
 }
 
 /* ---- C++ exceptions ------------------------------------------------ */
@@ -848,7 +741,7 @@ static void exc_check_hq(struct __test_metadata *_metadata, const char *trace,
 
 	for (int k = 0; k < 2; k++) {
 		snprintf(path, sizeof(path), "%s/%s", trace, keys[k]);
-		text = slurp(path);
+		text = bst_slurp(path);
 		ASSERT_NE(NULL, text) TH_LOG("%s", path);
 		save = NULL;
 		for (line = strtok_r(text, "\n", &save); line;
@@ -865,7 +758,7 @@ static void exc_check_hq(struct __test_metadata *_metadata, const char *trace,
 	}
 	names_drop_params(&nm);
 	snprintf(path, sizeof(path), "%s/calls.txt", trace);
-	text = slurp(path);
+	text = bst_slurp(path);
 	ASSERT_NE(NULL, text);
 	save = NULL;
 	for (line = strtok_r(text, "\n", &save); line;
@@ -911,7 +804,7 @@ static void exc_check_flow(struct __test_metadata *_metadata,
 		TH_LOG("ids.properties line %u: %s", ierr.line, ierr.msg);
 	names_drop_params(&nm);
 	snprintf(path, sizeof(path), "%s/threads", self->flow);
-	threads = slurp(path);
+	threads = bst_slurp(path);
 	ASSERT_NE(NULL, threads);
 	for (line = strtok_r(threads, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -982,33 +875,33 @@ TEST_F_TIMEOUT(pipeline, cxx_throws_and_unwound_frames_reach_hq, 300)
 	exc_expected(&mc.th[0], &want_hq, &want_flow, &throws, &unwound);
 	exm_case_free(&mc);
 
-	self->hq = spawn(hq_argv, self->log);
+	self->hq = bst_spawn(hq_argv, self->log);
 	ASSERT_LT(0, self->hq);
-	ASSERT_TRUE(port_listening(self->port, 10000));
+	ASSERT_TRUE(bst_port_listening(self->port, 10000));
 	self->coll = start_collector(self, variant->protocol);
 	ASSERT_LT(0, self->coll);
 	ASSERT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS))
-		show_log(self->log);
+		bst_show_log(self->log);
 	/* the target, its probes and its hooks; it exits 0 */
-	run = spawn(run_argv, self->log);
+	run = bst_spawn(run_argv, self->log);
 	ASSERT_LT(0, run);
-	rc = wait_exit(run, TOOL_EXIT_MS);
-	EXPECT_EQ(0, rc) show_log(self->log);
+	rc = bst_wait_exit(run, TOOL_EXIT_MS);
+	EXPECT_EQ(0, rc) bst_show_log(self->log);
 	free(exe);
 	free(lib_pat);
-	rc = wait_exit(self->coll, TOOL_EXIT_MS);
+	rc = bst_wait_exit(self->coll, TOOL_EXIT_MS);
 	self->coll = 0;
-	EXPECT_EQ(0, rc) show_log(self->log);
-	rc = wait_exit(self->hq, TOOL_EXIT_MS);
+	EXPECT_EQ(0, rc) bst_show_log(self->log);
+	rc = bst_wait_exit(self->hq, TOOL_EXIT_MS);
 	self->hq = 0;
-	ASSERT_EQ(0, rc) show_log(self->log);
+	ASSERT_EQ(0, rc) bst_show_log(self->log);
 
 	snprintf(trace, sizeof(trace), "%s/trace-1", self->hqout);
 	exc_check_hq(_metadata, trace, &want_hq);
 	/* tree.txt: each throw a comment in its frame, each frame it left
 	 * closed as unwound by its type */
 	snprintf(want_line, sizeof(want_line), "%s/tree.txt", trace);
-	tree = slurp(want_line);
+	tree = bst_slurp(want_line);
 	ASSERT_NE(NULL, tree);
 	EXPECT_EQ(throws, count_of(tree, "/* throw std::logic_error */\n"))
 		TH_LOG("%s", tree);
@@ -1016,7 +909,7 @@ TEST_F_TIMEOUT(pipeline, cxx_throws_and_unwound_frames_reach_hq, 300)
 		TH_LOG("%s", tree);
 	free(tree);
 	snprintf(want_line, sizeof(want_line), "%s/summary.txt", trace);
-	sum = slurp(want_line);
+	sum = bst_slurp(want_line);
 	ASSERT_NE(NULL, sum);
 	snprintf(want_line, sizeof(want_line), "exceptions:    %u thrown, %u "
 		 "frames unwound, 0 uses of an unmapped type\n", throws,
@@ -1029,7 +922,7 @@ TEST_F_TIMEOUT(pipeline, cxx_throws_and_unwound_frames_reach_hq, 300)
 	EXPECT_EQ(want_hq.ncalls, check_chrome(_metadata, trace));
 	exc_check_flow(_metadata, self, &want_flow);
 	if (!_metadata->passed)
-		show_log(self->log);
+		bst_show_log(self->log);
 }
 
 /* ---- faults that need a kernel ------------------------------------ */
@@ -1045,7 +938,7 @@ static void start_spinning_trace(struct __test_metadata *_metadata,
 	start_pipeline(_metadata, self, variant, "spinner", spin_argv, true,
 		       count);
 	ASSERT_EQ(0, bfctl_attach(self, (const char *const[]){
-		"spinner:spin_fn", NULL })) show_log(self->log);
+		"spinner:spin_fn", NULL })) bst_show_log(self->log);
 	ASSERT_EQ(0, bst_spin_wait_calls(&self->target, 200, 30000));
 }
 
@@ -1056,12 +949,12 @@ static void end_spinning_trace(struct __test_metadata *_metadata,
 	int rc;
 
 	bst_proc_kill(&self->target);
-	rc = wait_exit(self->coll, TOOL_EXIT_MS);
+	rc = bst_wait_exit(self->coll, TOOL_EXIT_MS);
 	self->coll = 0;
-	EXPECT_EQ(0, rc) show_log(self->log);
-	rc = wait_exit(self->hq, TOOL_EXIT_MS);
+	EXPECT_EQ(0, rc) bst_show_log(self->log);
+	rc = bst_wait_exit(self->hq, TOOL_EXIT_MS);
 	self->hq = 0;
-	EXPECT_EQ(0, rc) show_log(self->log);
+	EXPECT_EQ(0, rc) bst_show_log(self->log);
 }
 
 /*
@@ -1082,7 +975,7 @@ static char *consistent_trace(struct __test_metadata *_metadata,
 	char path[256], *calls, *sum;
 
 	snprintf(path, sizeof(path), "%s/calls.txt", trace);
-	calls = slurp(path);
+	calls = bst_slurp(path);
 	EXPECT_NE(NULL, calls) TH_LOG("%s", path);
 	if (calls) {
 		EXPECT_EQ(NULL, strstr(calls, "x!"));
@@ -1091,7 +984,7 @@ static char *consistent_trace(struct __test_metadata *_metadata,
 		free(calls);
 	}
 	snprintf(path, sizeof(path), "%s/summary.txt", trace);
-	sum = slurp(path);
+	sum = bst_slurp(path);
 	EXPECT_NE(NULL, sum) TH_LOG("%s", path);
 	if (sum) {
 		EXPECT_NE(NULL, strstr(sum, "status:        complete\n"))
@@ -1117,17 +1010,17 @@ TEST_F_TIMEOUT(pipeline, hq_lost_mid_trace_suspends_until_it_is_back, 300)
 		return;
 	start_spinning_trace(_metadata, self, variant, "1");
 	kill(self->hq, SIGKILL);
-	wait_exit(self->hq, 5000);
+	bst_wait_exit(self->hq, 5000);
 	/* the collector notices and suspends recording in the kernel */
 	EXPECT_TRUE(wait_mode(&self->s, BFT_MODE_SUSPENDED, MODE_WAIT_MS))
-		show_log(self->log);
+		bst_show_log(self->log);
 	snprintf(out2, sizeof(out2), "%s/hq2", self->dir);
 	hq_argv[4] = out2;
-	self->hq = spawn(hq_argv, self->log);
+	self->hq = bst_spawn(hq_argv, self->log);
 	ASSERT_LT(0, self->hq);
 	/* reconnected with its backoff, and recording again */
 	EXPECT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, 60000))
-		show_log(self->log);
+		bst_show_log(self->log);
 	EXPECT_EQ(0, bst_spin_wait_calls(&self->target, 200, 30000));
 	end_spinning_trace(_metadata, self);
 	snprintf(trace, sizeof(trace), "%s/trace-1", out2);
@@ -1138,7 +1031,7 @@ TEST_F_TIMEOUT(pipeline, hq_lost_mid_trace_suspends_until_it_is_back, 300)
 			TH_LOG("%s", sum);
 	free(sum);
 	if (!_metadata->passed)
-		show_log(self->log);
+		bst_show_log(self->log);
 }
 
 TEST_F_TIMEOUT(pipeline, collector_killed_and_restarted, 300)
@@ -1146,30 +1039,24 @@ TEST_F_TIMEOUT(pipeline, collector_killed_and_restarted, 300)
 	char trace[200], *log, *sum;
 	int rc;
 
-	struct bft_nl_status st;
-
 	/* this harness runs the body after a SKIP in the setup */
 	if (_metadata->skip)
 		return;
 	start_spinning_trace(_metadata, self, variant, "2");
 	kill(self->coll, SIGKILL);
-	rc = wait_exit(self->coll, 5000);
+	rc = bst_wait_exit(self->coll, 5000);
 	EXPECT_EQ(128 + SIGKILL, rc);
-	/* The collector started the module's session (HQ said start): it
-	 * owned it, so the session ended with it and nothing stays
-	 * attached; attached again, the rings hold what the stop left
-	 * unread.  A BPF backend session is pinned: it records on.  Either
-	 * way the next collector must get every CPU's ring. */
-	if (!variant->bpf) {
-		ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &st));
-		EXPECT_EQ(BFT_MODE_SHUTTING_DOWN, st.mode);
-		EXPECT_EQ(0, st.nr_probes);
-		bft_nl_status_free(&st);
-		ASSERT_EQ(0, bfctl_attach(self, (const char *const[]){
-			"spinner:spin_fn", NULL })) show_log(self->log);
-	} else {
-		bst_sleep_ms(500);
-	}
+	/* The collector started the session (HQ said start): it owned it,
+	 * so the session ended with it and nothing stays attached (the
+	 * module ends it as the socket is released, the BPF backend's
+	 * guard once the collector is gone); attached again, the rings
+	 * hold what the stop left unread, and the next collector must get
+	 * every CPU's ring. */
+	EXPECT_TRUE(wait_for(&self->s, BFT_MODE_SHUTTING_DOWN, true,
+			     MODE_WAIT_MS))
+		TH_LOG("the session outlived the collector that started it");
+	ASSERT_EQ(0, bfctl_attach(self, (const char *const[]){
+		"spinner:spin_fn", NULL })) bst_show_log(self->log);
 	self->coll = start_collector(self, variant->protocol);
 	ASSERT_LT(0, self->coll);
 	EXPECT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS));
@@ -1180,12 +1067,12 @@ TEST_F_TIMEOUT(pipeline, collector_killed_and_restarted, 300)
 	snprintf(trace, sizeof(trace), "%s/hq/trace-2", self->dir);
 	sum = consistent_trace(_metadata, trace, true);
 	free(sum);
-	log = slurp(self->log);
+	log = bst_slurp(self->log);
 	ASSERT_NE(NULL, log);
 	EXPECT_EQ(NULL, strstr(log, "busy")) TH_LOG("a ring stayed bound");
 	free(log);
 	if (!_metadata->passed)
-		show_log(self->log);
+		bst_show_log(self->log);
 }
 
 /* ---- live ---------------------------------------------------------------- */
@@ -1289,7 +1176,7 @@ static char *run_digest(const char *flow, const char *trace, pid_t tgid)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/threads", flow);
-	text = slurp(path);
+	text = bst_slurp(path);
 	if (!text)
 		return NULL;
 	for (line = strtok_r(text, "\n", &save); line && n < 64;
@@ -1326,7 +1213,7 @@ static char *run_digest(const char *flow, const char *trace, pid_t tgid)
 	}
 	free(text);
 	snprintf(path, sizeof(path), "%s/ids.properties", flow);
-	text = slurp(path);
+	text = bst_slurp(path);
 	save = NULL;
 	/*
 	 * The target's own functions only: the module also names the
@@ -1341,7 +1228,7 @@ static char *run_digest(const char *flow, const char *trace, pid_t tgid)
 			n++;
 	free(text);
 	snprintf(path, sizeof(path), "%s/calls.txt", trace);
-	text = slurp(path);
+	text = bst_slurp(path);
 	save = NULL;
 	for (line = text ? strtok_r(text, "\n", &save) : NULL; line && n < 64;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -1380,18 +1267,18 @@ static void digest_run(struct __test_metadata *_metadata,
 	start_pipeline(_metadata, self, variant, "calltree", NULL, false, "1");
 	rc = bfctl_attach(self, (const char *const[]){
 		"calltree:ct_*", "libbftgt*:" CT_FN_LIB, NULL });
-	ASSERT_EQ(0, rc) show_log(self->log);
+	ASSERT_EQ(0, rc) bst_show_log(self->log);
 	ASSERT_EQ(0, bst_proc_send(&self->target, 'r'));
 	ASSERT_EQ(0, bst_proc_wait_line(&self->target, CT_LINE_DONE, 60000));
 	ASSERT_EQ(0, bst_proc_send(&self->target, 'q'));
 	ASSERT_EQ(0, bst_proc_wait_exit(&self->target, 10000));
 	bst_proc_kill(&self->target);
-	rc = wait_exit(self->coll, TOOL_EXIT_MS);
+	rc = bst_wait_exit(self->coll, TOOL_EXIT_MS);
 	self->coll = 0;
-	ASSERT_EQ(0, rc) show_log(self->log);
-	rc = wait_exit(self->hq, TOOL_EXIT_MS);
+	ASSERT_EQ(0, rc) bst_show_log(self->log);
+	rc = bst_wait_exit(self->hq, TOOL_EXIT_MS);
 	self->hq = 0;
-	ASSERT_EQ(0, rc) show_log(self->log);
+	ASSERT_EQ(0, rc) bst_show_log(self->log);
 	snprintf(trace, sizeof(trace), "%s/trace-1", self->hqout);
 	*digest = run_digest(self->flow, trace, self->tgid);
 	ASSERT_NE(NULL, *digest);

@@ -59,6 +59,11 @@ struct bft_bpf_ctl {
 	__u32 flags;		/* BFT_BPF_F_* (user space only) */
 	__u32 sync_ms;		/* a busy CPU writes a SYNC this often */
 	__u64 opts[16];		/* BFT_OPT_* values by id (user space only) */
+	/* the session's owner (docs/bpf-backend.md), user space only */
+	__u32 owner;		/* tgid of the starter, 0: none (persistent) */
+	__u32 guard;		/* tgid of its guard process, 0: none yet */
+	__u64 owner_start;	/* the starter's start time, clock ticks */
+	__u64 owner_pidns;	/* inode of the starter's pid namespace */
 };
 
 /* The programs were loaded for uprobe_multi links, not one per function. */

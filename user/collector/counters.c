@@ -927,6 +927,18 @@ int counters_pollfds(struct coll *c, struct pollfd *p, int max,
 	return 1;
 }
 
+/* An inspector killed with samples unread resets the connection: that
+ * is going away too, and the log says so either way. */
+static void went_away(struct coll *c, int err)
+{
+	char why[128];
+
+	if (err)
+		snprintf(why, sizeof(why), "went away (%s); reconnecting",
+			 strerror(err));
+	drop_connection(c, err ? why : "went away; reconnecting");
+}
+
 static void write_out(struct coll *c)
 {
 	struct counters *t = c->ctr;
@@ -941,7 +953,7 @@ static void write_out(struct coll *c)
 		}
 		if (w < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		drop_connection(c, w < 0 ? strerror(errno) : "closed");
+		went_away(c, w < 0 ? errno : 0);
 		return;
 	}
 }
@@ -960,8 +972,7 @@ static void read_in(struct coll *c)
 		}
 		if (r < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		drop_connection(c, r ? strerror(errno) :
-			"went away; reconnecting");
+		went_away(c, r ? errno : 0);
 		return;
 	}
 }

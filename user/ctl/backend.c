@@ -66,11 +66,10 @@ int ctl_mode_cmd(struct ctl *c, int cmd, uint8_t *mode)
 	return bft_nl_mode_cmd(c->nl, cmd, mode);
 }
 
-/* A BPF backend session is pinned: it always outlives bfctl. */
 int ctl_start(struct ctl *c, bool persist, uint8_t *mode)
 {
 	if (c->bpf)
-		return bft_bpf_mode_cmd(c->bpf, BFT_CMD_START, mode);
+		return bft_bpf_start(c->bpf, persist, mode);
 	return bft_nl_start(c->nl, persist, mode);
 }
 

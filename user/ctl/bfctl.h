@@ -85,7 +85,7 @@ int ctl_attach(struct ctl *c, uint32_t tgid, const struct bft_nl_probe *p,
 	       size_t n, int *results);
 int ctl_detach(struct ctl *c, uint32_t tgid);
 int ctl_mode_cmd(struct ctl *c, int cmd, uint8_t *mode);
-/* BFT_CMD_START; a module session belongs to this bfctl unless persist. */
+/* BFT_CMD_START; the session belongs to this bfctl unless persist. */
 int ctl_start(struct ctl *c, bool persist, uint8_t *mode);
 int ctl_get_status(struct ctl *c, struct bft_nl_status *st);
 int ctl_get_opt(struct ctl *c, uint32_t id, struct bft_nl_opt *out);

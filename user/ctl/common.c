@@ -126,17 +126,18 @@ int ctl_nl_fail(struct ctl *c, const char *what, int rc)
 	return exit_for_errno(rc);
 }
 
-/* The BPF backend: its session, made if there is none (as a netlink
- * lookup loads the module). */
+/* The BPF backend: its session, made by the first command that changes
+ * something; asking (status, caps, get) leaves bpffs untouched. */
 static int bpf_connect(struct ctl *c)
 {
 	char err[512];
 	int rc;
 
-	rc = bft_bpf_open(&c->bpf, true, err, sizeof(err));
+	rc = bft_bpf_open_lazy(&c->bpf, err, sizeof(err));
 	if (!rc) {
 		bft_bpf_get_caps(c->bpf, &c->caps);
-		vlog(c, 2, "connected: BPF backend, session pinned at %s (%s)",
+		vlog(c, 2, "connected: BPF backend, session %s %s (%s)",
+		     bft_bpf_loaded() ? "pinned at" : "to be made at",
 		     bft_bpf_pin_dir(), bft_bpf_multi(c->bpf) ?
 		     "uprobe_multi links" : "one link per function");
 		return EXIT_OK;
@@ -210,7 +211,8 @@ check:
 void ctl_close(struct ctl *c)
 {
 	if (c->bpf) {
-		vlog(c, 2, "BPF session closed (it stays pinned)");
+		vlog(c, 2, "BPF session closed (it stays pinned unless this "
+		     "bfctl started it without --persist)");
 		bft_bpf_close(c->bpf);
 		c->bpf = NULL;
 	}

@@ -89,14 +89,20 @@ struct node {
  */
 #define TREE_MAX_INDENT		64
 #define FOLDED_MAX_DEPTH	1024
+#define THREAD_PAGE		256
+#define THREAD_PAGES		(65536 / THREAD_PAGE)
 
 struct route {
 	char dir[4096];
 	FILE *chrome;
 	bool chrome_first;
-	struct rthread *threads[65536];
+	/*
+	 * Thread ids are 16 bits; a page of them is allocated with its first
+	 * thread, so a route costs a few KiB, not a table of every id.
+	 */
+	struct rthread **thread_pages[THREAD_PAGES];
 	uint16_t *order;	/* thread ids in order of appearance */
-	uint32_t nthreads;
+	uint32_t nthreads, order_cap;
 	struct method *methods;	/* open addressing on id */
 	uint32_t mcap, mcount;
 	struct method *exceptions;
@@ -255,13 +261,44 @@ static void parse_ids(struct rthread *th, uint32_t pid_default)
 	}
 }
 
+static struct rthread *thread_at(const struct route *r, uint16_t id)
+{
+	struct rthread **page = r->thread_pages[id / THREAD_PAGE];
+
+	return page ? page[id % THREAD_PAGE] : NULL;
+}
+
+/* Room for thread @id in its page and in the order: 0, or -ENOMEM. */
+static int thread_room(struct route *r, uint16_t id)
+{
+	struct rthread ***page = &r->thread_pages[id / THREAD_PAGE];
+
+	if (!*page) {
+		*page = calloc(THREAD_PAGE, sizeof(**page));
+		if (!*page)
+			return -ENOMEM;
+	}
+	if (r->nthreads == r->order_cap) {
+		uint32_t cap = r->order_cap ? 2 * r->order_cap : 16;
+		uint16_t *v = realloc(r->order, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		r->order = v;
+		r->order_cap = cap;
+	}
+	return 0;
+}
+
 static struct rthread *thread_get(struct route *r, uint16_t id)
 {
-	struct rthread *th = r->threads[id];
+	struct rthread *th = thread_at(r, id);
 	char name[32];
 
 	if (th)
 		return th;
+	if (thread_room(r, id))
+		return NULL;
 	th = calloc(1, sizeof(*th));
 	if (!th)
 		return NULL;
@@ -270,7 +307,7 @@ static struct rthread *thread_get(struct route *r, uint16_t id)
 	th->name = strdup(name);
 	th->root = NO_NODE;
 	parse_ids(th, r->pid_default);
-	r->threads[id] = th;
+	r->thread_pages[id / THREAD_PAGE][id % THREAD_PAGE] = th;
 	r->order[r->nthreads++] = id;
 	return th;
 }
@@ -278,7 +315,7 @@ static struct rthread *thread_get(struct route *r, uint16_t id)
 void route_map_thread(struct route *r, uint16_t thread, uint32_t time,
 		      const char *name)
 {
-	bool fresh = !r->threads[thread];
+	bool fresh = !thread_at(r, thread);
 	struct rthread *th = thread_get(r, thread);
 
 	(void)time;
@@ -651,7 +688,7 @@ void route_void(struct route *r, const char *cause)
 
 	r->voids++;
 	for (i = 0; i < r->nthreads; i++) {
-		struct rthread *th = r->threads[r->order[i]];
+		struct rthread *th = thread_at(r, r->order[i]);
 
 		if (th->seen)
 			void_thread(r, th, cause);
@@ -660,7 +697,7 @@ void route_void(struct route *r, const char *cause)
 
 void route_void_thread(struct route *r, uint16_t thread, const char *cause)
 {
-	struct rthread *th = r->threads[thread];
+	struct rthread *th = thread_at(r, thread);
 
 	if (th && th->seen)
 		void_thread(r, th, cause);
@@ -675,11 +712,6 @@ struct route *route_new(const struct trace *t, const char *dir)
 
 	if (!r)
 		return NULL;
-	r->order = calloc(65536, sizeof(*r->order));
-	if (!r->order) {
-		free(r);
-		return NULL;
-	}
 	snprintf(r->dir, sizeof(r->dir), "%s", dir);
 	r->pid_default = t->run_id;
 	snprintf(path, sizeof(path), "%s/trace.json", dir);
@@ -700,7 +732,7 @@ void route_free(struct route *r)
 	if (!r)
 		return;
 	for (i = 0; i < r->nthreads; i++) {
-		struct rthread *th = r->threads[r->order[i]];
+		struct rthread *th = thread_at(r, r->order[i]);
 
 		free(th->name);
 		free(th->stack);
@@ -719,6 +751,8 @@ void route_free(struct route *r)
 	free(r->exceptions);
 	free(r->nodes);
 	free(r->order);
+	for (i = 0; i < THREAD_PAGES; i++)
+		free(r->thread_pages[i]);
 	if (r->chrome)
 		fclose(r->chrome);
 	free(r);
@@ -739,8 +773,8 @@ static FILE *open_out(struct route *r, const char *name)
 static int cmp_thread_name(const void *a, const void *b, void *ctx)
 {
 	struct route *r = ctx;
-	const struct rthread *x = r->threads[*(const uint16_t *)a];
-	const struct rthread *y = r->threads[*(const uint16_t *)b];
+	const struct rthread *x = thread_at(r, *(const uint16_t *)a);
+	const struct rthread *y = thread_at(r, *(const uint16_t *)b);
 	int c = strcmp(x->name, y->name);
 
 	return c ? c : (int)x->id - (int)y->id;
@@ -764,7 +798,7 @@ static void folded_path(struct route *r, struct bft_buf *b, uint32_t n,
 	for (; r->nodes[n].parent != NO_NODE; n = r->nodes[n].parent)
 		if (bft_buf_append(ids, &n, sizeof(n)))
 			return;
-	th = r->threads[(uint16_t)(UINT32_MAX - r->nodes[n].method)];
+	th = thread_at(r, (uint16_t)(UINT32_MAX - r->nodes[n].method));
 	/* ';' and ' ' would break the format */
 	for (s = th->name; *s; s++)
 		hq_bprintf(b, "%c", *s == ';' ? ':' : *s == ' ' ? '_' : *s);
@@ -920,7 +954,7 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 		return -ENOMEM;
 	/* Frames still open: closed at the thread's last time. */
 	for (i = 0; i < r->nthreads; i++) {
-		struct rthread *th = r->threads[r->order[i]];
+		struct rthread *th = thread_at(r, r->order[i]);
 
 		while (th->depth) {
 			r->unclosed++;
@@ -932,12 +966,13 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 		fclose(r->chrome);
 		r->chrome = NULL;
 	}
-	memcpy(sorted, r->order, r->nthreads * sizeof(*sorted));
+	if (r->nthreads)	/* no order allocated yet */
+		memcpy(sorted, r->order, r->nthreads * sizeof(*sorted));
 	qsort_r(sorted, r->nthreads, sizeof(*sorted), cmp_thread_name, r);
 	f = open_out(r, "tree.txt");
 	if (f) {
 		for (i = 0; i < r->nthreads; i++) {
-			struct rthread *th = r->threads[sorted[i]];
+			struct rthread *th = thread_at(r, sorted[i]);
 
 			fprintf(f, "# thread %u: %s (%" PRIu64 " calls, depth "
 				"%u%s)\n%10s | FUNCTION\n", th->id, th->name,
@@ -953,7 +988,7 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 	f = open_out(r, "calls.txt");
 	if (f) {
 		for (i = 0; i < r->nthreads; i++) {
-			struct rthread *th = r->threads[sorted[i]];
+			struct rthread *th = thread_at(r, sorted[i]);
 
 			fprintf(f, "%s:%.*s\n", th->name, (int)th->canon.len,
 				(const char *)th->canon.data);

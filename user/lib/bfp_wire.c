@@ -265,7 +265,12 @@ int bfp_put_utf(struct bft_buf *b, const char *s, size_t n, bool truncate)
 
 	if (!truncate && bfp_mutf8_encode(s, n, NULL, 0) > BFP_UTF_MAX)
 		return -EMSGSIZE;
-	err = bft_buf_reserve(b, 2 + BFP_UTF_MAX);
+	/*
+	 * At most 3 bytes per byte of @s (an invalid byte becomes U+FFFD):
+	 * not the whole 64 KiB a string may take, which made every buffer
+	 * that ever held a short name 128 KiB.
+	 */
+	err = bft_buf_reserve(b, 2 + (n < BFP_UTF_MAX / 3 ? 3 * n : BFP_UTF_MAX));
 	if (err)
 		return err;
 	at = b->len;

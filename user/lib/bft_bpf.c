@@ -32,6 +32,7 @@
 
 #include "bft_bpf.h"
 #include "bft_bpf_shared.h"
+#include "bft_owner.h"
 #include "bft.skel.h"
 
 #ifndef BPF_FS_MAGIC
@@ -70,6 +71,7 @@ struct bft_bpf {
 	int read_fd;
 	int enter_fd, exit_fd, prog_ctl_fd;
 	unsigned int nr_cpus;
+	bool own;		/* this handle started the session, not persist */
 	char err[512];
 };
 
@@ -207,11 +209,23 @@ bool bft_bpf_loaded(void)
 	return access(p, F_OK) == 0;
 }
 
+/* Whether a session made now would attach with uprobe_multi links. */
+static bool want_multi(void)
+{
+	const char *env = getenv("BFT_BPF_UPROBE_MULTI");
+
+	if (env && *env)
+		return strcmp(env, "0") != 0;
+	return kernel_at_least(6, 6);
+}
+
 bool bft_bpf_multi(const struct bft_bpf *b)
 {
 	struct bft_bpf_ctl ctl;
 	uint32_t zero = 0;
 
+	if (b->ctl_fd < 0)
+		return want_multi();
 	if (bpf_map_lookup_elem(b->ctl_fd, &zero, &ctl))
 		return false;
 	return ctl.flags & BFT_BPF_F_MULTI;
@@ -283,22 +297,29 @@ static int reset_cpus(struct bft_bpf *b, uint32_t res)
 	return err;
 }
 
+/* The control map of a new session: what status and options show
+ * before there is one. */
+static void default_ctl(struct bft_bpf_ctl *ctl)
+{
+	memset(ctl, 0, sizeof(*ctl));
+	ctl->mode = BFT_MODE_INITIALIZING;
+	for (uint32_t id = 1; id <= BFT_OPT_MAX; id++)
+		ctl->opts[id] = opt_desc[id].def;
+	ctl->time_res_ns = ctl->opts[BFT_OPT_TIME_RES_NS];
+	ctl->watermark = ctl->opts[BFT_OPT_BUF_SIZE] / 4;
+	ctl->flags = want_multi() ? BFT_BPF_F_MULTI : 0;
+}
+
 static int load_and_pin(struct bft_bpf *b)
 {
-	struct bft_bpf_ctl ctl = { .mode = BFT_MODE_INITIALIZING };
-	const char *env = getenv("BFT_BPF_UPROBE_MULTI");
-	bool multi = kernel_at_least(6, 6);
+	struct bft_bpf_ctl ctl;
 	struct bft_bpf_skel *skel;
 	char p[PATH_MAX];
 	int err, inner = -1;
+	bool multi;
 
-	if (env && *env)
-		multi = strcmp(env, "0") != 0;
-	for (uint32_t id = 1; id <= BFT_OPT_MAX; id++)
-		ctl.opts[id] = opt_desc[id].def;
-	ctl.time_res_ns = ctl.opts[BFT_OPT_TIME_RES_NS];
-	ctl.watermark = ctl.opts[BFT_OPT_BUF_SIZE] / 4;
-	ctl.flags = multi ? BFT_BPF_F_MULTI : 0;
+	default_ctl(&ctl);
+	multi = ctl.flags & BFT_BPF_F_MULTI;
 
 	skel = bft_bpf_skel__open();
 	if (!skel)
@@ -420,7 +441,46 @@ static int open_pins(struct bft_bpf *b)
 	return 0;
 }
 
-int bft_bpf_open(struct bft_bpf **bp, bool create, char *err, size_t errlen)
+static void close_pins(struct bft_bpf *b)
+{
+	for (size_t i = 0; i < NR_PINS; i++) {
+		if (*pin_fd(b, i) >= 0)
+			close(*pin_fd(b, i));
+		*pin_fd(b, i) = -1;
+	}
+}
+
+static int reap_dead_owner(struct bft_bpf *b);
+
+/*
+ * The pins, opened by the first call that needs them; with create, the
+ * session is made if there is none, and only then: asking (status, caps,
+ * options) leaves the BPF filesystem as it was.  A session whose owner
+ * died is ended before anything else sees it.
+ */
+static int session(struct bft_bpf *b, bool create)
+{
+	int err = 0;
+
+	if (b->ctl_fd >= 0)
+		return 0;
+	if (!bft_bpf_loaded()) {
+		if (!create)
+			return fail(b, -ENOENT, "no BPF session at %s: attach "
+				    "or start one first", bft_bpf_pin_dir());
+		err = create_once(b);
+	}
+	if (!err)
+		err = open_pins(b);
+	if (!err)
+		err = reap_dead_owner(b);
+	if (err)
+		close_pins(b);
+	return err;
+}
+
+static int open_handle(struct bft_bpf **bp, int create, char *err,
+		       size_t errlen)
 {
 	struct bft_bpf *b;
 	int ret;
@@ -435,11 +495,9 @@ int bft_bpf_open(struct bft_bpf **bp, bool create, char *err, size_t errlen)
 	for (size_t i = 0; i < NR_PINS; i++)
 		*pin_fd(b, i) = -1;
 	b->nr_cpus = possible_cpus();
-	ret = 0;
-	if (create && !bft_bpf_loaded())
-		ret = create_once(b);
-	if (!ret)
-		ret = open_pins(b);
+	ret = session(b, create > 0);
+	if (ret == -ENOENT && create < 0)
+		ret = 0;	/* lazy: made by the first change */
 	if (ret) {
 		if (err)
 			snprintf(err, errlen, "%s", b->err);
@@ -450,13 +508,25 @@ int bft_bpf_open(struct bft_bpf **bp, bool create, char *err, size_t errlen)
 	return 0;
 }
 
+int bft_bpf_open(struct bft_bpf **bp, bool create, char *err, size_t errlen)
+{
+	return open_handle(bp, create ? 1 : 0, err, errlen);
+}
+
+int bft_bpf_open_lazy(struct bft_bpf **bp, char *err, size_t errlen)
+{
+	return open_handle(bp, -1, err, errlen);
+}
+
+static void end_own_session(struct bft_bpf *b);
+
 void bft_bpf_close(struct bft_bpf *b)
 {
 	if (!b)
 		return;
-	for (size_t i = 0; i < NR_PINS; i++)
-		if (*pin_fd(b, i) >= 0)
-			close(*pin_fd(b, i));
+	if (b->own)
+		end_own_session(b);
+	close_pins(b);
 	free(b);
 }
 
@@ -1060,13 +1130,28 @@ static void forget_gone(struct bft_bpf *b)
 	free(zeros);
 }
 
+static void set_owner(struct bft_bpf_ctl *ctl, const struct bft_owner *o)
+{
+	ctl->owner = o ? o->tgid : 0;
+	ctl->owner_start = o ? o->start : 0;
+	ctl->owner_pidns = o ? o->pidns : 0;
+	ctl->guard = 0;
+}
+
+static int do_flush(struct bft_bpf *b, bool heartbeat);
+
 static int set_mode(struct bft_bpf *b, struct bft_bpf_ctl *ctl, uint32_t mode)
 {
 	ctl->mode = mode;
 	return write_ctl(b, ctl);
 }
 
-static int do_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
+/*
+ * A mode command; owner is the starter of a session that ends with it
+ * (START without persist), NULL otherwise.
+ */
+static int do_mode_cmd(struct bft_bpf *b, int cmd,
+		       const struct bft_owner *owner, uint8_t *mode)
 {
 	struct bft_bpf_ctl ctl;
 	uint32_t cur;
@@ -1089,6 +1174,7 @@ static int do_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
 				ctl.opts[BFT_OPT_BUF_SIZE] / 4;
 		if (ctl.watermark > ctl.opts[BFT_OPT_BUF_SIZE] / 2)
 			ctl.watermark = ctl.opts[BFT_OPT_BUF_SIZE] / 2;
+		set_owner(&ctl, owner);
 		err = write_ctl(b, &ctl);
 		if (!err)
 			err = run_all(b, BFT_BPF_OP_RESTART, ctl.time_res_ns);
@@ -1096,6 +1182,7 @@ static int do_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
 			err = set_mode(b, &ctl, BFT_MODE_TRACING);
 		break;
 	case BFT_CMD_STOP:
+		set_owner(&ctl, NULL);
 		err = set_mode(b, &ctl, BFT_MODE_SHUTTING_DOWN);
 		if (!err && session_active(cur))
 			err = run_all(b, BFT_BPF_OP_MARK, BFT_BREAK_STOP);
@@ -1104,7 +1191,7 @@ static int do_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
 		if (!err)
 			err = do_detach(b, 0);
 		if (!err)
-			err = bft_bpf_flush(b, false);
+			err = do_flush(b, false);
 		break;
 	case BFT_CMD_PAUSE:
 		if (cur != BFT_MODE_TRACING)
@@ -1148,8 +1235,11 @@ bad:
 int bft_bpf_attach(struct bft_bpf *b, uint32_t tgid,
 		   const struct bft_nl_probe *probes, size_t n, int *results)
 {
-	int fd = session_lock(b), err;
+	int fd, err = session(b, true);
 
+	if (err)
+		return err;
+	fd = session_lock(b);
 	if (fd < 0)
 		return fd;
 	err = do_attach(b, tgid, probes, n, results);
@@ -1159,8 +1249,13 @@ int bft_bpf_attach(struct bft_bpf *b, uint32_t tgid,
 
 int bft_bpf_detach(struct bft_bpf *b, uint32_t tgid)
 {
-	int fd = session_lock(b), err;
+	int fd, err = session(b, false);
 
+	if (err == -ENOENT)	/* no session: nothing attached */
+		return tgid ? fail(b, err, "no target with tgid %u", tgid) : 0;
+	if (err)
+		return err;
+	fd = session_lock(b);
 	if (fd < 0)
 		return fd;
 	err = do_detach(b, tgid);
@@ -1168,13 +1263,43 @@ int bft_bpf_detach(struct bft_bpf *b, uint32_t tgid)
 	return err;
 }
 
-int bft_bpf_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
-{
-	int fd = session_lock(b), err;
+static void start_guard(struct bft_bpf *b, const struct bft_owner *self);
 
+int bft_bpf_start(struct bft_bpf *b, bool persist, uint8_t *mode)
+{
+	struct bft_owner self;
+	int fd, err = session(b, true);
+
+	if (err)
+		return err;
+	if (!persist && bft_owner_self(&self))
+		return fail(b, -ENOENT, "/proc is needed to own a session: "
+			    "start it with persist");
+	fd = session_lock(b);
 	if (fd < 0)
 		return fd;
-	err = do_mode_cmd(b, cmd, mode);
+	err = do_mode_cmd(b, BFT_CMD_START, persist ? NULL : &self, mode);
+	session_unlock(fd);
+	if (err || persist)
+		return err;
+	b->own = true;
+	start_guard(b, &self);
+	return 0;
+}
+
+int bft_bpf_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
+{
+	int fd, err;
+
+	if (cmd == BFT_CMD_START)
+		return bft_bpf_start(b, false, mode);
+	err = session(b, true);
+	if (err)
+		return err;
+	fd = session_lock(b);
+	if (fd < 0)
+		return fd;
+	err = do_mode_cmd(b, cmd, NULL, mode);
 	session_unlock(fd);
 	return err;
 }
@@ -1204,8 +1329,12 @@ int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st)
 	int err;
 
 	memset(st, 0, sizeof(*st));
-	err = read_ctl(b, &ctl);
-	if (err)
+	err = session(b, false);
+	if (err == -ENOENT)
+		default_ctl(&ctl);	/* none yet: an idle one */
+	else if (!err)
+		err = read_ctl(b, &ctl);
+	if (err && err != -ENOENT)
 		return err;
 	vals = calloc(b->nr_cpus, sz);
 	st->cpus = calloc(b->nr_cpus, sizeof(*st->cpus));
@@ -1215,7 +1344,7 @@ int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st)
 		st->cpus = NULL;
 		return -ENOMEM;
 	}
-	if (bpf_map_lookup_elem(b->cpus_fd, &zero, vals)) {
+	if (b->cpus_fd >= 0 && bpf_map_lookup_elem(b->cpus_fd, &zero, vals)) {
 		err = fail(b, -errno, "reading the CPU state: %s",
 			   strerror(errno));
 		free(vals);
@@ -1224,7 +1353,8 @@ int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st)
 		return err;
 	}
 	st->mode = ctl.mode;
-	st->nr_probes = count_probes(b);
+	st->owner = ctl.owner;
+	st->nr_probes = b->methods_fd >= 0 ? count_probes(b) : 0;
 	st->nr_targets = list_targets(targets, BFT_MAX_TARGETS);
 	st->nr_cpus = b->nr_cpus;
 	for (uint32_t cpu = 0; cpu < b->nr_cpus; cpu++) {
@@ -1232,7 +1362,8 @@ int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st)
 		struct bft_nl_cpu_stats *s = &st->cpus[cpu];
 		uint64_t rd = 0;
 
-		bpf_map_lookup_elem(b->read_fd, &cpu, &rd);
+		if (b->read_fd >= 0)
+			bpf_map_lookup_elem(b->read_fd, &cpu, &rd);
 		s->cpu = cpu;
 		/* pending: the open exit run, as in the module */
 		s->produced = c->produced;
@@ -1248,6 +1379,18 @@ int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st)
 	st->have = ~0u;
 	free(vals);
 	return 0;
+}
+
+/* The control map, or a new session's when there is none yet. */
+static int read_ctl_or_default(struct bft_bpf *b, struct bft_bpf_ctl *ctl)
+{
+	int err = session(b, false);
+
+	if (err == -ENOENT) {
+		default_ctl(ctl);
+		return 0;
+	}
+	return err ? err : read_ctl(b, ctl);
 }
 
 static void fill_opt(const struct bft_bpf_ctl *ctl, uint32_t id,
@@ -1270,7 +1413,7 @@ int bft_bpf_get_opt(struct bft_bpf *b, uint32_t id, struct bft_nl_opt *out)
 	if (!opt_supported(id))
 		return fail(b, -EOPNOTSUPP, "option %u is not supported by the "
 			    "BPF backend", id);
-	err = read_ctl(b, &ctl);
+	err = read_ctl_or_default(b, &ctl);
 	if (!err)
 		fill_opt(&ctl, id, out);
 	return err;
@@ -1280,7 +1423,7 @@ int bft_bpf_get_opts(struct bft_bpf *b, struct bft_nl_opt *out, size_t cap,
 		     size_t *n)
 {
 	struct bft_bpf_ctl ctl;
-	int err = read_ctl(b, &ctl);
+	int err = read_ctl_or_default(b, &ctl);
 
 	*n = 0;
 	if (err)
@@ -1361,8 +1504,11 @@ static int do_set_opt(struct bft_bpf *b, uint32_t id, uint64_t val,
 int bft_bpf_set_opt(struct bft_bpf *b, uint32_t id, uint64_t val,
 		    struct bft_nl_opt *out)
 {
-	int fd = session_lock(b), err;
+	int fd, err = session(b, true);
 
+	if (err)
+		return err;
+	fd = session_lock(b);
 	if (fd < 0)
 		return fd;
 	err = do_set_opt(b, id, val, out);
@@ -1375,8 +1521,12 @@ int bft_bpf_get_methods(struct bft_bpf *b, bft_nl_method_cb cb, void *arg)
 	struct bft_bpf_method_key k, next, *prev = NULL;
 	struct bft_bpf_method *m = malloc(sizeof(*m));
 	uint64_t *hits = calloc(b->nr_cpus, sizeof(uint64_t));
-	int ret = 0;
+	int ret = session(b, false);
 
+	if (ret) {
+		ret = ret == -ENOENT ? 0 : ret;	/* no session: no methods */
+		goto out;
+	}
 	if (!m || !hits) {
 		ret = -ENOMEM;
 		goto out;
@@ -1408,7 +1558,7 @@ out:
 
 /* ---- the flush work ---- */
 
-int bft_bpf_flush(struct bft_bpf *b, bool heartbeat)
+static int do_flush(struct bft_bpf *b, bool heartbeat)
 {
 	uint32_t t[BFT_MAX_TARGETS];
 	bool active = false;
@@ -1433,6 +1583,152 @@ int bft_bpf_flush(struct bft_bpf *b, bool heartbeat)
 		if (!tgid_alive(t[i]))
 			unpin_target(b, t[i]);
 	return 0;
+}
+
+int bft_bpf_flush(struct bft_bpf *b, bool heartbeat)
+{
+	int err = session(b, false);
+
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	/* a reader notices a dead owner as soon as its guard would */
+	err = reap_dead_owner(b);
+	return err ? err : do_flush(b, heartbeat);
+}
+
+/* ---- owners ---- */
+
+static void owner_of(const struct bft_bpf_ctl *ctl, struct bft_owner *o)
+{
+	o->tgid = ctl->owner;
+	o->start = ctl->owner_start;
+	o->pidns = ctl->owner_pidns;
+}
+
+static bool owned_by(const struct bft_bpf_ctl *ctl, const struct bft_owner *o)
+{
+	return ctl->owner && ctl->owner == o->tgid &&
+	       ctl->owner_start == o->start && ctl->owner_pidns == o->pidns;
+}
+
+/* Stop the session as BFT_CMD_STOP would, if o still owns it. */
+static int end_session_of(struct bft_bpf *b, const struct bft_owner *o)
+{
+	struct bft_bpf_ctl ctl;
+	int fd = session_lock(b), err;
+
+	if (fd < 0)
+		return fd;
+	err = read_ctl(b, &ctl);
+	if (!err && owned_by(&ctl, o))
+		err = do_mode_cmd(b, BFT_CMD_STOP, NULL, NULL);
+	session_unlock(fd);
+	return err;
+}
+
+/*
+ * Whoever opens the session first after its owner died (the guard, or
+ * any tool if the guard was killed too) ends it.
+ */
+static int reap_dead_owner(struct bft_bpf *b)
+{
+	struct bft_bpf_ctl ctl;
+	struct bft_owner o;
+	int err = read_ctl(b, &ctl);
+
+	if (err || !ctl.owner)
+		return err;
+	owner_of(&ctl, &o);
+	if (bft_owner_dead(&o) != 1)
+		return 0;
+	err = end_session_of(b, &o);
+	if (err)
+		return fail(b, err, "ending the session of dead owner %u: %s",
+			    o.tgid, b->err);
+	return 0;
+}
+
+/* The owner's handle closes: as the module's session ends when the
+ * starter's socket closes. */
+static void end_own_session(struct bft_bpf *b)
+{
+	struct bft_owner self;
+
+	b->own = false;
+	if (b->ctl_fd >= 0 && !bft_owner_self(&self))
+		end_session_of(b, &self);
+}
+
+/* In the guard: is the session still the one it guards? */
+static bool guard_watching(void *arg)
+{
+	const struct bft_owner *o = arg;
+	struct bft_bpf_ctl ctl;
+	char p[PATH_MAX];
+	uint32_t zero = 0;
+	bool same;
+	int fd;
+
+	pin_path(p, sizeof(p), "ctl");
+	fd = bpf_obj_get(p);
+	if (fd < 0)
+		return false;	/* unloaded */
+	same = !bpf_map_lookup_elem(fd, &zero, &ctl) && owned_by(&ctl, o);
+	close(fd);
+	return same;
+}
+
+/* In the guard, once the owner died: opening the session ends it. */
+static void guard_died(void *arg)
+{
+	char err[512];
+	struct bft_bpf *b;
+	int ret;
+
+	(void)arg;
+	for (int tries = 0; tries < 50; tries++) {
+		ret = bft_bpf_open(&b, false, err, sizeof(err));
+		if (!ret)
+			bft_bpf_close(b);
+		if (ret != -EBUSY && ret != -EAGAIN && ret != -EINTR)
+			return;
+		usleep(100000);	/* a CPU stayed busy: again */
+	}
+}
+
+/*
+ * Without a guard the session would end only when the next tool looks;
+ * the guard ends it within a poll of the owner's death.  Its tgid goes
+ * into the control map for status and the tests.
+ */
+static void start_guard(struct bft_bpf *b, const struct bft_owner *self)
+{
+	struct bft_owner o = *self;
+	struct bft_bpf_ctl ctl;
+	pid_t guard;
+	int fd;
+
+	guard = bft_owner_guard(&o, guard_watching, guard_died, &o);
+	if (guard <= 0)
+		return;	/* the next tool to look ends it instead */
+	fd = session_lock(b);
+	if (fd < 0)
+		return;
+	if (!read_ctl(b, &ctl) && owned_by(&ctl, &o)) {
+		ctl.guard = (uint32_t)guard;
+		write_ctl(b, &ctl);
+	}
+	session_unlock(fd);
+}
+
+int bft_bpf_get_owner(struct bft_bpf *b, pid_t *owner, pid_t *guard)
+{
+	struct bft_bpf_ctl ctl;
+	int err = read_ctl_or_default(b, &ctl);
+
+	*owner = err ? 0 : (pid_t)ctl.owner;
+	*guard = err ? 0 : (pid_t)ctl.guard;
+	return err;
 }
 
 /* ---- unloading ---- */
@@ -1513,6 +1809,11 @@ int bft_bpf_rings_open(struct bft_bpf *b, struct bft_bpf_rings **rp,
 	*rp = NULL;
 	if (!r)
 		return -ENOMEM;
+	err = session(b, true);	/* the first reader makes it, as with the module */
+	if (err) {
+		free(r);
+		return err;
+	}
 	r->b = b;
 	r->cb = cb;
 	r->arg = arg;

@@ -11,6 +11,9 @@
  * link per attached probe group.  They outlive the process that made
  * them, as the module's state outlives a bfctl invocation; removing the
  * directory (bft_bpf_unload) ends the session and frees everything.
+ * Tracing started without persist belongs to its starter, as a module
+ * session belongs to its socket: when the starter exits or closes its
+ * handle, the session stops (bft_bpf_start).
  * What the module does from its own timers (seal exit runs, SYNC
  * heartbeats, reap exited targets) is bft_bpf_flush(), which the reader
  * (bfcollector) calls every BFT_OPT_FLUSH_MS.
@@ -55,9 +58,17 @@ bool bft_bpf_loaded(void);
 
 /*
  * Open the session; with create, make one (load and pin) if there is
- * none.  Without create and no session: -ENOENT.
+ * none.  Without create and no session: -ENOENT.  Opening a session
+ * whose owner died ends it first.
  */
 int bft_bpf_open(struct bft_bpf **bp, bool create, char *err, size_t errlen);
+/*
+ * Open the session if there is one; if not, a handle that reads as an
+ * idle session with the default options (status, caps, options, methods
+ * change nothing) and makes the session at the first call that changes
+ * something (attach, a mode command, set, a ring reader).
+ */
+int bft_bpf_open_lazy(struct bft_bpf **bp, char *err, size_t errlen);
 void bft_bpf_close(struct bft_bpf *b);
 const char *bft_bpf_errmsg(const struct bft_bpf *b);
 
@@ -71,7 +82,18 @@ int bft_bpf_get_caps(struct bft_bpf *b, struct bft_nl_caps *caps);
 int bft_bpf_attach(struct bft_bpf *b, uint32_t tgid,
 		   const struct bft_nl_probe *probes, size_t n, int *results);
 int bft_bpf_detach(struct bft_bpf *b, uint32_t tgid);
+/*
+ * BFT_CMD_START.  Without persist the session belongs to this process:
+ * a guard process (bft_owner.h) stops it as BFT_CMD_STOP would (probes
+ * detached, paused targets continued) once this process exits, and so
+ * does bft_bpf_close() of this handle, and any tool that opens the
+ * session after the owner died.  With persist, only a stop ends it.
+ */
+int bft_bpf_start(struct bft_bpf *b, bool persist, uint8_t *mode);
+/* A mode command; BFT_CMD_START is bft_bpf_start() without persist. */
 int bft_bpf_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode);
+/* The owner's tgid (0: none) and its guard's (0: none running). */
+int bft_bpf_get_owner(struct bft_bpf *b, pid_t *owner, pid_t *guard);
 int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st);
 int bft_bpf_get_opt(struct bft_bpf *b, uint32_t id, struct bft_nl_opt *out);
 int bft_bpf_get_opts(struct bft_bpf *b, struct bft_nl_opt *out, size_t cap,

@@ -598,6 +598,22 @@ TEST(strings_are_modified_utf8)
 	bft_buf_free(&out);
 }
 
+/* Not the 64 KiB a string may take: every short name made it 128 KiB. */
+TEST(a_short_string_takes_a_small_buffer)
+{
+	struct bft_buf out = { 0 };
+	char bad[100];
+
+	memset(bad, 0xff, sizeof(bad));
+	ASSERT_EQ(0, bfp_put_utf(&out, "main", 4, false));
+	EXPECT_GE(1024, out.cap);
+	/* the most a byte can take: an invalid one becomes U+FFFD, 3 bytes */
+	ASSERT_EQ(0, bfp_put_utf(&out, bad, sizeof(bad), false));
+	EXPECT_EQ(2 + 4 + 2 + 3 * sizeof(bad), out.len);
+	EXPECT_GE(1024, out.cap);
+	bft_buf_free(&out);
+}
+
 TEST(four_byte_utf8_on_the_wire_is_refused)
 {
 	/* readUTF rejects standard UTF-8's 4-byte form. */
