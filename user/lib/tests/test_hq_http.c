@@ -20,6 +20,7 @@
 #include "bft_test.h"
 #include "collector_fixture.h"
 #include "hq.h"
+#include "hq_feed.h"
 #include "http.h"
 #include "live.h"
 
@@ -36,33 +37,16 @@ FIXTURE(http)
 	struct hq_http *h;
 };
 
-static void feed(struct hq *hq, struct conn *c, const struct bfp_msg *m)
-{
-	struct bft_buf b = { 0 };
-
-	if (!bfp_encode(&b, 2, m))
-		hq_conn_feed(hq, c, b.data, b.len, false);
-	bft_buf_free(&b);
-}
-
-/* An event at time seq ms. */
 static void ev(FIXTURE_DATA(http) *self, uint8_t id, uint32_t seq,
 	       uint32_t method, uint16_t thread)
 {
-	struct bfp_msg m = { .id = id, .seq = seq, .method = method,
-			     .time = seq, .thread = thread };
-
-	feed(&self->hq, self->data, &m);
+	hq_test_event(&self->hq, self->data, id, seq, method, thread);
 }
 
 static void map(FIXTURE_DATA(http) *self, uint8_t id, uint32_t n,
 		const char *name)
 {
-	struct bfp_msg m = { .id = id, .method = n, .thread = (uint16_t)n,
-			     .exception = n, .str = name,
-			     .str_len = strlen(name) };
-
-	feed(&self->hq, self->data, &m);
+	hq_test_map(&self->hq, self->data, id, n, name);
 }
 
 static void flush_now(FIXTURE_DATA(http) *self)
@@ -72,7 +56,6 @@ static void flush_now(FIXTURE_DATA(http) *self)
 
 FIXTURE_SETUP(http)
 {
-	uint8_t hello[2] = { BFP_HELLO, 2 }, dhello[2] = { BFP_DATA_HELLO };
 	char www[PATH_MAX];
 
 	hq_log_quiet = true;
@@ -80,23 +63,16 @@ FIXTURE_SETUP(http)
 	snprintf(www, sizeof(www), "%s/../../../hq/www", BFT_TEST_VECTORS);
 	setenv("BFHQ_WWW", www, 1);
 	ASSERT_EQ(0, make_tmpdir(self->dir, sizeof(self->dir)));
-	snprintf(self->live, sizeof(self->live), "%s/trace-1/live", self->dir);
 	memset(&self->hq, 0, sizeof(self->hq));
 	self->hq.listen_fd = self->hq.ctl_fd = -1;
 	self->hq.o.outdir = self->dir;
 	self->hq.o.gap_ms = 2000;
 	self->hq.o.live_flush_ms = 3600000;	/* the tests flush */
 	bfp_config_init(&self->hq.o.config);
-	self->ctl = hq_conn_add(&self->hq, -1, CONN_GREETING);
-	ASSERT_NE(NULL, self->ctl);
-	hq_conn_feed(&self->hq, self->ctl, hello, 2, false);
-	self->t = self->ctl->trace;
+	self->t = hq_test_connect(&self->hq, &self->ctl, &self->data);
 	ASSERT_NE(NULL, self->t);
 	ASSERT_NE(NULL, self->t->live);
-	self->data = hq_conn_add(&self->hq, -1, CONN_GREETING);
-	ASSERT_NE(NULL, self->data);
-	dhello[1] = self->t->run_id;
-	hq_conn_feed(&self->hq, self->data, dhello, 2, false);
+	snprintf(self->live, sizeof(self->live), "%s/trace-1/live", self->dir);
 	self->h = hq_http_start("127.0.0.1", 0, self->dir);
 	ASSERT_NE(NULL, self->h);
 }
