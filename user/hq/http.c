@@ -192,6 +192,9 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
 		return MHD_NO;
 	MHD_add_response_header(r, "Content-Type", type);
 	MHD_add_response_header(r, "Cache-Control", "no-store");
+	/* the page works offline: nothing may come from elsewhere */
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'; style-src 'self'");
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
