@@ -44,6 +44,9 @@ CT_NEST_REPS = 3          # selftests/bftrace/targets/calltree_shape.h
 FN = "calltree!ct_a"      # how bfcollector names ct_a
 # A BPF session of the test's own, beside any real one (and the selftests').
 PIN_DIR = "/sys/fs/bpf/bftrace-live-view"
+# In a test guest (scripts/guest-selftests.sh has loaded bftrace.ko), the
+# module; on this machine, BPF.
+BACKEND = "kmod" if os.environ.get("BFT_GUEST") else "bpf"
 
 
 class Tap:
@@ -179,7 +182,7 @@ class Pipeline:
     def __init__(self, out):
         self.out = out
         self.procs = []
-        self.env = dict(os.environ, BFT_BACKEND="bpf", BFT_BPF_PIN_DIR=PIN_DIR)
+        self.env = dict(os.environ, BFT_BACKEND=BACKEND, BFT_BPF_PIN_DIR=PIN_DIR)
         shutil.rmtree(PIN_DIR, ignore_errors=True)   # a failed run's
 
     def log(self, name):
@@ -281,7 +284,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--out", default=os.path.join(BUILD, "live-view"))
+    # A guest sees the tree read-only: there, its exchange directory.
+    ap.add_argument("--out", default=os.path.join(
+        os.environ["BFT_EXPORT"] if os.environ.get("BFT_GUEST") else BUILD, "live-view"))
     ap.add_argument("--json")
     args = ap.parse_args()
     tap = Tap()
@@ -289,7 +294,7 @@ def main():
     os.makedirs(args.out)
     chromium = os.environ.get("BFT_CHROMIUM", "chromium")
     if os.geteuid() != 0:
-        tap.result(True, "# SKIP the BPF backend needs root")
+        tap.result(True, f"# SKIP the {BACKEND} backend needs root")
         print(f"1..{tap.n}")
         return 0
     for need in (os.path.join(TOOLS, "bfhq"), os.path.join(TARGETS, "calltree")):
