@@ -3,11 +3,16 @@
 
 Usage: live-view-test.py [--runs N] [--out DIR] [--json FILE]
 
-The whole pipeline on this machine's kernel with the BPF backend (root):
+Then the whole pipeline on this machine's kernel with the BPF backend (root;
+the module's in a test guest):
 bfhq --http, bfcollector, bfctl attach to the calltree target of the
 selftests.  Headless Chromium is driven through its DevTools protocol
 (--remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4).  Checks:
 
+  - on a live directory written by the test with every kind of line (no
+    root needed), the page's call tree equals what bfhq --replay makes of
+    it (route.c's rules: mismatched and orphan exits, throws, bubbles,
+    voids, escaped and renamed thread names);
   - a page opened after the target's first run shows that run's calls;
   - each later run's calls appear on the open page (the delay from the
     run's start, when the test tells the target to go, to the first render
@@ -31,6 +36,7 @@ import shutil
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -276,6 +282,105 @@ class Pipeline:
         shutil.rmtree(PIN_DIR, ignore_errors=True)
 
 
+# Every kind of line of the live format, in the order bfhq routes them:
+# (thread or None for a marker, line without its sequence number and time),
+# "void" for a gap of one sequence number.  The page must make of them what
+# route.c makes (bfhq --replay): mismatched exits, exits of frames never
+# seen, throws, bubbles, voids, renamed and escaped thread names, a thread
+# only named.
+EDGE_NAMES = ("M 1 main\nM 2 work\nM 3 leaf\\x09tabbed\nX 7 std::bad_alloc\n"
+              "T 1 main (1/1)\nT 2 worker\nT 2 worker, renamed (1/2)\n"
+              "T 3 back\\\\slash\\x01 (1/3)\nT 5 named only\n")
+EDGE_EVENTS = [
+    (1, "e 1"), (2, "e 2"), (1, "e 2"), (2, "x 2"), (1, "e 3"), (1, "x 2"),
+    (1, "! 1 7 12"), (1, "u 1 7"), (1, "x 1"), (3, "x 4"), (1, "e 4"),
+    (1, "x 1"), (1, "t 4"), (2, "e 3"), (None, "m bftrace.lost\t5"), "void",
+    (1, "e 1"), (3, "e 2"), (3, "u 2 9"), (1, "x 1"), (2, "x 3"), (4, "e 1"),
+]
+
+
+def write_edge_trace(outdir):
+    """The live directory of EDGE_EVENTS as trace-1 under outdir."""
+    live = os.path.join(outdir, "trace-1", "live")
+    os.makedirs(live)
+    streams, last, seq = {}, {}, 0
+    for ev in EDGE_EVENTS:
+        if ev == "void":
+            # into every thread's stream so far, at its last time
+            for name, lines in streams.items():
+                if name != "markers":
+                    lines.append(f"| {seq + 1} {last[name]} gap {seq} 1")
+            seq += 1
+            continue
+        thread, text = ev
+        name = "markers" if thread is None else str(thread)
+        op, rest = text.split(" ", 1)
+        streams.setdefault(name, []).append(f"{op} {seq} {seq * 10} {rest}")
+        last[name] = seq * 10
+        seq += 1
+    for name, lines in streams.items():
+        data = "".join(line + "\n" for line in lines).encode()
+        with open(os.path.join(live, f"stream-{name}.data"), "wb") as f:
+            f.write(data)
+        with open(os.path.join(live, f"stream-{name}.index"), "wb") as f:
+            f.write(struct.pack("<QQQQII", 0, len(data), 0, seq * 10, len(lines), 1))
+    with open(os.path.join(live, "names"), "w") as f:
+        f.write(EDGE_NAMES)
+    with open(os.path.join(live, "meta.json"), "w") as f:
+        json.dump({"format": 1, "trace": 1, "run": 0, "protocol": 2,
+                   "state": "finished", "message": "", "resolution_us": 1,
+                   "start_wall_us": 0, "counters": {"gaps": 1, "gap_missing": 1}}, f)
+    return live
+
+
+def check_edges(tap, chromium, out, tmp):
+    """The page's tree of every kind of line equals bfhq --replay's."""
+    edge = os.path.join(out, "edge")
+    live = write_edge_trace(edge)
+    rp = subprocess.run([os.path.join(TOOLS, "bfhq"), "--replay", live, "-o",
+                         os.path.join(edge, "replay")], stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True)
+    try:
+        with open(os.path.join(edge, "replay", "calls.txt"), encoding="utf-8") as f:
+            want = f.read()
+    except OSError:
+        tap.result(False, "bfhq --replay rebuilds calls.txt of every kind of line",
+                   rp.stdout.splitlines())
+        return
+    log = open(os.path.join(out, "bfhq-edge.log"), "wb")
+    hq = subprocess.Popen([os.path.join(TOOLS, "bfhq"), "--port", str(free_port()),
+                           "--output", edge, "--http", "127.0.0.1:0", "--timeout", "120"],
+                          stdout=log, stderr=subprocess.STDOUT)
+    browser = None
+    try:
+        def url():
+            with open(os.path.join(out, "bfhq-edge.log"), "rb") as f:
+                for line in f.read().decode(errors="replace").splitlines():
+                    if "live viewer on " in line:
+                        return line.split("live viewer on ", 1)[1].split()[0]
+            return None
+        base = wait_for(url, 10, "bfhq's live viewer")
+        browser = Browser(chromium, os.path.join(tmp, "edge-profile"),
+                          open(os.path.join(out, "chromium-edge.log"), "wb"))
+        page = browser.page(base + "#trace=1")
+        wait_for(lambda: browser.eval(page, "typeof bft === 'object' && bft.model.ended"),
+                 60, "the page to read the trace")
+        got = browser.eval(page, "bft.callsTxt()")
+        bad = browser.eval(page, "bft.model.bad")
+    except Fail as e:
+        got, bad = str(e), None
+    finally:
+        if browser:
+            browser.close()
+        hq.terminate()
+        hq.wait()
+    with open(os.path.join(edge, "page-calls.txt"), "w") as f:
+        f.write(got or "")
+    tap.result(got == want and bad == 0 and "x?" in want and "x!" in want and " |" in want,
+               "the page's tree of every kind of line equals bfhq --replay's calls.txt",
+               [] if got == want else [f"diff {edge}/replay/calls.txt {edge}/page-calls.txt"])
+
+
 def calls_of(browser, session):
     return browser.eval(session, f"bft.appear({json.dumps(FN)}).length")
 
@@ -293,6 +398,19 @@ def main():
     shutil.rmtree(args.out, ignore_errors=True)
     os.makedirs(args.out)
     chromium = os.environ.get("BFT_CHROMIUM", "chromium")
+    if not shutil.which(chromium):
+        tap.result(False, f"{chromium} is installed (scripts/setup-deps.sh installs it)")
+        print(f"1..{tap.n}")
+        return 1
+    if not os.access(os.path.join(TOOLS, "bfhq"), os.X_OK):
+        tap.result(False, "build/user/bfhq is built (make -C user)")
+        print(f"1..{tap.n}")
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            check_edges(tap, chromium, args.out, tmp)
+        except Fail as e:
+            tap.result(False, f"the page's tree of every kind of line: {e}")
     if os.geteuid() != 0:
         tap.result(True, f"# SKIP the {BACKEND} backend needs root")
         print(f"1..{tap.n}")
@@ -303,10 +421,6 @@ def main():
                        "(make -C user; make -C selftests/bftrace)")
             print(f"1..{tap.n}")
             return 1
-    if not shutil.which(chromium):
-        tap.result(False, f"{chromium} is installed (scripts/setup-deps.sh installs it)")
-        print(f"1..{tap.n}")
-        return 1
 
     pipe = Pipeline(args.out)
     tmp = tempfile.mkdtemp()
