@@ -74,19 +74,26 @@ static void read_stream(int dirfd, const char *index_name,
 	unsigned char *idx;
 	size_t ilen, dlen, k;
 	uint64_t covered = 0;
+	struct stat st;
 
 	idx = (unsigned char *)slurp(dirfd, index_name, SIZE_MAX, &ilen);
 	if (!idx)
 		return;
 	if (ilen % LIVE_INDEX_RECORD)
 		v->torn++;
+	snprintf(data_name, sizeof(data_name), "%.*s.data",
+		 (int)(strlen(index_name) - 6), index_name);
+	/* after the index: the data it covers was written before it */
+	if (fstatat(dirfd, data_name, &st, 0))
+		st.st_size = 0;
 	for (k = 0; k + LIVE_INDEX_RECORD <= ilen; k += LIVE_INDEX_RECORD) {
 		const unsigned char *r = idx + k;
 		uint64_t off = get_le(r, 8), size = get_le(r + 8, 8);
 		uint64_t end = get_le(r + 24, 8);
 
-		/* contiguous, end times not decreasing: else not ours */
-		if (off != covered || size > UINT64_MAX - off ||
+		/* contiguous, in the data, end times not decreasing: else
+		 * not ours */
+		if (off != covered || size > (uint64_t)st.st_size - off ||
 		    (s->entries && end < s->end_us)) {
 			v->bad++;
 			break;
@@ -97,15 +104,13 @@ static void read_stream(int dirfd, const char *index_name,
 		s->entries++;
 	}
 	free(idx);
-	snprintf(data_name, sizeof(data_name), "%.*s.data",
-		 (int)(strlen(index_name) - 6), index_name);
 	s->data = slurp(dirfd, data_name, covered, &dlen);
 	if (!s->data) {
 		s->data = calloc(1, 1);
 		dlen = 0;
 	}
 	if (dlen < covered) {
-		v->bad++;	/* an entry beyond the data: trust the data */
+		v->bad++;	/* truncated since: what is left */
 		covered = dlen;
 	}
 	s->indexed = covered;

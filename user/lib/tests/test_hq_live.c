@@ -306,6 +306,29 @@ TEST_F(live, an_idle_stream_gets_an_empty_index_entry)
 	live_view_free(&v);
 }
 
+TEST_F(live, an_entry_past_its_data_is_not_trusted)
+{
+	struct live_view v;
+	const struct live_stream *s;
+	char path[PATH_MAX + 64];
+
+	ev(self, BFP_METHOD_ENTRY, 0, 1, 1);
+	flush_now(self);
+	ev(self, BFP_METHOD_EXIT, 1, 1, 1);
+	flush_now(self);
+	/* the data lost its last line (not bfhq's doing): its entry goes */
+	snprintf(path, sizeof(path), "%s/stream-1.data", self->live);
+	ASSERT_EQ(0, truncate(path, strlen("e 0 0 1\nx 1 10")));
+	ASSERT_EQ(0, live_read(self->live, &v));
+	EXPECT_EQ(1u, v.bad);
+	s = find(&v, 1);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(1u, s->entries);
+	EXPECT_STREQ("e 0 0 1\n", s->data);
+	EXPECT_EQ(0u, v.frontier_us);
+	live_view_free(&v);
+}
+
 TEST_F(live, a_finished_trace_replays_to_the_same_outputs)
 {
 	struct bfp_msg brk = { .id = BFP_DATA_BREAK, .seq = 6 };
