@@ -3,7 +3,7 @@
 
 Usage: live-view-test.py [--runs N] [--out DIR] [--json FILE]
 
-Then the whole pipeline on this machine's kernel with the BPF backend (root;
+The whole pipeline on this machine's kernel with the BPF backend (root;
 the module's in a test guest):
 bfhq --http, bfcollector, bfctl attach to the calltree target of the
 selftests.  Headless Chromium is driven through its DevTools protocol
@@ -25,7 +25,15 @@ selftests.  Headless Chromium is driven through its DevTools protocol
     (scripts/flame-render-check.py).
 
 Output is TAP.  Environment: BFT_CHROMIUM, the browser (default chromium).
-Logs, the screenshot and the SVG stay in --out (build/live-view)."""
+Logs, the screenshot and the SVG stay in --out (build/live-view).
+
+The test run (scripts/run-tests.sh) runs it natively.  In a test guest,
+with the module, it passes too but takes about four minutes under TCG
+(Chromium starts twice), so the guests do not run it by default:
+
+  scripts/guest-run --kernel KVER --timeout 700 -- bash -c \
+    'insmod build/kmod-KVER/bftrace.ko && python3 scripts/live-view-test.py --runs 2'
+"""
 import argparse
 import base64
 import fcntl
