@@ -300,18 +300,32 @@ int live_parse_line(const char *s, size_t n, struct live_line *l)
 	l->seq = (uint32_t)seq;
 	l->time_us = t;
 	switch (l->op) {
-	case 'm':
-		if (p >= end || !memchr(p, '\t', (size_t)(end - p)))
+	case 'm': {
+		const char *c;
+		int tabs = 0;
+
+		/* escaped: one tab between key and value, no other control */
+		for (c = p; c < end; c++) {
+			if (*c == '\t')
+				tabs++;
+			else if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				return -EINVAL;
+		}
+		if (tabs != 1)
 			return -EINVAL;
 		l->text = p;
 		l->text_len = (size_t)(end - p);
 		return 0;
+	}
 	case '|': {
 		const char *sp = memchr(p, ' ', (size_t)(end - p));
 
 		if (!sp || sp - p >= (long)sizeof(l->cause) || sp == p)
 			return -EINVAL;
 		memcpy(l->cause, p, (size_t)(sp - p));
+		if (strcmp(l->cause, "break") && strcmp(l->cause, "gap") &&
+		    strcmp(l->cause, "lost"))
+			return -EINVAL;
 		p = sp + 1;
 		if (field(&p, end, UINT32_MAX, &a) ||
 		    field(&p, end, UINT32_MAX, &b) || p != end)
