@@ -1152,7 +1152,7 @@ TEST_F_TIMEOUT(pipeline, an_idle_cpu_does_not_hold_back_the_live_copy, 300)
 	EXPECT_EQ(0, kill(self->tgid, 0));
 	end_spinning_trace(_metadata, self);
 	if (!_metadata->passed)
-		show_log(self->log);
+		bst_show_log(self->log);
 }
 
 /* ---- the two backends, side by side ------------------------------------ */
