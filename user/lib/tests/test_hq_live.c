@@ -20,6 +20,7 @@
 #include "bft_test.h"
 #include "collector_fixture.h"
 #include "hq.h"
+#include "hq_feed.h"
 #include "live.h"
 
 FIXTURE(live)
@@ -33,8 +34,6 @@ FIXTURE(live)
 
 FIXTURE_SETUP(live)
 {
-	uint8_t hello[2] = { BFP_HELLO, 2 }, dhello[2] = { BFP_DATA_HELLO };
-
 	hq_log_quiet = true;
 	ASSERT_EQ(0, make_tmpdir(self->dir, sizeof(self->dir)));
 	snprintf(self->live, sizeof(self->live), "%s/trace-1/live", self->dir);
@@ -45,17 +44,9 @@ FIXTURE_SETUP(live)
 	/* the tests flush themselves: the period never runs out */
 	self->hq.o.live_flush_ms = 3600000;
 	bfp_config_init(&self->hq.o.config);
-	self->ctl = hq_conn_add(&self->hq, -1, CONN_GREETING);
-	ASSERT_NE(NULL, self->ctl);
-	hq_conn_feed(&self->hq, self->ctl, hello, 2, false);
-	self->t = self->ctl->trace;
+	self->t = hq_test_connect(&self->hq, &self->ctl, &self->data);
 	ASSERT_NE(NULL, self->t);
 	ASSERT_NE(NULL, self->t->live);
-	self->data = hq_conn_add(&self->hq, -1, CONN_GREETING);
-	ASSERT_NE(NULL, self->data);
-	dhello[1] = self->t->run_id;
-	hq_conn_feed(&self->hq, self->data, dhello, 2, false);
-	ASSERT_EQ(self->t, self->data->trace);
 }
 
 FIXTURE_TEARDOWN(live)
@@ -65,33 +56,16 @@ FIXTURE_TEARDOWN(live)
 	remove_tmpdir(self->dir);
 }
 
-static void feed(struct hq *hq, struct conn *c, const struct bfp_msg *m)
-{
-	struct bft_buf b = { 0 };
-
-	if (!bfp_encode(&b, 2, m))
-		hq_conn_feed(hq, c, b.data, b.len, false);
-	bft_buf_free(&b);
-}
-
-/* An event at time seq ms. */
 static void ev(FIXTURE_DATA(live) *self, uint8_t id, uint32_t seq,
 	       uint32_t method, uint16_t thread)
 {
-	struct bfp_msg m = { .id = id, .seq = seq, .method = method,
-			     .time = seq, .thread = thread };
-
-	feed(&self->hq, self->data, &m);
+	hq_test_event(&self->hq, self->data, id, seq, method, thread);
 }
 
 static void map(FIXTURE_DATA(live) *self, uint8_t id, uint32_t n,
 		const char *name)
 {
-	struct bfp_msg m = { .id = id, .method = n, .thread = (uint16_t)n,
-			     .exception = n, .str = name,
-			     .str_len = strlen(name) };
-
-	feed(&self->hq, self->data, &m);
+	hq_test_map(&self->hq, self->data, id, n, name);
 }
 
 static void flush_now(FIXTURE_DATA(live) *self)
@@ -355,13 +329,13 @@ TEST_F(live, a_finished_trace_replays_to_the_same_outputs)
 	ev(self, BFP_METHOD_ENTRY, 1, 1, 2);
 	ev(self, BFP_METHOD_ENTRY, 2, 2, 2);
 	ev(self, BFP_METHOD_ENTRY, 3, 2, 1);
-	feed(&self->hq, self->data, &thr);
-	feed(&self->hq, self->data, &bub);
-	feed(&self->hq, self->ctl, &brk);
+	hq_test_send(&self->hq, self->data, &thr);
+	hq_test_send(&self->hq, self->data, &bub);
+	hq_test_send(&self->hq, self->ctl, &brk);
 	flush_now(self);
 	ev(self, BFP_METHOD_EXIT, 6, 1, 1);
 	ev(self, BFP_METHOD_EXIT, 8, 2, 2);	/* 7 is a gap */
-	feed(&self->hq, self->data, &mk);
+	hq_test_send(&self->hq, self->data, &mk);
 	hq_trace_tick(&self->hq, self->t, hq_now_ms() + 2001);
 	EXPECT_EQ(1u, self->t->gaps);
 	hq_free(&self->hq);
@@ -408,7 +382,7 @@ static void marker(FIXTURE_DATA(live) *self, uint32_t seq, const char *key,
 			     .str = key, .str_len = strlen(key),
 			     .str2 = value, .str2_len = strlen(value) };
 
-	feed(&self->hq, self->data, &m);
+	hq_test_send(&self->hq, self->data, &m);
 }
 
 TEST_F(live, bfcollector_microseconds_reach_the_live_copy_only)
