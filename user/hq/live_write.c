@@ -399,7 +399,21 @@ static char *meta_text(struct live *l, const struct trace *t)
 		"heartbeats", (json_int_t)t->heartbeats,
 		"agent_lost", (json_int_t)l->agent_lost,
 		"us_malformed", (json_int_t)l->micro_bad);
-	char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+	json_t *c = json_object_get(j, "counters");
+	char mode[2] = { (char)t->last_mode, 0 };
+	char *text;
+
+	/* the rest of what the summary says */
+	json_object_set_new(j, "last_mode", json_string(mode));
+	json_object_set_new(c, "classes_transformed",
+			    json_integer((json_int_t)t->classes[0]));
+	json_object_set_new(c, "classes_ignored",
+			    json_integer((json_int_t)t->classes[1]));
+	json_object_set_new(c, "classes_failed",
+			    json_integer((json_int_t)t->classes[2]));
+	json_object_set_new(c, "agent_errors",
+			    json_integer((json_int_t)t->agent_errors));
+	text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
 
 	json_decref(j);
 	return text;

@@ -119,6 +119,7 @@ static void trace_from_meta(struct trace *t, json_t *meta)
 {
 	const char *state = json_string_value(json_object_get(meta, "state"));
 	const char *msg = json_string_value(json_object_get(meta, "message"));
+	const char *mode;
 
 	t->index = (unsigned int)json_integer_value(json_object_get(meta,
 								    "trace"));
@@ -133,6 +134,13 @@ static void trace_from_meta(struct trace *t, json_t *meta)
 	t->breaks_seen = counter(meta, "breaks");
 	t->breaks_late = counter(meta, "breaks_late");
 	t->heartbeats = counter(meta, "heartbeats");
+	t->classes[0] = counter(meta, "classes_transformed");
+	t->classes[1] = counter(meta, "classes_ignored");
+	t->classes[2] = counter(meta, "classes_failed");
+	t->agent_errors = counter(meta, "agent_errors");
+	mode = json_string_value(json_object_get(meta, "last_mode"));
+	if (mode && strlen(mode) == 1)
+		t->last_mode = (uint8_t)mode[0];
 	if (state && !strcmp(state, "failed")) {
 		t->failed = true;
 		snprintf(t->fail_msg, sizeof(t->fail_msg), "%s",
