@@ -45,7 +45,11 @@ function open(traceNo) {
   es.addEventListener("names", (e) => { got = true; bft.model.names(e.data); schedule(); });
   es.addEventListener("stream", (e) => { got = true; bft.model.stream(e.data); schedule(); });
   es.addEventListener("bad", (e) => { bft.model.badEntries = Number(e.data); schedule(); });
-  es.addEventListener("frontier", (e) => { bft.model.frontier = Number(e.data); schedule(); });
+  es.addEventListener("frontier", (e) => {
+    bft.model.frontier = Number(e.data);
+    bft.model.newsAt = bftNow();
+    schedule();
+  });
   es.addEventListener("end", () => {
     bft.model.ended = true;
     es.close();
@@ -85,5 +89,9 @@ function route() {
 window.addEventListener("hashchange", route);
 route();
 listTraces();
-// The list of traces (not their data) is looked at again now and then.
-setInterval(listTraces, 2000);
+// The list of traces (not their data) is looked at again now and then,
+// and the status says how long a running trace has been quiet.
+setInterval(() => {
+  listTraces();
+  if (bft.trace !== null) bft.view.status(bft.model, bft.trace);
+}, 2000);

@@ -17,6 +17,7 @@ class BftModel {
   constructor() {
     this.meta = null;
     this.frontier = 0;
+    this.newsAt = bftNow();       // when the frontier last moved
     this.ended = false;
     this.methods = new Map();     // id -> signature
     this.exceptions = new Map();  // id -> name

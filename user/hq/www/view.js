@@ -40,6 +40,10 @@ class BftView {
   status(model, traceNo) {
     const m = model.meta || {};
     const st = m.state || "waiting";
+    // Every flush moves the frontier while bfhq records; a running trace
+    // that stays put this long is idle, or its bfhq is gone.
+    const quiet = (bftNow() - model.newsAt) / 1000;
+    const stale = st === "running" && !model.ended && quiet > 5 * (m.flush_ms || 100) / 1000;
     const parts = [
       el("strong", {}, "trace " + traceNo),
       " " + st + (m.message ? " (" + m.message + ")" : ""),
@@ -49,6 +53,7 @@ class BftView {
       m.resolution_us ? ", times to " + m.resolution_us + " µs" : "",
       model.bad ? ", " + model.bad + " lines not understood" : "",
       model.badEntries ? ", " + model.badEntries + " index entries unusable" : "",
+      stale ? ", nothing new for " + quiet.toFixed(0) + " s (idle, or its bfhq is gone)" : "",
     ];
     const p = el("p", { id: "state", "data-state": model.ended ? "ended" : st }, ...parts);
     document.getElementById("status").replaceChildren(p);
