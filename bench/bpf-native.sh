@@ -42,7 +42,7 @@ for build in plain cet; do
 	[[ $build == cet ]] && cf=full
 	gcc -std=c11 -O2 -Wall -Wextra -Werror -pthread -fcf-protection=$cf \
 		-o "$bin" bench/targets/bench_loop.c
-	base=() traced=() bt=() bytes=() ccpu=()
+	base=() traced=() bt=() bytes=() ccpu=() cpct=()
 	for _ in $(seq "$reps"); do
 		base+=("$(taskset -c 0 "$bin" "$calls" 1 | ns_of)")
 
@@ -50,7 +50,9 @@ for build in plain cet; do
 		taskset -c 1 "$coll" --backend bpf -o "$out/flow" >"$out/collector.log" 2>&1 &
 		cpid=$!
 		sleep 0.3
+		w0=$(date +%s%N)
 		taskset -c 0 "$bfctl" --backend bpf run -p bench_work -- "$bin" "$calls" 1 >"$out/run.out"
+		w1=$(date +%s%N)
 		traced+=("$(ns_of <"$out/run.out")")
 		b=$($bfctl --backend bpf --json status | python3 -c '
 import json, sys
@@ -60,6 +62,9 @@ print(sum(c["bytes_written"] for c in st["cpus"]))')
 		$bfctl --backend bpf stop >/dev/null
 		sleep 0.5	# the collector drains what is left
 		ccpu+=("$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$cpid/stat")")
+		# its whole CPU time against the traced run's wall time: the
+		# collector at the rate of one thread calling flat out
+		cpct+=("$(awk -v c="${ccpu[-1]}" -v w="$((w1 - w0))" 'BEGIN { printf "%.1f", 100 * c / (w / 1e9) }')")
 		kill -INT "$cpid"
 		wait "$cpid" || true
 		rm -rf "$BFT_BPF_PIN_DIR"
@@ -76,6 +81,7 @@ print(sum(c["bytes_written"] for c in st["cpus"]))')
 	line="@res bpf_native build=$build calls=$calls untraced_ns=$b0 bpf_ns=$t"
 	line+=" bpf_cost_ns=$(awk -v a="$t" -v b="$b0" 'BEGIN { printf "%.1f", a - b }')"
 	line+=" bytes_per_call=$by collector_cpu_s=$(printf '%s\n' "${ccpu[@]}" | median)"
+	line+=" collector_cpu_pct=$(printf '%s\n' "${cpct[@]}" | median)"
 	if ((${#bt[@]})); then
 		bb=$(printf '%s\n' "${bt[@]}" | median)
 		line+=" bpftrace_ns=$bb bpftrace_cost_ns=$(awk -v a="$bb" -v b="$b0" 'BEGIN { printf "%.1f", a - b }')"

@@ -116,13 +116,16 @@ floor() { # id bin offset threads
 }
 
 coll_pid=
+# What the bftrace runs trace through, for their commands (the BPF section
+# below changes it).
+setup="bftrace.ko loaded, $bfcoll -o DIR running"
 # The collector runs for the whole of the bftrace measurements; each one
 # also reports the collector's CPU time during that run.
 bftrace() { # id bin threads [bfctl run option]
 	local id=$1 bin=$2 n=$3 opt=${4:-} s0 s1 t0 t1 w0 w1 prod lost bytes
 	local -a o=()
 	[[ -n $opt ]] && o=("$opt")
-	cmd "$id" "$bfctl run -p '$(basename "$bin"):bench_work' ${opt:+$opt }-- $bin $calls $n  (bftrace.ko loaded, $bfcoll -o DIR running)"
+	cmd "$id" "$bfctl run -p '$(basename "$bin"):bench_work' ${opt:+$opt }-- $bin $calls $n  ($setup)"
 	s0=$(ring_counters)
 	t0=$(cpu_ticks "$coll_pid")
 	w0=$(date +%s%N)
@@ -227,13 +230,17 @@ for rep in $(seq "$reps"); do
 done
 
 # ---------------------------------------------------------------- per call
+# With no HQ to wait for, the collector starts tracing at once.
+wait_tracing() {
+	for _ in $(seq 50); do
+		[[ $("$bfctl" status 2>/dev/null | awk '$1 == "mode" { print $2 }') == tracing ]] && break
+		sleep 0.1
+	done
+}
 mkdir -p "$tmp/flow"
 "$bfcoll" -o "$tmp/flow" >"$tmp/coll.log" 2>&1 &
 coll_pid=$!
-for _ in $(seq 50); do
-	[[ $("$bfctl" status 2>/dev/null | awk '$1 == "mode" { print $2 }') == tracing ]] && break
-	sleep 0.1
-done
+wait_tracing
 info collector "$bfcoll -o DIR (pid $coll_pid)"
 
 for rep in $(seq "$reps"); do
@@ -291,12 +298,9 @@ per2=$(sed -n 's/^@res scale.bftrace.2 ns=\([0-9]*\).*/\1/p' "$tmp/results" | so
 flat=$((3000000000 / ${per2:-10000}))
 ((flat < calls)) && flat=$calls
 ((flat > 2000000)) && flat=2000000
-for rate in 2000 5000 10000 20000 50000 80000 0; do
-	# about 1.5 s per paced step
-	n=$flat
-	((rate)) && n=$((rate * 3 / 2))
-	id=loss.$rate
-	cmd "$id" "$bfctl run -p 'bench-loop-plain:bench_work' -- $plain $n 2 $rate  (collector draining)"
+paced() { # id rate calls: two threads at rate calls/s each (0: flat out)
+	local id=$1 rate=$2 n=$3 s0 s1 t0 t1 w0 w1
+	cmd "$id" "$bfctl run -p 'bench-loop-plain:bench_work' -- $plain $n 2 $rate  ($setup, draining)"
 	s0=$(ring_counters)
 	w0=$(date +%s%N)
 	t0=$(cpu_ticks "$coll_pid")
@@ -310,6 +314,12 @@ for rate in 2000 5000 10000 20000 50000 80000 0; do
 		expect="$((2 * (n + warmup) * 2))" \
 		lost="$(($(stat_sum "$s1" lost) - $(stat_sum "$s0" lost)))" \
 		coll_ticks="$((t1 - t0))" wall_ns="$((w1 - w0))" tick="$tick"
+}
+for rate in 2000 5000 10000 20000 50000 80000 0; do
+	# about 1.5 s per paced step
+	n=$flat
+	((rate)) && n=$((rate * 3 / 2))
+	paced "loss.$rate" "$rate" "$n"
 done
 
 # ---------------------------------------------------------------- profile
@@ -346,6 +356,42 @@ res collector_exit lost_line="$(grep -c 'lost' "$tmp/coll.log")" \
 	summary="$(tail -n 1 "$tmp/coll.log" | tr ' ' '_')"
 "$bfctl" stop >/dev/null 2>&1
 rmmod bftrace || echo "guest-bench: rmmod bftrace failed" >&2
+
+# ---------------------------------------------------------------- BPF backend
+# The same runs through the BPF backend (docs/bpf-backend.md) in this boot,
+# beside the module's figures above: per call against the floor, the module
+# and bpftrace; ring bytes per call; the collector's CPU flat out.  One link
+# per function on 6.1, uprobe_multi links on 6.6 and later.
+bpf_bench() {
+	local why
+	export BFT_BACKEND=bpf BFT_BPF_PIN_DIR=/sys/fs/bpf/bftrace-bench
+	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+	rm -rf "$BFT_BPF_PIN_DIR"
+	if ! why=$("$bfctl" caps 2>&1 >/dev/null); then
+		info bpf_skip "${why:-the BPF backend cannot run here}"
+		return
+	fi
+	setup="BFT_BACKEND=bpf, $bfcoll --backend bpf -o DIR running"
+	mkdir -p "$tmp/bflow"
+	"$bfcoll" --backend bpf -o "$tmp/bflow" >"$tmp/bcoll.log" 2>&1 &
+	coll_pid=$!
+	wait_tracing
+	info bpf_links "$("$bfctl" -vv status 2>&1 >/dev/null |
+		sed -n 's/^bfctl: connected: .*(\(.*\))$/\1/p')"
+	for rep in $(seq "$reps"); do
+		echo "# BPF backend: repetition $rep of $reps"
+		bftrace plain.bpf "$plain" 1
+		bftrace cet.bpf_func4 "$cet" 1
+	done
+	paced bpf.flat 0 "$flat"
+	kill -INT "$coll_pid"
+	wait "$coll_pid"
+	sed 's/^/# BPF collector: /' "$tmp/bcoll.log" | tail -n 3
+	"$bfctl" stop >/dev/null 2>&1
+	rm -rf "$BFT_BPF_PIN_DIR"
+	unset BFT_BACKEND BFT_BPF_PIN_DIR
+}
+bpf_bench
 # the counters agent at 10 Hz with 1000 probes (loads the module again)
 "$root/bench/guest-counters.sh" "$kver"
 rm -rf "$tmp"

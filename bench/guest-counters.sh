@@ -29,10 +29,21 @@ ko=$root/build/kmod-$kver/bftrace.ko
 tmp=$(mktemp -d /tmp/bfctr.XXXXXX)
 port=7411
 
-for f in "$B/bfctl" "$B/bfcollector" "$B/bfhq" "$target" "$ko"; do
+# BFT_BACKEND=bpf: natively, through the BPF backend (KVER names the run),
+# in a session of its own beside any other
+bpf=0
+if [[ ${BFT_BACKEND:-} == bpf ]]; then
+	bpf=1
+	export BFT_BPF_PIN_DIR=${BFT_BPF_PIN_DIR:-/sys/fs/bpf/bftrace-counters}
+	rm -rf "$BFT_BPF_PIN_DIR"
+fi
+for f in "$B/bfctl" "$B/bfcollector" "$B/bfhq" "$target"; do
 	[[ -e $f ]] || { echo "guest-counters: $f missing" >&2; exit 1; }
 done
-[[ -d /sys/module/bftrace ]] || insmod "$ko" || exit 1
+if ((!bpf)); then
+	[[ -e $ko ]] || { echo "guest-counters: $ko missing" >&2; exit 1; }
+	[[ -d /sys/module/bftrace ]] || insmod "$ko" || exit 1
+fi
 
 # process CPU time in ns (schedstat if the kernel keeps it, else ticks)
 cpu_ns() {
@@ -50,7 +61,7 @@ exec 3<>"$tmp/in"
 	2>"$tmp/insp.log" &
 hq_pid=$!
 sleep 0.5
-"$B/bfcollector" --counters "127.0.0.1:$port" --counters-interval 100 \
+"$B/bfcollector" -v --counters "127.0.0.1:$port" --counters-interval 100 \
 	>"$tmp/coll.log" 2>&1 &
 coll_pid=$!
 for _ in $(seq 100); do
@@ -80,10 +91,11 @@ for _ in $(seq 600); do
 done
 # the last records reach the collector within a flush interval or two
 sleep 2
+s0=$(grep -c '"event":"sample"' "$tmp/insp.json")
 c0=$(cpu_ns "$coll_pid")
 sleep "$window"
 c1=$(cpu_ns "$coll_pid")
-samples_in_window=$(grep -c '"event":"sample"' "$tmp/insp.json")
+samples_in_window=$(($(grep -c '"event":"sample"' "$tmp/insp.json") - s0))
 echo bye >&3
 wait "$hq_pid"
 c2=$(cpu_ns "$coll_pid")
@@ -112,14 +124,31 @@ print("first_wrong=%s" % ([(i, calls[i]) for i in bad[:3]]))
 EOF
 cat "$tmp/check"
 kill -TERM "$coll_pid" 2>/dev/null
+for _ in $(seq 300); do
+	kill -0 "$coll_pid" 2>/dev/null || break
+	sleep 0.1
+done
+if kill -0 "$coll_pid" 2>/dev/null; then
+	echo "# guest-counters: bfcollector still running 30 s after SIGTERM: killed" >&2
+	kill -KILL "$coll_pid"
+fi
 wait "$coll_pid"
 kill -TERM "$run_pid" 2>/dev/null
 wait "$run_pid" 2>/dev/null
-"$B/bfctl" stop >/dev/null 2>&1
+timeout 30 "$B/bfctl" stop >/dev/null 2>&1
 sed 's/^/# collector: /' "$tmp/coll.log" | tail -n 5
 sed 's/^/# inspector: /' "$tmp/insp.log" | tail -n 3
 
-rmmod bftrace || echo "guest-counters: rmmod bftrace failed" >&2
+if ((bpf)); then
+	rm -rf "$BFT_BPF_PIN_DIR"
+else
+	rmmod bftrace || echo "guest-counters: rmmod bftrace failed" >&2
+fi
+# where the time goes, from the collector's -v lines at its end
+per_sample=$(sed -n 's/.* \([0-9]*\) us CPU a sample, \([0-9]*\) of it.*/\1 \2/p' "$tmp/coll.log")
+dumps=$(sed -n 's/.*method table read \([0-9]*\) times (\([0-9]*\) us CPU each), \([0-9]*\) looks.*/\1 \2 \3/p' "$tmp/coll.log")
+read -r sample_us status_us <<<"${per_sample:-- -}"
+read -r ndumps dump_us nlooks <<<"${dumps:-- - -}"
 
 correct=0
 grep -q "wrong=0 " "$tmp/check" && grep -q "methods_sampled=1000" "$tmp/check" &&
@@ -130,9 +159,11 @@ echo "@cmd counters.10hz bfcollector --counters 127.0.0.1:$port --counters-inter
 	"'bench-many:cf_*' -- bench-many $rounds ...)"
 echo "@res counters.10hz cpu_pct=$(pct "$c0" "$c1" "$window") window_s=$window" \
 	"samples=$samples_in_window correct=$correct" \
-	"counters=$(( $(grep -c '"status":"OK"' "$tmp/insp.json") + 15 ))"
-echo "@res counters.none cpu_pct=$(pct "$c2" "$c3" "$window") window_s=$window"
-rm -rf "$tmp"
+	"counters=$(( $(grep -c '"status":"OK"' "$tmp/insp.json") + 15 ))" \
+	"sample_us=$sample_us status_us=$status_us"
+echo "@res counters.none cpu_pct=$(pct "$c2" "$c3" "$window") window_s=$window" \
+	"table_reads=$ndumps table_read_us=$dump_us status_looks=$nlooks"
+[[ -n ${BFT_KEEP:-} ]] || rm -rf "$tmp"
 if ((correct)); then
 	echo "counters: ok"
 	exit 0

@@ -224,15 +224,75 @@ def guest_report(kver, path):
         g["collector_cpu"] = {"events_per_s": flat[0]["events_per_s"],
                               "cpu_pct": flat[0]["collector_cpu_pct"],
                               "command": flat[0]["command"]}
-    # bench/guest-counters.sh: the counters agent at 10 Hz, 1000 probes
-    c10, c0 = res.get("counters.10hz", []), res.get("counters.none", [])
-    if c10:
-        g["counters"] = {"cpu_pct_10hz": num(c10[0].get("cpu_pct")),
-                         "cpu_pct_none": num(c0[0].get("cpu_pct")) if c0 else None,
-                         "counters": num(c10[0].get("counters")),
-                         "correct": c10[0].get("correct") == "1",
-                         "command": cmds.get("counters.10hz", "")}
+    g["counters"] = counters_of(res, cmds)
+    g["bpf"] = bpf_of(res, cmds, info, g, fig)
     return g
+
+
+def bpf_of(res, cmds, info, g, fig):
+    """The BPF backend in the same guest, against the floor, the module and bpftrace."""
+    if info.get("bpf_skip"):
+        return {"skip": info["bpf_skip"]}
+    if not res.get("plain.bpf"):
+        return None
+
+    def per_call(rid, floor_id, module, bpftrace):
+        d = fig(rid, floor_id)
+        d["ratio_to_module"] = ratio(d["ns_per_call"], module["ns_per_call"])
+        d["ratio_to_bpftrace"] = ratio(d["ns_per_call"], bpftrace["ns_per_call"])
+        per = []
+        for r in res.get(rid, []):
+            b, e = num(r.get("bytes")), num(r.get("expect"))
+            if b is not None and e:
+                per.append(b / (e / 2))     # expect counts entry + exit
+        d["bytes_per_call"] = statistics.median(per) if per else None
+        return d
+    out = {"links": info.get("bpf_links"),
+           "plain": per_call("plain.bpf", "plain.floor", g["per_call"]["bftrace"],
+                             g["per_call"]["bpftrace"]),
+           "cet": per_call("cet.bpf_func4", "cet.floor_func4", g["cet"]["bftrace_func4"],
+                           g["cet"]["bpftrace"]),
+           "flat": None}
+    r = (res.get("bpf.flat") or [None])[0]
+    if r:
+        cps, el = num(r.get("calls_per_s")), num(r.get("elapsed_ns"))
+        tk, t = num(r.get("tick")), num(r.get("coll_ticks"))
+        out["flat"] = {"events_per_s": 2 * cps if cps else None,
+                       "lost": int(r.get("lost", "0") or 0),
+                       "seen": r.get("seen"), "expect": r.get("expect"),
+                       "collector_cpu_pct": (100.0 * t / tk / (el / 1e9))
+                       if (t is not None and tk and el) else None,
+                       "command": cmds.get("bpf.flat", "")}
+    return out
+
+
+def counters_of(res, cmds):
+    """bench/guest-counters.sh: the counters agent at 10 Hz, 1000 probes,
+    and, measured in the same run, the collector once the inspector left."""
+    c10, c0 = res.get("counters.10hz", []), res.get("counters.none", [])
+    if not c10:
+        return None
+    c10, c0 = c10[0], (c0[0] if c0 else {})
+    on, off = num(c10.get("cpu_pct")), num(c0.get("cpu_pct"))
+    return {"cpu_pct_10hz": on, "cpu_pct_none": off,
+            "sampling_pct": on - off if on is not None and off is not None else None,
+            "sample_us": num(c10.get("sample_us")), "status_us": num(c10.get("status_us")),
+            "table_reads": num(c0.get("table_reads")),
+            "table_read_us": num(c0.get("table_read_us")),
+            "counters": num(c10.get("counters")),
+            "correct": c10.get("correct") == "1",
+            "command": cmds.get("counters.10hz", "")}
+
+
+def counters_line(where, c):
+    return (f"- CPU while sampling {fmt(c['counters'])} counters at 10 Hz, 1000 probes "
+            f"attached ({where}): {fmt(c['cpu_pct_10hz'], 2)} % of a core; "
+            f"{fmt(c['cpu_pct_none'], 2)} % in the same run once the inspector left, so "
+            f"sampling itself {fmt(c['sampling_pct'], 2)} %; one sample {fmt(c['sample_us'])} us "
+            f"of CPU ({fmt(c['status_us'])} us of it reading the kernel's status); the method "
+            f"table read {fmt(c['table_reads'])} times in the run, {fmt(c['table_read_us'])} us "
+            f"each (sampled calls {'equal' if c['correct'] else 'DIFFER FROM'} the target's "
+            f"model; {code(c['command'])}).")
 
 
 # The collector's symbols by pipeline stage (perf cannot tell the two
@@ -310,6 +370,7 @@ def native_report(path, profile_path):
         n["live_view"] = {"runs": len(delays), "median_ms": statistics.median(delays),
                           "max_ms": delays[-1], "delays_ms": delays,
                           "command": cmds.get("live_view", "")}
+    n["counters"] = counters_of(res, cmds)
     n["profile_stages"] = stages(prof)
     hp, _ = median_of(res.get("host.bpftrace_plain", []), "ns")
     hc, _ = median_of(res.get("host.bpftrace_cet", []), "ns")
@@ -365,14 +426,19 @@ def targets(guests, native):
     out.append({"target": "collector < 5% of a core at the kernel's maximum rate",
                 "per_kernel": each(t5)})
 
+    # held to the collector's whole CPU time while sampling, the stricter
+    # reading; what sampling adds to the idle collector is in the text
     def t6(g):
         c = g.get("counters")
         v = c["cpu_pct_10hz"] if c else None
         return {"value": v, "text": f"{fmt(v, 2)} % of a core ({fmt(c['cpu_pct_none'] if c else None, 2)} % "
-                f"without sampling), sampled calls {'right' if c and c['correct'] else 'WRONG'}",
+                f"without sampling, so sampling {fmt(c['sampling_pct'] if c else None, 2)} %), "
+                f"sampled calls {'right' if c and c['correct'] else 'WRONG'}",
                 "holds": v is not None and v < 1 and bool(c and c["correct"])}
     out.append({"target": "counters at 10 Hz with 1000 probes: collector < 1% of a core",
                 "per_kernel": each(t6)})
+    if (native or {}).get("counters"):
+        out.append({"target": "the same, the BPF backend natively", "native": t6(native)})
     return out
 
 
@@ -542,6 +608,31 @@ def write_md(doc, path, notes):
                                  "events seen", "collector % CPU", "command"]))
         L.append("")
 
+        bpf = g.get("bpf")
+        if bpf:
+            L.append(f"## The BPF backend in the same guest ({k})\n")
+        if bpf and bpf.get("skip"):
+            L.append(f"Not measured: {bpf['skip']}\n")
+        elif bpf:
+            L.append(f"`bfctl --backend bpf` ({bpf.get('links') or '?'}), its collector draining, "
+                     "in the same boot as the figures above; the module's and bpftrace's figures "
+                     "are those of the tables above.\n")
+            rows = []
+            for key, label in (("plain", "plain build, probe at func"),
+                               ("cet", "CET build, probe at func+4")):
+                d = bpf[key]
+                rows.append([label, fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]),
+                             fmt_ratio(d["ratio_to_module"]), fmt_ratio(d["ratio_to_bpftrace"]),
+                             fmt(d["bytes_per_call"], 2), d["seen"], code(d["command"])])
+            L.append(md_table(rows, ["", "ns/call", "vs floor", "vs bftrace.ko", "vs bpftrace",
+                                     "ring bytes/call", "events seen", "command (in the guest)"]))
+            f = bpf.get("flat")
+            if f:
+                L.append(f"\nFlat out (two threads): {fmt(f['events_per_s'])} events/s, "
+                         f"{f['lost']} lost, {f['seen']} of {f['expect']} events seen; the collector "
+                         f"used {fmt(f['collector_cpu_pct'], 1)} % of a core. {code(f['command'])}")
+            L.append("")
+
         pr = g.get("profile") or {}
         if pr:
             L.append(f"## Profile of a traced call in the guest ({k})\n")
@@ -601,10 +692,15 @@ def write_md(doc, path, notes):
                      "on CPU 1; medians. Cost = traced minus untraced ns per call (entry and return).\n")
             L.append(md_table([[r.get("build"), fmt(r.get("calls")), fmt(r.get("untraced_ns"), 1),
                                 fmt(r.get("bpf_cost_ns"), 1), fmt(r.get("bpftrace_cost_ns"), 1),
-                                fmt(r.get("bytes_per_call"), 2), fmt(r.get("collector_cpu_s"), 2)]
+                                fmt_ratio(ratio(r.get("bpf_cost_ns"), r.get("bpftrace_cost_ns"))),
+                                fmt(r.get("bytes_per_call"), 2), fmt(r.get("collector_cpu_s"), 2),
+                                fmt(r.get("collector_cpu_pct"), 1)]
                                for r in n["bpf_native"]],
                               ["build", "calls", "untraced ns", "BPF backend ns", "bpftrace ns",
-                               "ring bytes/call", "collector CPU s"]))
+                               "BPF vs bpftrace", "ring bytes/call", "collector CPU s",
+                               "collector % of a core (flat out)"]))
+            L.append("\nNo floor or module here: this kernel loads no module. "
+                     "The guests' sections compare the BPF backend with both.")
             L.append("")
         elif n.get("bpf_native_skip"):
             L.append(f"\nThe BPF backend was not measured: {n['bpf_native_skip']}\n")
@@ -639,13 +735,10 @@ def write_md(doc, path, notes):
                          f"{fmt(c['cpu_pct'], 1)} % of a core at {fmt(c['events_per_s'])} events/s "
                          f"(two threads flat out; {code(c['command'])}).")
         for k, g in doc["kernels"].items():
-            c = g.get("counters")
-            if c:
-                L.append(f"- CPU while sampling {fmt(c['counters'])} counters at 10 Hz, 1000 probes "
-                         f"attached ({k}): {fmt(c['cpu_pct_10hz'], 2)} % of a core; "
-                         f"{fmt(c['cpu_pct_none'], 2)} % once the inspector left "
-                         f"(sampled calls {'equal' if c['correct'] else 'DIFFER FROM'} the target's "
-                         f"model; {code(c['command'])}).")
+            if g.get("counters"):
+                L.append(counters_line(k, g["counters"]))
+        if (doc.get("native") or {}).get("counters"):
+            L.append(counters_line("native, BPF backend", doc["native"]["counters"]))
         L.append("")
 
     if notes:

@@ -117,6 +117,14 @@ static bool bft_ring_mem_ok(u64 buf_size, u64 cap_mib)
 	return buf_size * num_possible_cpus() <= cap_mib << 20;
 }
 
+/* The rings are charged to the caller's memory cgroup (bft_ring.c). */
+static void bft_rings_nomem(struct netlink_ext_ack *ext, u64 size)
+{
+	BFT_SET_ERR_MSG_FMT(ext,
+			    "no memory for %u rings of %llu bytes (caller's memory cgroup)",
+			    num_possible_cpus(), size);
+}
+
 /*
  * Under bft_lock, before anything needs the rings or the periodic works:
  * the first attach, start or reader.  Loading the module costs nothing.
@@ -133,7 +141,7 @@ int bft_session_prepare(struct netlink_ext_ack *ext)
 	}
 	err = bft_rings_ensure(bft_opts.buf_size);
 	if (err) {
-		NL_SET_ERR_MSG_MOD(ext, "no memory for the rings");
+		bft_rings_nomem(ext, bft_opts.buf_size);
 		return err;
 	}
 	if (!bft_works_armed) {
@@ -292,6 +300,8 @@ int bft_opt_set(u32 id, u64 val, struct netlink_ext_ack *ext)
 		err = bft_rings_resize(val);
 		if (err == -EBUSY)
 			NL_SET_ERR_MSG_MOD(ext, "a ring still holds unread records");
+		if (err == -ENOMEM)
+			bft_rings_nomem(ext, val);
 		if (err)
 			return err;
 	}

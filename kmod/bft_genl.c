@@ -351,10 +351,16 @@ static int bft_put_live_method(struct sk_buff *skb,
 
 /*
  * Paths, pids, hit counts and exception types of other users' processes:
- * privileged, as every dump is.
+ * privileged, as every dump is.  A refusal should say why, but 6.1 calls
+ * .start with no extack (its __netlink_dump_start() sets cb->extack only
+ * around .dumpit): there the first .dumpit refuses, and its text travels
+ * in NLMSG_DONE.  Every .dumpit checks, so a start that could not say
+ * why lets nothing through.
  */
 static int bft_dump_start(struct netlink_callback *cb)
 {
+	if (!cb->extack)
+		return 0;
 	return bft_check_capable(cb->skb, cb->extack);
 }
 
@@ -365,9 +371,12 @@ static int bft_dump_methods(struct sk_buff *skb, struct netlink_callback *cb)
 	struct bft_method *m;
 	struct bft_target *t;
 	struct bft_probe *p;
-	int err = 0;
+	int err;
 	char *buf;
 
+	err = bft_check_capable(cb->skb, cb->extack);
+	if (err)
+		return err;
 	buf = kmalloc(BFT_PATH_MAX, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
@@ -424,8 +433,11 @@ static int bft_put_exc_type(struct sk_buff *skb, struct netlink_callback *cb,
 static int bft_dump_exceptions(struct sk_buff *skb,
 			       struct netlink_callback *cb)
 {
-	int err = bft_unwind_dump_types(skb, cb, bft_put_exc_type);
+	int err = bft_check_capable(cb->skb, cb->extack);
 
+	if (err)
+		return err;
+	err = bft_unwind_dump_types(skb, cb, bft_put_exc_type);
 	if (err == -EMSGSIZE && skb->len)
 		return skb->len;
 	return err ?: skb->len;

@@ -622,7 +622,15 @@ static void bft_rings_free(u8 **bufs)
 	kfree(bufs);
 }
 
-/* Charged to the caller's memory cgroup, like a pipe's buffers. */
+/*
+ * Charged to the caller's memory cgroup, like a pipe's buffers.  A cgroup
+ * too small for the rings refuses them: without __GFP_RETRY_MAYFAIL a
+ * charge over memory.max wakes the cgroup's OOM killer, which kills the
+ * caller or its neighbours for memory that no kill gives back.  The
+ * refusal goes to the caller (extack), not to the kernel log.
+ */
+#define BFT_RING_GFP	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
 static u8 **bft_rings_alloc(u32 size)
 {
 	unsigned int cpu;
@@ -632,8 +640,7 @@ static u8 **bft_rings_alloc(u32 size)
 	if (!bufs)
 		return NULL;
 	for_each_possible_cpu(cpu) {
-		bufs[cpu] = kvmalloc_node(size, GFP_KERNEL_ACCOUNT,
-					  cpu_to_node(cpu));
+		bufs[cpu] = kvmalloc_node(size, BFT_RING_GFP, cpu_to_node(cpu));
 		if (!bufs[cpu]) {
 			bft_rings_free(bufs);
 			return NULL;

@@ -1175,6 +1175,39 @@ int bst_bpf_open(struct bft_bpf **bp, char *why, size_t len)
 	return ret;
 }
 
+int bst_backend_open(bool bpf, struct bst_session *s, struct bft_bpf **bp,
+		     unsigned int depth, char *why, size_t len)
+{
+	const char *only = getenv("BFT_BACKEND");
+	struct bft_nl_opt d;
+	int ret;
+
+	why[0] = '\0';
+	if (bpf) {
+		char what[512];
+
+		ret = bst_bpf_open(bp, what, sizeof(what));
+		if (ret)
+			snprintf(why, len, "BPF backend: %s", what);
+		else	/* the tools the test spawns take it from here */
+			setenv("BFT_BACKEND", "bpf", 1);
+		return ret;
+	}
+	if (only && !strcmp(only, "bpf")) {
+		snprintf(why, len, "BFT_BACKEND=bpf: the module's variants do "
+			 "not run");
+		return 1;
+	}
+	ret = bst_session_open(s);
+	if (ret)
+		return ret;
+	/* BFT_OPT_MAX_DEPTH must not cut the target's deepest recursion */
+	ret = bft_nl_get_opt(s->nl, BFT_OPT_MAX_DEPTH, &d);
+	if (!ret && d.value && d.value <= depth)
+		ret = bst_set_opt(s, BFT_OPT_MAX_DEPTH, d.min == 0 ? 0 : d.max);
+	return ret;
+}
+
 void bst_bpf_close(struct bft_bpf *b)
 {
 	char err[512];
@@ -1275,6 +1308,79 @@ char *bst_tool_path(const char *name)
 	/* build/selftests/targets/../../user/<name> = build/user/<name> */
 	snprintf(rel, sizeof(rel), "../../user/%s", name);
 	return bst_target_path(rel);
+}
+
+pid_t bst_child_starter(int (*start)(void *arg), void *arg)
+{
+	int fds[2];
+	char ok = 0;
+	pid_t pid;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		if (start(arg))
+			_exit(1);
+		if (write(fds[1], "y", 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (pid < 0 || read(fds[0], &ok, 1) != 1 || ok != 'y') {
+		close(fds[0]);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+int bst_kill_and_reap(pid_t *pid)
+{
+	int st;
+
+	if (kill(*pid, SIGKILL) || waitpid(*pid, &st, 0) != *pid)
+		return -errno;
+	*pid = 0;
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : -ECHILD;
+}
+
+/* 1 if a thread of pid is stopped, 0 if none, -ESRCH if pid is gone. */
+static int stopped(pid_t pid)
+{
+	char st[64];
+	size_t n;
+
+	if (bst_thread_states(pid, st, sizeof(st), &n))
+		return -ESRCH;
+	for (size_t i = 0; i < n && i < sizeof(st); i++)
+		if (st[i] == 'T' || st[i] == 't')
+			return 1;
+	return 0;
+}
+
+bool bst_any_stopped(pid_t pid)
+{
+	return stopped(pid) == 1;
+}
+
+int bst_wait_none_stopped(pid_t pid, int timeout_ms)
+{
+	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int r;
+
+	while ((r = stopped(pid)) == 1) {
+		if (bst_now_ns() >= end)
+			return -ETIMEDOUT;
+		bst_sleep_ms(20);
+	}
+	return r;	/* 0, or -ESRCH: a target that died is no success */
 }
 
 pid_t bst_spawn(const char *const *argv, const char *log)

@@ -279,6 +279,21 @@ char *bst_tool_path(const char *name);
 pid_t bst_spawn(const char *const *argv, const char *log);
 /* Its exit status (0..255), 128 + signal, or -ETIMEDOUT (then killed). */
 int bst_wait_exit(pid_t pid, int timeout_ms);
+/* ---- session owners (session_test.c, bpf_session_test.c) ------------ */
+
+/*
+ * A child that runs start(arg) (which starts a session it then owns),
+ * says so and waits to be killed.  Its pid once start returned 0, else -1.
+ */
+pid_t bst_child_starter(int (*start)(void *arg), void *arg);
+/* SIGKILL *pid and reap it; 0 (and *pid = 0) if it died of that. */
+int bst_kill_and_reap(pid_t *pid);
+/* Whether a thread of pid is stopped (T or t). */
+bool bst_any_stopped(pid_t pid);
+/* Until no thread of pid is stopped: 0, -ETIMEDOUT if one stays, -ESRCH
+ * if pid is gone. */
+int bst_wait_none_stopped(pid_t pid, int timeout_ms);
+
 /* Whether something accepts on 127.0.0.1:port within timeout_ms. */
 bool bst_port_listening(int port, int timeout_ms);
 /* A log file on stderr, each line as a TAP comment. */
@@ -295,6 +310,15 @@ void bst_show_log(const char *path);
 int bst_bpf_open(struct bft_bpf **bp, char *why, size_t len);
 /* Close and unload the session. */
 void bst_bpf_close(struct bft_bpf *b);
+/*
+ * The backend of a test variant that runs on either: the BPF backend
+ * (*bp, and BFT_BACKEND=bpf for the tools the test spawns), or the module
+ * (s) with BFT_OPT_MAX_DEPTH above depth frames.  1 and the reason in why
+ * when the variant is to skip (no BPF here, or BFT_BACKEND=bpf asks for
+ * the BPF variants only); else 0 or -errno.
+ */
+int bst_backend_open(bool bpf, struct bst_session *s, struct bft_bpf **bp,
+		     unsigned int depth, char *why, size_t len);
 /* bst_collect for the BPF rings: seal, drain, decode. */
 int bst_bpf_collect(struct bft_bpf *b, int quiet_ms, int max_ms,
 		    struct bst_trace *t);

@@ -69,6 +69,19 @@ FIXTURE_TEARDOWN(bpf_session)
 	}
 }
 
+/* bfctl with args, its output to /dev/null; its exit status. */
+static int bfctl_quiet(const char *const *args)
+{
+	const char *argv[12] = { "bfctl" };
+	pid_t pid;
+	int n = 1;
+
+	for (; *args && n < 11; args++)
+		argv[n++] = *args;
+	pid = bst_spawn(argv, "/dev/null");
+	return pid < 0 ? -1 : bst_wait_exit(pid, 60000);
+}
+
 static const char *const spin_args[] = { "-t", "2", "-d", "1000", NULL };
 
 /* The spinner, its spin_fn attached (not started). */
@@ -90,77 +103,18 @@ static int spinner_attached(struct bft_bpf *b, struct bst_proc *p)
 	return err ? err : res;
 }
 
-/*
- * A child that opens the session itself, starts tracing and waits to be
- * killed.  Its pid, once the start is done.
- */
+/* In a child: the session opened there, tracing started from it. */
+static int start_own(void *persist)
+{
+	struct bft_bpf *b;
+
+	return bft_bpf_open(&b, false, NULL, 0) ||
+	       bft_bpf_start(b, *(bool *)persist, NULL);
+}
+
 static pid_t start_from_child(bool persist)
 {
-	int fds[2];
-	char ok = 0;
-	pid_t pid;
-
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		struct bft_bpf *b;
-
-		close(fds[0]);
-		if (bft_bpf_open(&b, false, NULL, 0) ||
-		    bft_bpf_start(b, persist, NULL))
-			_exit(1);
-		if (write(fds[1], "y", 1) != 1)
-			_exit(2);
-		for (;;)
-			pause();
-	}
-	close(fds[1]);
-	if (pid < 0 || read(fds[0], &ok, 1) != 1 || ok != 'y') {
-		close(fds[0]);
-		if (pid > 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-		}
-		return -1;
-	}
-	close(fds[0]);
-	return pid;
-}
-
-static int kill_and_reap(pid_t *pid)
-{
-	int st;
-
-	if (kill(*pid, SIGKILL) || waitpid(*pid, &st, 0) != *pid)
-		return -errno;
-	*pid = 0;
-	return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : -ECHILD;
-}
-
-static bool any_stopped(pid_t pid)
-{
-	char st[64];
-	size_t n;
-
-	if (bst_thread_states(pid, st, sizeof(st), &n))
-		return false;
-	for (size_t i = 0; i < n && i < sizeof(st); i++)
-		if (st[i] == 'T' || st[i] == 't')
-			return true;
-	return false;
-}
-
-static int wait_none_stopped(pid_t pid, int timeout_ms)
-{
-	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-
-	while (any_stopped(pid)) {
-		if (bst_now_ns() >= end)
-			return -ETIMEDOUT;
-		bst_sleep_ms(20);
-	}
-	return 0;
+	return bst_child_starter(start_own, &persist);
 }
 
 /* The links that run this session's programs, counted system-wide (as
@@ -215,25 +169,40 @@ static int pinned_targets(void)
 	return n;
 }
 
-/* Stopped as BFT_CMD_STOP stops: nothing attached, nobody owns it. */
-static int wait_session_over(struct bft_bpf *b, int timeout_ms)
+/*
+ * Until the session is in mode with targets targets (and, with none, no
+ * probe) and, with unowned, no owner.
+ */
+static int wait_session(struct bft_bpf *b, uint32_t mode, uint32_t targets,
+			bool unowned, int timeout_ms)
 {
 	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	struct bft_nl_status st;
 
 	do {
-		bool over;
+		bool done;
 
 		if (bft_bpf_get_status(b, &st))
 			return -EIO;
-		over = st.mode == BFT_MODE_SHUTTING_DOWN && !st.nr_probes &&
-		       !st.nr_targets && !st.owner;
+		done = st.mode == mode && st.nr_targets == targets &&
+		       (targets || !st.nr_probes) && (!unowned || !st.owner);
 		bft_nl_status_free(&st);
-		if (over)
+		if (done)
 			return 0;
 		bst_sleep_ms(20);
 	} while (bst_now_ns() < end);
 	return -ETIMEDOUT;
+}
+
+/* Stopped as BFT_CMD_STOP stops: nothing attached, nobody owns it. */
+static int wait_session_over(struct bft_bpf *b, int timeout_ms)
+{
+	return wait_session(b, BFT_MODE_SHUTTING_DOWN, 0, true, timeout_ms);
+}
+
+static int wait_tracing(struct bft_bpf *b, uint32_t targets, int timeout_ms)
+{
+	return wait_session(b, BFT_MODE_TRACING, targets, false, timeout_ms);
 }
 
 static void expect_nothing_left(struct __test_metadata *_metadata,
@@ -270,8 +239,8 @@ TEST_F_TIMEOUT(bpf_session, starter_killed_while_paused_ends_session, 90)
 	EXPECT_LT(0, links_of_session());
 	pause_target(_metadata, self->b, self->target.pid);
 
-	ASSERT_EQ(0, kill_and_reap(&self->starter));
-	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000))
+	ASSERT_EQ(0, bst_kill_and_reap(&self->starter));
+	EXPECT_EQ(0, bst_wait_none_stopped(self->target.pid, 5000))
 		TH_LOG("the target stayed stopped after its session's owner died");
 	expect_nothing_left(_metadata, self->b);
 	EXPECT_EQ(0, bst_spin_wait_calls(&self->target, 20, 20000));
@@ -280,11 +249,8 @@ TEST_F_TIMEOUT(bpf_session, starter_killed_while_paused_ends_session, 90)
 /* With its guard killed as well, the next tool that looks ends it. */
 TEST_F_TIMEOUT(bpf_session, owner_and_guard_killed_next_tool_ends_it, 90)
 {
-	char *bfctl = bst_target_path("../../user/bfctl");
-	pid_t owner = 0, guard = 0, pid;
-	int st;
+	pid_t owner = 0, guard = 0;
 
-	ASSERT_NE(NULL, bfctl);
 	ASSERT_EQ(0, spinner_attached(self->b, &self->target));
 	self->starter = start_from_child(false);
 	ASSERT_LT(0, self->starter);
@@ -292,21 +258,13 @@ TEST_F_TIMEOUT(bpf_session, owner_and_guard_killed_next_tool_ends_it, 90)
 	ASSERT_LT(0, guard);
 	pause_target(_metadata, self->b, self->target.pid);
 	ASSERT_EQ(0, kill(guard, SIGKILL));
-	ASSERT_EQ(0, kill_and_reap(&self->starter));
-	EXPECT_TRUE(any_stopped(self->target.pid));
+	ASSERT_EQ(0, bst_kill_and_reap(&self->starter));
+	EXPECT_TRUE(bst_any_stopped(self->target.pid));
 
-	pid = fork();
-	if (pid == 0) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execl(bfctl, "bfctl", "--backend", "bpf", "status", (char *)NULL);
-		_exit(127);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &st, 0));
-	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000));
+	EXPECT_EQ(0, bfctl_quiet((const char *const[]){
+		"--backend", "bpf", "status", NULL }));
+	EXPECT_EQ(0, bst_wait_none_stopped(self->target.pid, 5000));
 	expect_nothing_left(_metadata, self->b);
-	free(bfctl);
 }
 
 TEST_F_TIMEOUT(bpf_session, persistent_session_outlives_its_starter, 90)
@@ -317,17 +275,17 @@ TEST_F_TIMEOUT(bpf_session, persistent_session_outlives_its_starter, 90)
 	self->starter = start_from_child(true);
 	ASSERT_LT(0, self->starter);
 	pause_target(_metadata, self->b, self->target.pid);
-	ASSERT_EQ(0, kill_and_reap(&self->starter));
+	ASSERT_EQ(0, bst_kill_and_reap(&self->starter));
 
 	ASSERT_EQ(0, bft_bpf_get_status(self->b, &st));
 	EXPECT_EQ(BFT_MODE_PAUSED, st.mode);
 	EXPECT_EQ(1, st.nr_probes);
 	EXPECT_EQ(0, st.owner);
 	bft_nl_status_free(&st);
-	EXPECT_TRUE(any_stopped(self->target.pid));
+	EXPECT_TRUE(bst_any_stopped(self->target.pid));
 	EXPECT_LT(0, links_of_session());
 	ASSERT_EQ(0, bft_bpf_mode_cmd(self->b, BFT_CMD_STOP, NULL));
-	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000));
+	EXPECT_EQ(0, bst_wait_none_stopped(self->target.pid, 5000));
 	expect_nothing_left(_metadata, self->b);
 }
 
@@ -341,7 +299,7 @@ TEST_F_TIMEOUT(bpf_session, closing_the_owner_handle_ends_session, 60)
 	ASSERT_EQ(0, bft_bpf_start(b, false, NULL));
 	pause_target(_metadata, self->b, self->target.pid);
 	bft_bpf_close(b);
-	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000));
+	EXPECT_EQ(0, bst_wait_none_stopped(self->target.pid, 5000));
 	expect_nothing_left(_metadata, self->b);
 }
 
@@ -361,41 +319,6 @@ TEST_F_TIMEOUT(bpf_session, other_handles_closing_end_nothing, 60)
 	bft_nl_status_free(&st);
 }
 
-static pid_t spawn_quiet(const char *path, const char *const *argv)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int fd = open("/dev/null", O_RDWR);
-
-		if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 ||
-		    dup2(fd, 2) < 0)
-			_exit(127);
-		execv(path, (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-static int wait_tracing(struct bft_bpf *b, uint32_t targets, int timeout_ms)
-{
-	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	struct bft_nl_status st;
-
-	do {
-		bool done;
-
-		if (bft_bpf_get_status(b, &st))
-			return -EIO;
-		done = st.mode == BFT_MODE_TRACING && st.nr_targets == targets;
-		bft_nl_status_free(&st);
-		if (done)
-			return 0;
-		bst_sleep_ms(50);
-	} while (bst_now_ns() < end);
-	return -ETIMEDOUT;
-}
-
 static int first_tgid(const struct bft_nl_method *m, void *arg)
 {
 	*(pid_t *)arg = (pid_t)m->tgid;
@@ -404,7 +327,6 @@ static int first_tgid(const struct bft_nl_method *m, void *arg)
 
 TEST_F_TIMEOUT(bpf_session, bfctl_run_killed_while_paused, 120)
 {
-	char *bfctl = bst_target_path("../../user/bfctl");
 	char *spinner = bst_target_path("spinner");
 	const char *argv[] = {
 		"bfctl", "--backend", "bpf", "run", "-p", SPIN_FN, "--",
@@ -412,9 +334,8 @@ TEST_F_TIMEOUT(bpf_session, bfctl_run_killed_while_paused, 120)
 	};
 	pid_t tgid = 0;
 
-	ASSERT_NE(NULL, bfctl);
 	ASSERT_NE(NULL, spinner);
-	self->starter = spawn_quiet(bfctl, argv);
+	self->starter = bst_spawn(argv, "/dev/null");
 	ASSERT_LT(0, self->starter);
 	ASSERT_EQ(0, wait_tracing(self->b, 1, 30000))
 		TH_LOG("bfctl run did not attach and start");
@@ -423,60 +344,31 @@ TEST_F_TIMEOUT(bpf_session, bfctl_run_killed_while_paused, 120)
 	self->orphan = tgid;
 	pause_target(_metadata, self->b, tgid);
 
-	ASSERT_EQ(0, kill_and_reap(&self->starter));
-	EXPECT_EQ(0, wait_none_stopped(tgid, 5000))
+	ASSERT_EQ(0, bst_kill_and_reap(&self->starter));
+	EXPECT_EQ(0, bst_wait_none_stopped(tgid, 5000))
 		TH_LOG("bfctl run's target stayed stopped after bfctl died");
 	expect_nothing_left(_metadata, self->b);
-	free(bfctl);
 	free(spinner);
 }
 
 TEST_F_TIMEOUT(bpf_session, collector_killed_while_paused, 120)
 {
-	char *coll = bst_target_path("../../user/bfcollector");
 	const char *argv[] = {
 		"bfcollector", "--backend", "bpf", "--output", self->dir, NULL,
 	};
 
-	ASSERT_NE(NULL, coll);
 	ASSERT_EQ(0, spinner_attached(self->b, &self->target));
 	/* with no HQ to wait for, the collector starts recording itself */
-	self->starter = spawn_quiet(coll, argv);
+	self->starter = bst_spawn(argv, "/dev/null");
 	ASSERT_LT(0, self->starter);
 	ASSERT_EQ(0, wait_tracing(self->b, 1, 30000))
 		TH_LOG("bfcollector did not start tracing");
 	pause_target(_metadata, self->b, self->target.pid);
 
-	ASSERT_EQ(0, kill_and_reap(&self->starter));
-	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000))
+	ASSERT_EQ(0, bst_kill_and_reap(&self->starter));
+	EXPECT_EQ(0, bst_wait_none_stopped(self->target.pid, 5000))
 		TH_LOG("the target stayed stopped after the collector died");
 	expect_nothing_left(_metadata, self->b);
-	free(coll);
-}
-
-/* Run bfctl with args and stdout to /dev/null; its exit status. */
-static int bfctl_quiet(const char *const *args)
-{
-	char *path = bst_target_path("../../user/bfctl");
-	const char *argv[12] = { "bfctl" };
-	int n = 1, st;
-	pid_t pid;
-
-	if (!path)
-		return -1;
-	for (; *args && n < 11; args++)
-		argv[n++] = *args;
-	pid = fork();
-	if (pid == 0) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execv(path, (char *const *)argv);
-		_exit(127);
-	}
-	free(path);
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
 }
 
 /* Asking makes nothing: status, caps, get and methods with no session. */

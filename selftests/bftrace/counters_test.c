@@ -87,31 +87,16 @@ FIXTURE_VARIANT_ADD(counters, bpf) {
 
 FIXTURE_SETUP(counters)
 {
-	const char *only = getenv("BFT_BACKEND");
-	struct bft_nl_opt depth;
-	char why[512];
+	char why[600];
 	int ret;
 
 	self->insp.pid = -1;
 	self->insp.to = self->insp.from = -1;
-	if (variant->bpf) {
-		ret = bst_bpf_open(&self->bpf, why, sizeof(why));
-		if (ret > 0)
-			SKIP(return, "BPF backend: %s", why);
-		ASSERT_EQ(0, ret) TH_LOG("BPF backend: %s", why);
-		/* bfctl and bfcollector, spawned below, take it from here */
-		setenv("BFT_BACKEND", "bpf", 1);
-	} else if (only && !strcmp(only, "bpf")) {
-		SKIP(return, "BFT_BACKEND=bpf: the module's variant does not run");
-	} else {
-		ASSERT_EQ(0, bst_session_open(&self->s));
-		/* ct_even's recursion must not be cut by BFT_OPT_MAX_DEPTH */
-		ASSERT_EQ(0, bft_nl_get_opt(self->s.nl, BFT_OPT_MAX_DEPTH,
-					    &depth));
-		if (depth.value && depth.value <= CT_RECUR_DEPTH + 1)
-			ASSERT_EQ(0, bst_set_opt(&self->s, BFT_OPT_MAX_DEPTH,
-						 depth.min == 0 ? 0 : depth.max));
-	}
+	ret = bst_backend_open(variant->bpf, &self->s, &self->bpf,
+			       CT_RECUR_DEPTH + 1, why, sizeof(why));
+	if (ret > 0)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, ret) TH_LOG("%s", why);
 	strcpy(self->dir, "/tmp/bft-counters-XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	snprintf(self->log, sizeof(self->log), "%s/collector.log", self->dir);

@@ -251,28 +251,14 @@ FIXTURE_VARIANT_ADD(pipeline, bpf_codepulse_v2_four_connections) {
 
 FIXTURE_SETUP(pipeline)
 {
-	const char *only = getenv("BFT_BACKEND");
-	struct bft_nl_opt depth;
-	char why[512];
+	char why[600];
 	int ret;
 
-	if (variant->bpf) {
-		ret = bst_bpf_open(&bpf_session, why, sizeof(why));
-		if (ret > 0)
-			SKIP(return, "BPF backend: %s", why);
-		ASSERT_EQ(0, ret) TH_LOG("BPF backend: %s", why);
-		/* bfctl and bfcollector, spawned below, take it from here */
-		setenv("BFT_BACKEND", "bpf", 1);
-	} else if (only && !strcmp(only, "bpf")) {
-		SKIP(return, "BFT_BACKEND=bpf: the module's variants do not run");
-	} else {
-		ASSERT_EQ(0, bst_session_open(&self->s));
-		/* The recursion must not be cut by BFT_OPT_MAX_DEPTH (0: no limit). */
-		ASSERT_EQ(0, bft_nl_get_opt(self->s.nl, BFT_OPT_MAX_DEPTH, &depth));
-		if (depth.value && depth.value <= CT_RECUR_DEPTH + 1)
-			ASSERT_EQ(0, bst_set_opt(&self->s, BFT_OPT_MAX_DEPTH,
-						 depth.min == 0 ? 0 : depth.max));
-	}
+	ret = bst_backend_open(variant->bpf, &self->s, &bpf_session,
+			       CT_RECUR_DEPTH + 1, why, sizeof(why));
+	if (ret > 0)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, ret) TH_LOG("%s", why);
 	strcpy(self->dir, "/tmp/bft-pipeline-XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	snprintf(self->hqout, sizeof(self->hqout), "%s/hq", self->dir);

@@ -5,6 +5,12 @@
  * heartbeat_ms) while the module is unloaded and loaded again, over and
  * over.  A work re-armed into unloaded code shows as an oops in the
  * kernel log, which scripts/guest-run turns into a failure.
+ *
+ * More hammers than CPUs, each sending options back to back, so that at
+ * any moment some command is half-way through when rmmod comes.  The
+ * module then stays unloaded for longer than any period a hammer sets:
+ * a work armed into the old incarnation must fire into unmapped code,
+ * not into a new module that happens to sit at the same address.
  */
 #include <errno.h>
 #include <signal.h>
@@ -17,8 +23,17 @@
 #include "kselftest_harness.h"
 #include "bft_selftest.h"
 
-#define HAMMERS	2
+#define HAMMERS	4
 #define ROUNDS	30
+/*
+ * Periods up to half a second: a work armed with a short one may fire
+ * while the module is still being torn down (6.12 takes long there), run
+ * there harmlessly and not re-arm; a long one outlives the teardown.
+ */
+#define PERIOD_MIN_MS	10
+#define PERIOD_SPAN_MS	490
+/* unloaded for longer than the longest period set */
+#define DWELL_MS	(PERIOD_MIN_MS + PERIOD_SPAN_MS + 100)
 
 struct shared {
 	atomic_bool stop;
@@ -33,12 +48,14 @@ static void hammer(struct shared *sh, unsigned int seed)
 		if (bft_nl_open(&nl, NULL, 0))
 			continue;	/* the family is gone for now */
 		bft_nl_start(nl, rand_r(&seed) & 1, NULL);
-		for (int i = 0; i < 20; i++) {
+		/* until the family goes away under this socket */
+		for (unsigned int i = 0; !atomic_load(&sh->stop); i++) {
 			uint32_t id = i & 1 ? BFT_OPT_FLUSH_MS :
 					      BFT_OPT_HEARTBEAT_MS;
+			uint32_t ms = PERIOD_MIN_MS +
+				      rand_r(&seed) % PERIOD_SPAN_MS;
 
-			if (bft_nl_set_opt(nl, id, 10 + rand_r(&seed) % 50,
-					   NULL))
+			if (bft_nl_set_opt(nl, id, ms, NULL))
 				break;
 			atomic_fetch_add(&sh->sets, 1);
 		}
@@ -62,7 +79,12 @@ static int rmmod_retry(void)
 	return err;
 }
 
-TEST(set_opt_while_rmmod_insmod)
+FIXTURE(race) {};
+FIXTURE_SETUP(race) {}
+FIXTURE_TEARDOWN(race) {}
+
+/* ROUNDS dwells and reloads take longer than the harness's default 30 s */
+TEST_F_TIMEOUT(race, set_opt_while_rmmod_insmod, 300)
 {
 	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -87,6 +109,7 @@ TEST(set_opt_while_rmmod_insmod)
 			bst_sleep_ms(5);
 		err = rmmod_retry();
 		ASSERT_EQ(0, err) TH_LOG("round %d", round);
+		bst_sleep_ms(DWELL_MS);
 		err = bst_insmod(bst_ko_path());
 		ASSERT_TRUE(!err || err == -EEXIST) TH_LOG("round %d", round);
 	}

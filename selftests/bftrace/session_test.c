@@ -54,72 +54,17 @@ FIXTURE_TEARDOWN(session)
 		fprintf(stderr, "# could not remove %s\n", self->dir);
 }
 
-/*
- * A child that opens its own control socket, starts tracing from it and
- * then waits to be killed.  Its pid, once the start is done.
- */
+/* In a child: its own control socket, tracing started from it. */
+static int start_own(void *persist)
+{
+	struct bft_nl *nl;
+
+	return bft_nl_open(&nl, NULL, 0) || bft_nl_start(nl, *(bool *)persist, NULL);
+}
+
 static pid_t start_from_child(bool persist)
 {
-	int fds[2];
-	char ok = 0;
-	pid_t pid;
-
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		struct bft_nl *nl;
-
-		close(fds[0]);
-		if (bft_nl_open(&nl, NULL, 0) || bft_nl_start(nl, persist, NULL))
-			_exit(1);
-		if (write(fds[1], "y", 1) != 1)
-			_exit(2);
-		for (;;)
-			pause();
-	}
-	close(fds[1]);
-	if (pid < 0 || read(fds[0], &ok, 1) != 1 || ok != 'y') {
-		close(fds[0]);
-		if (pid > 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-		}
-		return -1;
-	}
-	close(fds[0]);
-	return pid;
-}
-
-static int kill_and_reap(pid_t *pid)
-{
-	int st;
-
-	if (kill(*pid, SIGKILL) || waitpid(*pid, &st, 0) != *pid)
-		return -errno;
-	*pid = 0;
-	return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : -ECHILD;
-}
-
-/* Wait until no thread of pid is stopped; -ETIMEDOUT if one stays. */
-static int wait_none_stopped(pid_t pid, int timeout_ms)
-{
-	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	char st[64];
-	size_t n;
-
-	do {
-		bool stopped = false;
-
-		if (bst_thread_states(pid, st, sizeof(st), &n))
-			return -ESRCH;
-		for (size_t i = 0; i < n && i < sizeof(st); i++)
-			stopped |= st[i] == 'T' || st[i] == 't';
-		if (!stopped)
-			return 0;
-		bst_sleep_ms(20);
-	} while (bst_now_ns() < end);
-	return -ETIMEDOUT;
+	return bst_child_starter(start_own, &persist);
 }
 
 static int wait_status(struct bst_session *s, int mode, uint32_t targets,
@@ -181,9 +126,9 @@ TEST_F_TIMEOUT(session, starter_killed_while_paused_ends_session, 90)
 	bft_nl_status_free(&st);
 	pause_target(_metadata, &self->s, self->target.pid);
 
-	ASSERT_EQ(0, kill_and_reap(&self->starter));
+	ASSERT_EQ(0, bst_kill_and_reap(&self->starter));
 	/* close() of the owner's socket stopped the session before the reap */
-	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000))
+	EXPECT_EQ(0, bst_wait_none_stopped(self->target.pid, 5000))
 		TH_LOG("the target stayed stopped after its session's owner died");
 	expect_session_over(_metadata, &self->s);
 	EXPECT_EQ(0, bst_spin_wait_calls(&self->target, 20, 20000));
@@ -198,7 +143,7 @@ TEST_F_TIMEOUT(session, persistent_session_outlives_its_starter, 90)
 	self->starter = start_from_child(true);
 	ASSERT_LT(0, self->starter);
 	pause_target(_metadata, &self->s, self->target.pid);
-	ASSERT_EQ(0, kill_and_reap(&self->starter));
+	ASSERT_EQ(0, bst_kill_and_reap(&self->starter));
 
 	ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &st));
 	EXPECT_EQ(BFT_MODE_PAUSED, st.mode);
@@ -206,7 +151,7 @@ TEST_F_TIMEOUT(session, persistent_session_outlives_its_starter, 90)
 	EXPECT_EQ(0, st.owner);
 	bft_nl_status_free(&st);
 	ASSERT_EQ(0, bst_mode(&self->s, BFT_CMD_STOP));
-	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000));
+	EXPECT_EQ(0, bst_wait_none_stopped(self->target.pid, 5000));
 	expect_session_over(_metadata, &self->s);
 }
 
@@ -220,7 +165,7 @@ TEST_F_TIMEOUT(session, closing_the_owner_socket_ends_session, 60)
 	ASSERT_EQ(0, bft_nl_start(nl, false, NULL));
 	pause_target(_metadata, &self->s, self->target.pid);
 	bft_nl_close(nl);
-	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000));
+	EXPECT_EQ(0, bst_wait_none_stopped(self->target.pid, 5000));
 	expect_session_over(_metadata, &self->s);
 }
 
@@ -240,31 +185,6 @@ TEST_F_TIMEOUT(session, other_sockets_closing_end_nothing, 60)
 	bft_nl_status_free(&st);
 }
 
-/* build/user/<name>; malloc'ed. */
-static char *tool(const char *name)
-{
-	char rel[64];
-
-	snprintf(rel, sizeof(rel), "../../user/%s", name);
-	return bst_target_path(rel);
-}
-
-static pid_t spawn_quiet(const char *path, const char *const *argv)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int fd = open("/dev/null", O_RDWR);
-
-		if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 ||
-		    dup2(fd, 2) < 0)
-			_exit(127);
-		execv(path, (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
 static int first_tgid(const struct bft_nl_method *m, void *arg)
 {
 	*(pid_t *)arg = (pid_t)m->tgid;
@@ -273,15 +193,14 @@ static int first_tgid(const struct bft_nl_method *m, void *arg)
 
 TEST_F_TIMEOUT(session, bfctl_run_killed_while_paused, 120)
 {
-	char *bfctl = tool("bfctl"), *spinner = bst_target_path("spinner");
+	char *spinner = bst_target_path("spinner");
 	const char *argv[] = {
 		"bfctl", "run", "-p", SPIN_FN, "--", spinner, "-d", "1000", NULL,
 	};
 	pid_t tgid = 0;
 
-	ASSERT_NE(NULL, bfctl);
 	ASSERT_NE(NULL, spinner);
-	self->starter = spawn_quiet(bfctl, argv);
+	self->starter = bst_spawn(argv, "/dev/null");
 	ASSERT_LT(0, self->starter);
 	ASSERT_EQ(0, wait_status(&self->s, BFT_MODE_TRACING, 1, 30000))
 		TH_LOG("bfctl run did not attach and start");
@@ -290,34 +209,30 @@ TEST_F_TIMEOUT(session, bfctl_run_killed_while_paused, 120)
 	self->orphan = tgid;
 	pause_target(_metadata, &self->s, tgid);
 
-	ASSERT_EQ(0, kill_and_reap(&self->starter));
-	EXPECT_EQ(0, wait_none_stopped(tgid, 5000))
+	ASSERT_EQ(0, bst_kill_and_reap(&self->starter));
+	EXPECT_EQ(0, bst_wait_none_stopped(tgid, 5000))
 		TH_LOG("bfctl run's target stayed stopped after bfctl died");
 	expect_session_over(_metadata, &self->s);
-	free(bfctl);
 	free(spinner);
 }
 
 TEST_F_TIMEOUT(session, collector_killed_while_paused, 120)
 {
-	char *coll = tool("bfcollector");
 	const char *argv[] = { "bfcollector", "--output", self->dir, NULL };
 
-	ASSERT_NE(NULL, coll);
 	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, spin_args,
 					SPIN_METHOD, false));
 	/* with no HQ to wait for, the collector starts recording itself */
-	self->starter = spawn_quiet(coll, argv);
+	self->starter = bst_spawn(argv, "/dev/null");
 	ASSERT_LT(0, self->starter);
 	ASSERT_EQ(0, wait_status(&self->s, BFT_MODE_TRACING, 1, 30000))
 		TH_LOG("bfcollector did not start tracing");
 	pause_target(_metadata, &self->s, self->target.pid);
 
-	ASSERT_EQ(0, kill_and_reap(&self->starter));
-	EXPECT_EQ(0, wait_none_stopped(self->target.pid, 5000))
+	ASSERT_EQ(0, bst_kill_and_reap(&self->starter));
+	EXPECT_EQ(0, bst_wait_none_stopped(self->target.pid, 5000))
 		TH_LOG("the target stayed stopped after the collector died");
 	expect_session_over(_metadata, &self->s);
-	free(coll);
 }
 
 static pid_t spawn_to(const char *path, const char *const *argv,
@@ -361,7 +276,7 @@ static bool has_method(const char *json, unsigned int id)
 /* bfctl record started after a stop records the next session, not the last. */
 TEST_F_TIMEOUT(session, record_after_stop_shows_the_next_session, 120)
 {
-	char *bfctl = tool("bfctl"), *exe = bst_target_path("spinner");
+	char *bfctl = bst_tool_path("bfctl"), *exe = bst_target_path("spinner");
 	char out[96], err[96], *text;
 	const char *argv[] = { "bfctl", "--json", "record", NULL };
 	struct bst_fn fn = { exe, SPIN_FN, 22 };

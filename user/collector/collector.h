@@ -104,6 +104,9 @@ struct methods {
 	} *objects;		/* what every new HQ session is told */
 	uint32_t nobjects;
 	uint32_t gen;		/* kernel table reads, for live_gen */
+	/* changes of what an id names (a start, a signature replaced): an
+	 * id checked against a signature since stays good until it moves */
+	uint32_t renames;
 };
 
 /* ---- exceptions.c ---- */
@@ -306,6 +309,8 @@ bool source_targets_gone(struct coll *c);
 uint32_t source_ncpus(struct source *s);
 /* Counts for the counters agent: 0, or -errno (kernel unreachable). */
 int source_stats(struct coll *c, struct source_stats *st);
+/* -v: what reading the method table cost. */
+void source_log_costs(struct coll *c);
 
 /* pipeline.c */
 int pipeline_init(struct coll *c, unsigned int ncpus);

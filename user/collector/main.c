@@ -465,6 +465,8 @@ int main(int argc, char **argv)
 	}
 	rc = loop(&c);
 	counters_shutdown(&c);
+	if (c.o.verbose)
+		source_log_costs(&c);
 	if (c.hq == HQ_UP) {
 		pipeline_report_lost(&c);
 		pipeline_report_us(&c);

@@ -95,6 +95,8 @@ int methods_add(struct methods *m, uint32_t id, const char *path,
 			 offset);
 	if (me && me->sig && !strcmp(me->sig, buf))
 		return 0;
+	if (me && me->sig)
+		m->renames++;
 	if (!me) {
 		if ((m->count + 1) * 2 > m->cap && grow(m))
 			return -ENOMEM;
@@ -269,6 +271,7 @@ void methods_forget(struct methods *m)
 	if (m->cap)
 		memset(m->v, 0, m->cap * sizeof(*m->v));
 	m->count = 0;
+	m->renames++;
 }
 
 void methods_free(struct methods *m)

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "bft_bpf.h"
 #include "bft_nl.h"
 #include "bft_rings.h"
+#include "bft_util.h"
 #include "collector.h"
 
 struct tname {
@@ -49,6 +51,14 @@ struct source {
 	bool had_targets;
 	uint64_t flush_ms;
 	uint64_t next_refresh_ms;
+	/* the periodic look at the method table: what the kernel's status
+	 * said at the last full read, and when that was */
+	uint32_t seen_probes, seen_targets;
+	uint64_t full_read_ms;
+	/* the module's status as last read, by anyone */
+	uint32_t st_probes, st_targets;
+	uint64_t st_ms;
+	uint64_t dumps, dump_ns, checks;	/* for -v */
 	/* replay */
 	int *fd;
 	bool *eof;
@@ -117,17 +127,73 @@ static int method_cb(const struct bft_nl_method *m, void *arg)
 int source_refresh_methods(struct coll *c)
 {
 	struct source *s = c->src;
+	uint64_t t0;
 	int err;
 
 	if (!s->kernel || c->o.methods_file)
 		return 0;
+	t0 = bft_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	c->methods.gen++;	/* what the dump does not name is detached */
 	err = s->bpf ? bft_bpf_get_methods(s->bpf, method_cb, c) :
 	      bft_nl_get_methods(s->nl, method_cb, c);
 	if (err)
 		coll_log("cannot read the method table: %s", s->bpf ?
 			 bft_bpf_errmsg(s->bpf) : bft_nl_errmsg(s->nl));
+	s->full_read_ms = coll_now_ms();
+	s->dumps++;
+	s->dump_ns += bft_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	return err;
+}
+
+/*
+ * The periodic look at the method table.  A dump of a thousand probes is
+ * the collector's most expensive request (most of its CPU time in a TCG
+ * guest), and it rarely says anything new: detached probes stay in it
+ * until the next start, and an id the stream names first makes
+ * method_of() read it at once.  So the module's status (one small reply,
+ * which the counters read anyway) decides: a change in the number of
+ * probes or targets reads the table, and so does METHODS_FULL_MS without
+ * one, which bounds how long an attach that the counts hide (one target
+ * gone, another come with as many probes) stays out of the counters'
+ * list.  The BPF backend counts
+ * its probes by walking the table, which costs as much as the dump.
+ */
+#define METHODS_FULL_MS	10000
+#define STATUS_FRESH_MS	250
+
+static void note_status(struct source *s, const struct bft_nl_status *st)
+{
+	s->st_probes = st->nr_probes;
+	s->st_targets = st->nr_targets;
+	s->st_ms = coll_now_ms();
+}
+
+static void look_at_methods(struct coll *c)
+{
+	struct source *s = c->src;
+	struct bft_nl_status st;
+	bool same;
+
+	if (s->bpf || coll_now_ms() - s->full_read_ms >= METHODS_FULL_MS) {
+		source_refresh_methods(c);
+		return;
+	}
+	/* the counters' samples may have read it just now */
+	if (coll_now_ms() - s->st_ms >= STATUS_FRESH_MS) {
+		if (bft_nl_get_status(s->nl, &st)) {
+			source_refresh_methods(c);
+			return;
+		}
+		note_status(s, &st);
+		bft_nl_status_free(&st);
+	}
+	s->checks++;
+	same = s->st_probes == s->seen_probes &&
+	       s->st_targets == s->seen_targets;
+	s->seen_probes = s->st_probes;
+	s->seen_targets = s->st_targets;
+	if (!same)
+		source_refresh_methods(c);
 }
 
 static int exception_cb(const struct bft_nl_exception *e, void *arg)
@@ -187,6 +253,7 @@ static void update_status(struct coll *c)
 	s->nr_targets = st.nr_targets;
 	if (st.nr_targets)
 		s->had_targets = true;
+	note_status(s, &st);
 	bft_nl_status_free(&st);
 }
 
@@ -582,7 +649,7 @@ int source_read(struct coll *c)
 		if (coll_now_ms() >= s->next_refresh_ms) {
 			s->next_refresh_ms = coll_now_ms() + 250;
 			if (s->mode == BFT_MODE_TRACING)
-				source_refresh_methods(c);
+				look_at_methods(c);
 		}
 		n = bft_rings_poll(s->rings, 0, ring_cb, c);
 		if (n < 0 && n != -EINTR) {
@@ -694,10 +761,22 @@ void source_tick(struct coll *c)
 		return;
 	kernel_events(c);
 	update_status(c);
-	source_refresh_methods(c);
+	look_at_methods(c);
 	/* a type first named "exception type N" gets its name; a start
 	 * numbers the types anew */
 	source_refresh_exceptions(c);
+}
+
+void source_log_costs(struct coll *c)
+{
+	struct source *s = c->src;
+
+	if (!s->kernel)
+		return;
+	coll_log("method table read %" PRIu64 " times (%" PRIu64 " us CPU "
+		 "each), %" PRIu64 " looks at the status found no change",
+		 s->dumps, s->dumps ? s->dump_ns / s->dumps / 1000 : 0,
+		 s->checks);
 }
 
 bool source_targets_gone(struct coll *c)
@@ -800,6 +879,7 @@ int source_stats(struct coll *c, struct source_stats *st)
 	    bft_nl_get_status(s->nl, &ks);
 	if (e)
 		return e;
+	note_status(s, &ks);
 	st->mode = ks.mode;
 	st->probes = ks.nr_probes;
 	st->targets = ks.nr_targets;

@@ -156,8 +156,8 @@ static bool exceptions_ok(struct ctl *c, pid_t pid, const struct probe_set *s,
 		return true;
 	}
 	if (!feat)
-		err_msg("process %d may unwind through traced frames (%s), but bftrace.ko cannot repair return addresses for that (no feature 'unwind'): an exception or a thread cancellation through a return-probed frame would kill it",
-			(int)pid, h->risk);
+		err_msg("process %d may unwind through traced frames (%s), but %s cannot repair return addresses for that (no feature 'unwind'): an exception or a thread cancellation through a return-probed frame would kill it",
+			(int)pid, h->risk, c->bpf ? "the BPF backend" : "bftrace.ko");
 	else
 		err_msg("process %d may unwind through traced frames (%s), but its unwinder's entry points cannot all be found (%s: a custom, unknown or stripped unwinder): an exception through a return-probed frame would kill it",
 			(int)pid, h->risk, h->missing);

@@ -489,6 +489,7 @@ int bfp_decode(const uint8_t *p, size_t n, unsigned int version,
 	struct bft_buf store = m->store;
 	const struct msg_ops *o;
 	struct dec d;
+	size_t room;
 	int ret;
 
 	err->code = 0;
@@ -512,9 +513,15 @@ int bfp_decode(const uint8_t *p, size_t n, unsigned int version,
 	if (version < BFP_VERSION_MIN || version > BFP_VERSION_MAX)
 		return fail(&d, -EPROTO, "unsupported protocol version %u",
 			    version);
-	/* Room for every string of the message, so that none moves. */
-	if (o->strings &&
-	    bft_buf_reserve(&m->store, o->strings * (BFP_UTF_MAX + 1)))
+	/*
+	 * Room for every string of the message, so that none moves.  A
+	 * string decodes to no more bytes than it takes on the wire, plus
+	 * its NUL: a short message needs no 64 KiB per string.
+	 */
+	room = (size_t)o->strings * (BFP_UTF_MAX + 1);
+	if (n - 1 + o->strings < room)
+		room = n - 1 + o->strings;
+	if (o->strings && bft_buf_reserve(&m->store, room))
 		return fail(&d, -ENOMEM, "out of memory");
 	bfp_rd_init(&d.r, p + 1, n - 1);
 	ret = o->dec(&d);

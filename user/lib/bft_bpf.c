@@ -451,6 +451,7 @@ static void close_pins(struct bft_bpf *b)
 }
 
 static int reap_dead_owner(struct bft_bpf *b);
+static void reap_exited(struct bft_bpf *b);
 
 /*
  * The pins, opened by the first call that needs them; with create, the
@@ -476,6 +477,8 @@ static int session(struct bft_bpf *b, bool create)
 		err = reap_dead_owner(b);
 	if (err)
 		close_pins(b);
+	else
+		reap_exited(b);
 	return err;
 }
 
@@ -611,9 +614,10 @@ static void links_dir(char *buf, size_t len, uint32_t tgid)
 		snprintf(buf, len, "%s/links", bft_bpf_pin_dir());
 }
 
+/* A zombie has released its memory: no probe of it can fire. */
 static bool tgid_alive(uint32_t tgid)
 {
-	return kill((pid_t)tgid, 0) == 0 || errno == EPERM;
+	return !bft_proc_exited(tgid);
 }
 
 /* tgids with a links directory, into out (up to cap); count. */
@@ -767,6 +771,15 @@ static int pin_link(struct bft_bpf *b, int fd, uint32_t tgid,
 	return 0;
 }
 
+/* Undo pin_link() when the other half of a probe group failed. */
+static void unpin_link(uint32_t tgid, unsigned int seq)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/links/%u/%u", bft_bpf_pin_dir(), tgid, seq);
+	unlink(p);	/* the last reference: the link goes */
+}
+
 /* The module's checks of one probe (kmod/bft_attach.c), without the offset's segment. */
 static int check_probe(struct bft_bpf *b, size_t i, const struct bft_nl_probe *p)
 {
@@ -827,8 +840,8 @@ static int check_batch(struct bft_bpf *b, uint32_t tgid,
 	if (err)
 		return err;
 	if (count_probes(b) + n > ctl.opts[BFT_OPT_MAX_PROBES])
-		return fail(b, -E2BIG, "%zu more probes would exceed "
-			    "BFT_OPT_MAX_PROBES (%llu)", n,
+		return fail(b, -E2BIG, "%zu probes exceed the limit (option "
+			    "max_probes %llu)", n,
 			    (unsigned long long)ctl.opts[BFT_OPT_MAX_PROBES]);
 	for (size_t i = 0; i < n; i++) {
 		struct bft_bpf_method_key k = { tgid, probes[i].method_id };
@@ -919,6 +932,8 @@ static int attach_group_multi(struct bft_bpf *b, uint32_t tgid,
 		}
 	}
 	if (nret) {
+		unsigned int entries = *seq - 1;
+
 		fd = link_multi(b->exit_fd, tgid, probes[idx[0]].path, offs,
 				cookies, nret, true);
 		if (fd < 0)
@@ -926,6 +941,8 @@ static int attach_group_multi(struct bft_bpf *b, uint32_t tgid,
 				   probes[idx[0]].path, strerror(-fd));
 		else
 			err = pin_link(b, fd, tgid, seq);
+		if (err)	/* entries without their returns: none */
+			unpin_link(tgid, entries);
 	}
 out:
 	for (size_t i = 0; i < n; i++)
@@ -950,9 +967,13 @@ static int attach_one(struct bft_bpf *b, uint32_t tgid,
 		return err;
 	fd = link_one(b->exit_fd, tgid, p->path, p->offset, true, cookie);
 	if (fd < 0)
-		return fail(b, fd, "uretprobe on %s+%#llx: %s", p->path,
-			    (unsigned long long)p->offset, strerror(-fd));
-	return pin_link(b, fd, tgid, seq);
+		err = fail(b, fd, "uretprobe on %s+%#llx: %s", p->path,
+			   (unsigned long long)p->offset, strerror(-fd));
+	else
+		err = pin_link(b, fd, tgid, seq);
+	if (err)	/* an entry without its return: none */
+		unpin_link(tgid, *seq - 1);
+	return err;
 }
 
 static int do_attach(struct bft_bpf *b, uint32_t tgid,
@@ -1008,6 +1029,8 @@ static int do_attach(struct bft_bpf *b, uint32_t tgid,
 		}
 	}
 	err = ok ? 0 : first;
+	if (!ok)
+		rmdir(p);	/* a target of nothing is no target (if empty) */
 out:
 	if (res != results)
 		free(res);
@@ -1019,20 +1042,36 @@ out:
 /* Mark the methods of tgid (0: all) detached, as the module keeps them. */
 static void retire_methods(struct bft_bpf *b, uint32_t tgid)
 {
-	struct bft_bpf_method_key k, next, *prev = NULL;
+	struct bft_bpf_method_key k, next, *prev = NULL, *keys = NULL;
 	struct bft_bpf_method *m = malloc(sizeof(*m));
+	size_t n = 0, cap = 0;
 
-	if (!m)
-		return;
-	while (!bpf_map_get_next_key(b->methods_fd, prev, &next)) {
+	/*
+	 * Keys first, updates after: an update replaces the element at the
+	 * head of its bucket, so updating while walking can visit the same
+	 * keys again and again (seen: a stop of 280 probes never ending).
+	 */
+	while (m && !bpf_map_get_next_key(b->methods_fd, prev, &next)) {
 		k = next;
 		prev = &k;
-		if ((tgid && k.tgid != tgid) ||
-		    bpf_map_lookup_elem(b->methods_fd, &k, m))
+		if (tgid && k.tgid != tgid)
+			continue;
+		if (n == cap) {
+			void *v = realloc(keys, (cap = cap * 2 + 64) * sizeof(*keys));
+
+			if (!v)
+				break;
+			keys = v;
+		}
+		keys[n++] = k;
+	}
+	for (size_t i = 0; m && i < n; i++) {
+		if (bpf_map_lookup_elem(b->methods_fd, &keys[i], m))
 			continue;
 		m->flags |= BFT_PF_GONE;
-		bpf_map_update_elem(b->methods_fd, &k, m, BPF_EXIST);
+		bpf_map_update_elem(b->methods_fd, &keys[i], m, BPF_EXIST);
 	}
+	free(keys);
 	free(m);
 }
 
@@ -1558,11 +1597,24 @@ out:
 
 /* ---- the flush work ---- */
 
-static int do_flush(struct bft_bpf *b, bool heartbeat)
+/*
+ * Targets that exited: their links would hold the files forever.  The
+ * module reaps them from its timer; here every flush and every tool that
+ * opens the session does.
+ */
+static void reap_exited(struct bft_bpf *b)
 {
 	uint32_t t[BFT_MAX_TARGETS];
+	size_t n = list_targets(t, BFT_MAX_TARGETS);
+
+	for (size_t i = 0; i < n && i < BFT_MAX_TARGETS; i++)
+		if (!tgid_alive(t[i]))
+			unpin_target(b, t[i]);
+}
+
+static int do_flush(struct bft_bpf *b, bool heartbeat)
+{
 	bool active = false;
-	size_t n;
 	int err, r;
 
 	for (unsigned int cpu = 0; cpu < b->nr_cpus; cpu++) {
@@ -1577,11 +1629,7 @@ static int do_flush(struct bft_bpf *b, bool heartbeat)
 		      BFT_BPF_OP_OWED, 0);
 	if (err)
 		return err;
-	/* targets that exited: their links would hold the files forever */
-	n = list_targets(t, BFT_MAX_TARGETS);
-	for (size_t i = 0; i < n && i < BFT_MAX_TARGETS; i++)
-		if (!tgid_alive(t[i]))
-			unpin_target(b, t[i]);
+	reap_exited(b);
 	return 0;
 }
 

@@ -327,7 +327,8 @@ static void default_errmsg(struct xfer *x)
 		return;
 	/*
 	 * Refused without text: by the netlink core (the events group), or
-	 * a dump on a kernel whose dump start carries no extack (6.1).
+	 * by an older module, which refused a dump in its start callback
+	 * even where that has no extack (6.1).
 	 */
 	if (x->err == -EPERM)
 		set_err(nl, x->err, "%s: %s (needs CAP_PERFMON or CAP_SYS_ADMIN%s)",

@@ -72,6 +72,17 @@ static int proc_stat(uint32_t tgid, char *state, uint64_t *start)
 	return 0;
 }
 
+bool bft_proc_exited(uint32_t tgid)
+{
+	uint64_t start;
+	char state;
+	int err = proc_stat(tgid, &state, &start);
+
+	if (err)	/* unreadable or unparsable: not known to be gone */
+		return err == -ENOENT || err == -ESRCH;
+	return state == 'Z' || state == 'X';
+}
+
 int bft_owner_self(struct bft_owner *o)
 {
 	char state;

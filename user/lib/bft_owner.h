@@ -30,6 +30,9 @@ int bft_owner_self(struct bft_owner *o);
  */
 int bft_owner_dead(const struct bft_owner *o);
 
+/* Whether tgid has exited: no such process, or only its zombie. */
+bool bft_proc_exited(uint32_t tgid);
+
 /*
  * Start a guard: a process of its own (not our child, no terminal, no
  * descriptor of ours) that waits for o to exit and then calls died(arg).

@@ -9,13 +9,18 @@
 #include <stdint.h>
 #include <time.h>
 
-/* CLOCK_MONOTONIC, the clock of the module's stream times too. */
-static inline uint64_t bft_mono_ns(void)
+static inline uint64_t bft_clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC, the clock of the module's stream times too. */
+static inline uint64_t bft_mono_ns(void)
+{
+	return bft_clock_ns(CLOCK_MONOTONIC);
 }
 
 static inline int64_t bft_mono_ms(void)

@@ -27,7 +27,9 @@
  * SELinux, AppArmor) and read permission on each file; else -EPERM or
  * -EACCES.  Joining BFT_MCGRP_EVENTS needs CAP_SYS_ADMIN.  Every rejection
  * by the module carries an extack message, and where one attribute is at
- * fault, its offset (a GET_METHODS refusal has no text on 6.1).
+ * fault, its offset.  A refused dump (GET_METHODS, GET_EXCEPTIONS) may end
+ * in NLMSG_DONE carrying the errno and the text rather than NLMSG_ERROR
+ * (on 6.1, whose dump start has no extack).
  *
  * Sessions.  BFT_CMD_START makes the sending socket the session's owner:
  * when that socket is released (closed, or its process exits or is killed),

@@ -614,6 +614,23 @@ TEST(a_short_string_takes_a_small_buffer)
 	bft_buf_free(&out);
 }
 
+/* Decoding too: a short message's strings need no 64 KiB each. */
+TEST(a_short_message_decodes_into_a_small_store)
+{
+	struct bfp_msg m = text_msg(BFP_MAP_METHOD, "prog!foo");
+	struct bfp_msg d = { 0 };
+	struct bft_buf out = { 0 };
+	struct bfp_error err;
+
+	ASSERT_EQ(0, bfp_encode(&out, 1, &m));
+	ASSERT_EQ((int)out.len, bfp_decode(out.data, out.len, 1,
+					   BFP_CTX_HQ_DATA, &d, &err));
+	EXPECT_STREQ("prog!foo", d.str);
+	EXPECT_GE(1024, d.store.cap);
+	bfp_msg_free(&d);
+	bft_buf_free(&out);
+}
+
 TEST(four_byte_utf8_on_the_wire_is_refused)
 {
 	/* readUTF rejects standard UTF-8's 4-byte form. */

@@ -79,11 +79,14 @@ TEST(child_alive_then_zombie_then_gone)
 	ASSERT_LT(0, pid);
 	EXPECT_EQ((uint32_t)pid, o.tgid);
 	EXPECT_EQ(0, bft_owner_dead(&o));
+	EXPECT_FALSE(bft_proc_exited((uint32_t)pid));
 	close(release);
 	ASSERT_EQ(0, wait_zombie(pid));
 	EXPECT_EQ(1, bft_owner_dead(&o)) TH_LOG("a zombie counted as alive");
+	EXPECT_TRUE(bft_proc_exited((uint32_t)pid));
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
 	EXPECT_EQ(1, bft_owner_dead(&o));
+	EXPECT_TRUE(bft_proc_exited((uint32_t)pid));
 }
 
 /* The tgid of a live process with another start time: pid reused. */
