@@ -91,8 +91,7 @@ static void read_stream(int dirfd, const char *index_name,
 		uint64_t off = get_le(r, 8), size = get_le(r + 8, 8);
 		uint64_t end = get_le(r + 24, 8);
 
-		/* contiguous, in the data, end times not decreasing: else
-		 * not ours */
+		/* contiguous, in the data, end times not going back */
 		if (off != covered || size > (uint64_t)st.st_size - off ||
 		    (s->entries && end < s->end_us)) {
 			v->bad++;
