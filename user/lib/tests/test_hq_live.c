@@ -592,8 +592,10 @@ TEST_F_TIMEOUT(live, a_killed_bfhq_replays_up_to_its_last_index_entry, 600)
 	char path[PATH_MAX + 64];
 	struct syn syn = { .o = { .threads = 4, .cpus = 2, .methods = 20,
 				  .steps = 20000, .seed = 11 } };
+	/* four data connections: what bfhq writes it has put in order */
 	char *hq_argv[] = { "bfhq", "-p", port, "-o", hqout, "--start",
-			    "--live-flush", "20", "--timeout", "300", NULL };
+			    "--live-flush", "20", "--data-senders", "4",
+			    "--timeout", "300", NULL };
 	char *coll_argv[] = { "bfcollector", "--hq", hq, "--protocol", "2",
 			      "--replay", in, "--replay-chunk", "256",
 			      "--replay-delay", "20", "--connect-timeout",
