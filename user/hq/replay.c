@@ -108,6 +108,34 @@ static void route_line(struct route *r, uint32_t stream,
 	free(buf);
 }
 
+/* A stream's next line to route, parsed once. */
+struct cursor {
+	size_t at;		/* where it starts in the stream's data */
+	size_t len;		/* with its '\n'; 0: the stream is done */
+	struct live_line l;
+};
+
+/* Move c to the next line of s that parses; the lines skipped. */
+static uint64_t next_line(const struct live_stream *s, struct cursor *c)
+{
+	uint64_t skipped = 0;
+
+	c->len = 0;
+	while (c->at < s->len) {
+		const char *p = s->data + c->at;
+		const char *nl = memchr(p, '\n', s->len - c->at);
+		size_t n = (size_t)(nl - p);
+
+		if (!live_parse_line(p, n, &c->l)) {
+			c->len = n + 1;
+			break;
+		}
+		skipped++;
+		c->at += n + 1;
+	}
+	return skipped;
+}
+
 static uint64_t counter(json_t *meta, const char *key)
 {
 	json_t *v = json_object_get(json_object_get(meta, "counters"), key);
@@ -160,7 +188,8 @@ int hq_replay(const char *dir, const char *outdir)
 	struct live_view v;
 	struct trace t = { 0 };
 	struct stat st;
-	size_t *at, k;
+	struct cursor *cur;
+	size_t k;
 	uint64_t n = 0, bad = 0, held = 0;
 	int err;
 
@@ -190,47 +219,36 @@ int hq_replay(const char *dir, const char *outdir)
 		return 1;
 	}
 	t.route = route_new(&t, outdir);
-	at = calloc(v.nstreams + 1, sizeof(*at));
-	if (!t.route || !at) {
+	cur = calloc(v.nstreams + 1, sizeof(*cur));
+	if (!t.route || !cur) {
 		route_free(t.route);
-		free(at);
+		free(cur);
 		live_view_free(&v);
 		return 1;
 	}
 	apply_names(t.route, v.names, v.names_len);
+	for (k = 0; k < v.nstreams; k++)
+		bad += next_line(&v.streams[k], &cur[k]);
 	for (;;) {
-		struct live_line best = { 0 }, l;
-		size_t bi = SIZE_MAX, blen = 0;
+		size_t bi = SIZE_MAX;
 
 		/* the next line in sequence order; a void before an event */
 		for (k = 0; k < v.nstreams; k++) {
-			const struct live_stream *s = &v.streams[k];
-			const char *p = s->data + at[k], *nl;
+			const struct live_line *l = &cur[k].l, *b;
 
-			while (at[k] < s->len) {
-				nl = memchr(p, '\n', s->len - at[k]);
-				if (!live_parse_line(p, (size_t)(nl - p), &l))
-					break;
-				bad++;	/* counted once: at[k] moves on */
-				at[k] += (size_t)(nl - p) + 1;
-				p = nl + 1;
-			}
-			if (at[k] >= s->len)
+			if (!cur[k].len)
 				continue;
-			if (bi == SIZE_MAX || seq_before(l.seq, best.seq) ||
-			    (l.seq == best.seq && l.op == '|' &&
-			     best.op != '|')) {
-				best = l;
+			b = bi == SIZE_MAX ? NULL : &cur[bi].l;
+			if (!b || seq_before(l->seq, b->seq) ||
+			    (l->seq == b->seq && l->op == '|' && b->op != '|'))
 				bi = k;
-				blen = (size_t)((const char *)memchr(p, '\n',
-						s->len - at[k]) - p) + 1;
-			}
 		}
 		if (bi == SIZE_MAX)
 			break;
-		route_line(t.route, v.streams[bi].id, &best);
-		n += best.op != '|';
-		at[bi] += blen;
+		route_line(t.route, v.streams[bi].id, &cur[bi].l);
+		n += cur[bi].l.op != '|';
+		cur[bi].at += cur[bi].len;
+		bad += next_line(&v.streams[bi], &cur[bi]);
 	}
 	for (k = 0; k < v.nstreams; k++)
 		held += v.streams[k].held;
@@ -244,7 +262,7 @@ int hq_replay(const char *dir, const char *outdir)
 		       PRIu64 " bad lines)\n", n, v.nstreams, v.frontier_us,
 		       outdir, held, v.torn, v.bad, bad);
 	route_free(t.route);
-	free(at);
+	free(cur);
 	live_view_free(&v);
 	return 0;
 }
