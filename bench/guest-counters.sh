@@ -133,6 +133,8 @@ if kill -0 "$coll_pid" 2>/dev/null; then
 	kill -KILL "$coll_pid"
 fi
 wait "$coll_pid"
+# the target idles on under bfctl run: end it, then bfctl
+for p in $(ps -o pid= --ppid "$run_pid"); do kill -TERM "$p" 2>/dev/null; done
 kill -TERM "$run_pid" 2>/dev/null
 wait "$run_pid" 2>/dev/null
 timeout 30 "$B/bfctl" stop >/dev/null 2>&1
@@ -145,9 +147,9 @@ else
 	rmmod bftrace || echo "guest-counters: rmmod bftrace failed" >&2
 fi
 # where the time goes, from the collector's -v lines at its end
-per_sample=$(sed -n 's/.* \([0-9]*\) us CPU a sample, \([0-9]*\) of it.*/\1 \2/p' "$tmp/coll.log")
+per_sample=$(sed -n 's/.* \([0-9]*\) us CPU a sample, \([0-9]*\) of it reading the status, and \([0-9]*\) writing.*/\1 \2 \3/p' "$tmp/coll.log")
 dumps=$(sed -n 's/.*method table read \([0-9]*\) times (\([0-9]*\) us CPU each), \([0-9]*\) looks.*/\1 \2 \3/p' "$tmp/coll.log")
-read -r sample_us status_us <<<"${per_sample:-- -}"
+read -r sample_us status_us write_us <<<"${per_sample:-- - -}"
 read -r ndumps dump_us nlooks <<<"${dumps:-- - -}"
 
 correct=0
@@ -160,7 +162,7 @@ echo "@cmd counters.10hz bfcollector --counters 127.0.0.1:$port --counters-inter
 echo "@res counters.10hz cpu_pct=$(pct "$c0" "$c1" "$window") window_s=$window" \
 	"samples=$samples_in_window correct=$correct" \
 	"counters=$(( $(grep -c '"status":"OK"' "$tmp/insp.json") + 15 ))" \
-	"sample_us=$sample_us status_us=$status_us"
+	"sample_us=$sample_us status_us=$status_us write_us=$write_us"
 echo "@res counters.none cpu_pct=$(pct "$c2" "$c3" "$window") window_s=$window" \
 	"table_reads=$ndumps table_read_us=$dump_us status_looks=$nlooks"
 [[ -n ${BFT_KEEP:-} ]] || rm -rf "$tmp"

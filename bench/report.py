@@ -277,6 +277,7 @@ def counters_of(res, cmds):
     return {"cpu_pct_10hz": on, "cpu_pct_none": off,
             "sampling_pct": on - off if on is not None and off is not None else None,
             "sample_us": num(c10.get("sample_us")), "status_us": num(c10.get("status_us")),
+            "write_us": num(c10.get("write_us")),
             "table_reads": num(c0.get("table_reads")),
             "table_read_us": num(c0.get("table_read_us")),
             "counters": num(c10.get("counters")),
@@ -289,7 +290,8 @@ def counters_line(where, c):
             f"attached ({where}): {fmt(c['cpu_pct_10hz'], 2)} % of a core; "
             f"{fmt(c['cpu_pct_none'], 2)} % in the same run once the inspector left, so "
             f"sampling itself {fmt(c['sampling_pct'], 2)} %; one sample {fmt(c['sample_us'])} us "
-            f"of CPU ({fmt(c['status_us'])} us of it reading the kernel's status); the method "
+            f"of CPU ({fmt(c['status_us'])} us of it reading the kernel's status) and "
+            f"{fmt(c['write_us'])} us writing it to the inspector; the method "
             f"table read {fmt(c['table_reads'])} times in the run, {fmt(c['table_read_us'])} us "
             f"each (sampled calls {'equal' if c['correct'] else 'DIFFER FROM'} the target's "
             f"model; {code(c['command'])}).")

@@ -1155,18 +1155,24 @@ int bst_count_methods(struct bst_session *s, uint32_t tgid, size_t *live,
 
 /* ---- the BPF backend ---------------------------------------------------- */
 
-int bst_bpf_open(struct bft_bpf **bp, char *why, size_t len)
+void bst_bpf_mount(void)
 {
 	struct statfs sfs;
+
+	/* a guest's init may not mount bpffs */
+	if (!statfs("/sys/fs/bpf", &sfs) && sfs.f_type != 0xcafe4a11)
+		mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL);
+}
+
+int bst_bpf_open(struct bft_bpf **bp, char *why, size_t len)
+{
 	char err[512];
 	int ret;
 
 	*bp = NULL;
 	/* a session of the tests' own, beside any real one */
 	setenv("BFT_BPF_PIN_DIR", "/sys/fs/bpf/bftrace-selftest", 0);
-	/* a guest's init may not mount bpffs */
-	if (!statfs("/sys/fs/bpf", &sfs) && sfs.f_type != 0xcafe4a11)
-		mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL);
+	bst_bpf_mount();
 	if (bft_bpf_probe(why, len))
 		return 1;
 	if (bft_bpf_loaded())

@@ -308,6 +308,8 @@ void bst_show_log(const char *path);
  * failure: the programs did not load, ...).
  */
 int bst_bpf_open(struct bft_bpf **bp, char *why, size_t len);
+/* bpffs on /sys/fs/bpf, mounted if it is not (a guest's init may not). */
+void bst_bpf_mount(void);
 /* Close and unload the session. */
 void bst_bpf_close(struct bft_bpf *b);
 /*

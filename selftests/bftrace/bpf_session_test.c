@@ -387,6 +387,7 @@ TEST(asking_makes_no_session)
 	size_t n;
 
 	setenv("BFT_BPF_PIN_DIR", PIN_DIR "-asking", 1);
+	bst_bpf_mount();
 	if (bft_bpf_probe(why, sizeof(why)))
 		SKIP(return, "BPF backend: %s", why);
 	if (!stat(PIN_DIR "-asking", &sb))

@@ -139,7 +139,7 @@ struct counters {
 	uint64_t samples, dropped, skipped;
 	int statm_fd;		/* for RSS */
 	/* -v: the CPU time samples took, and reading the status in them */
-	uint64_t sample_ns, status_ns;
+	uint64_t sample_ns, status_ns, write_ns;
 	/* CPU %: process CPU time at the last sample */
 	uint64_t cpu_ns, cpu_at_ns;
 };
@@ -970,6 +970,7 @@ static void went_away(struct coll *c, int err)
 static void write_out(struct coll *c)
 {
 	struct counters *t = c->ctr;
+	uint64_t t0 = t->out.len ? thread_cpu_ns() : 0;
 
 	while (t->state == C_UP && t->out.len) {
 		ssize_t w = send(t->fd, t->out.data, t->out.len,
@@ -980,10 +981,12 @@ static void write_out(struct coll *c)
 			continue;
 		}
 		if (w < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
+			break;
 		went_away(c, w < 0 ? errno : 0);
-		return;
+		break;
 	}
+	if (t0)
+		t->write_ns += thread_cpu_ns() - t0;
 }
 
 static void read_in(struct coll *c)
@@ -1052,7 +1055,9 @@ void counters_shutdown(struct coll *c)
 		coll_log("counters: %" PRIu64 " samples sent, %" PRIu64
 			 " dropped, %" PRIu64 " ticks skipped; %" PRIu64
 			 " us CPU a sample, %" PRIu64 " of it reading the "
-			 "status", t->samples, t->dropped, t->skipped,
+			 "status, and %" PRIu64 " writing it", t->samples,
+			 t->dropped, t->skipped,
 			 t->samples ? t->sample_ns / t->samples / 1000 : 0,
-			 t->samples ? t->status_ns / t->samples / 1000 : 0);
+			 t->samples ? t->status_ns / t->samples / 1000 : 0,
+			 t->samples ? t->write_ns / t->samples / 1000 : 0);
 }
