@@ -15,6 +15,8 @@ KDIR ?= /lib/modules/$(shell uname -r)/build
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
+# bfhq --http finds its page in ../share/bftrace/www from its binary
+WWWDIR ?= $(PREFIX)/share/bftrace/www
 INCLUDEDIR ?= $(PREFIX)/include
 DKMS_KERNELS ?= $(shell uname -r)
 
@@ -32,7 +34,8 @@ INSTALL_BIN := build/user/bfctl:$(BINDIR)/bfctl \
 INSTALL_DATA := user/ctl/bfctl.8:$(MANDIR)/man8/bfctl.8 \
 		user/collector/bfcollector.1:$(MANDIR)/man1/bfcollector.1 \
 		user/hq/bfhq.1:$(MANDIR)/man1/bfhq.1 \
-		include/uapi/linux/bftrace.h:$(INCLUDEDIR)/linux/bftrace.h
+		include/uapi/linux/bftrace.h:$(INCLUDEDIR)/linux/bftrace.h \
+		$(foreach f,$(sort $(wildcard user/hq/www/*)),$(f):$(WWWDIR)/$(notdir $(f)))
 
 .PHONY: all modules user selftests test demo bench fuzz fuzz-guest clean install \
 	uninstall dkms-install dkms-uninstall

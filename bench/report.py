@@ -367,6 +367,11 @@ def native_report(path, profile_path):
     n["bpf_native"] = [{k: (v if k == "build" else num(v)) for k, v in r.items()}
                        for r in res.get("bpf_native", [])]
     n["bpf_native_skip"] = info.get("bpf_native_skip")
+    delays = sorted(num(r.get("delay_ms")) for r in res.get("live_view", []))
+    if delays:
+        n["live_view"] = {"runs": len(delays), "median_ms": statistics.median(delays),
+                          "max_ms": delays[-1], "delays_ms": delays,
+                          "command": cmds.get("live_view", "")}
     n["counters"] = counters_of(res, cmds)
     n["profile_stages"] = stages(prof)
     hp, _ = median_of(res.get("host.bpftrace_plain", []), "ns")
@@ -701,6 +706,13 @@ def write_md(doc, path, notes):
             L.append("")
         elif n.get("bpf_native_skip"):
             L.append(f"\nThe BPF backend was not measured: {n['bpf_native_skip']}\n")
+        lv = n.get("live_view")
+        if lv:
+            L.append("\n### The live viewer (bfhq --http), native, BPF backend\n")
+            L.append(f"From the moment the test tells the calltree target to run to the first render "
+                     f"that shows the run's first call in headless Chromium, {lv['runs']} runs: median "
+                     f"{fmt(lv['median_ms'])} ms, at most {fmt(lv['max_ms'])} ms (goal: at most twice the "
+                     f"flush interval, 200 ms at the defaults). {code(lv['command'])}\n")
         if n["codec"]:
             L.append("\nThe library alone (`user/lib/tests/bench_codec.c`, its own synthetic stream, same event count): "
                      + code(n["commands"].get("codec", "")) + "\n")

@@ -218,6 +218,8 @@ if ((selftests_ok && user_ok)); then
 			fail "bpf backend: $t (native): exit $step_rc with no failing test reported"
 		fi
 	done
+	# bfhq --http in headless Chromium while the calltree target is traced
+	packaging_step "live viewer in chromium (native, bpf)" python3 scripts/live-view-test.py
 else
 	echo "==> skipping the native BPF tests: the selftests did not build"
 fi

@@ -26,6 +26,10 @@ files=(
 	usr/share/man/man1/bfhq.1:644
 	usr/include/linux/bftrace.h:644
 )
+# bfhq --http's page
+for f in user/hq/www/*; do
+	files+=("usr/share/bftrace/www/${f##*/}:644")
+done
 
 check "make install DESTDIR=... PREFIX=/usr" \
 	make -s --no-print-directory install DESTDIR="$dest" PREFIX=/usr
@@ -54,6 +58,14 @@ runs_help() { # binary name
 for t in bfctl bfcollector bfhq; do
 	check "installed $t --help exits 0" runs_help "$dest/usr/bin/$t" "$t"
 done
+
+# The installed bfhq serves the installed page, not the source tree's.
+serves_installed_page() {
+	local log
+	log=$(BFHQ_WWW='' "$dest/usr/bin/bfhq" --port 0 --http 127.0.0.1:0 -o "$tmp/hqout" --timeout 1 2>&1) || true
+	grep -qF "page from $dest/usr/bin/../share/bftrace/www)" <<<"$log" || { echo "$log"; return 1; }
+}
+check "installed bfhq --http finds its page under share/bftrace/www" serves_installed_page
 
 # Any diagnostic of the formatter is a defect of the page.  man-db
 # when present (what users run), else groff directly.

@@ -67,6 +67,7 @@ struct coll_opts {
 	unsigned int handshake_ms;
 	bool until_exit;	/* finish when the traced processes are gone */
 	bool no_stop;		/* HQ's stop ends tracing, not bfcollector */
+	bool ms_only;		/* no bftrace.us markers */
 	const char *counters_host;	/* --counters: the inspector */
 	const char *counters_port;
 	unsigned int counters_ms;	/* sampling interval */
@@ -214,6 +215,10 @@ struct coll {
 	uint32_t session;		/* HQ sessions begun */
 	uint32_t seq;			/* next sequence number */
 	bool break_sent;		/* a break at seq was sent already */
+	/* bftrace.us: the sub-ms parts of the messages since the last one */
+	struct bft_buf us;
+	uint32_t us_n;
+	bool us_declared;		/* one was sent in this session */
 	uint64_t next_heartbeat_ms;
 	uint64_t next_connect_ms;
 	uint64_t down_since_ms;
@@ -320,6 +325,8 @@ void pipeline_break(struct coll *c);
 void pipeline_new_session(struct coll *c);
 /* Report lost events to HQ (a marker) if any are unreported. */
 void pipeline_report_lost(struct coll *c);
+/* Send the sub-millisecond times of what was sent (a bftrace.us marker). */
+void pipeline_report_us(struct coll *c);
 /* Per-thread names, re-read for renames. */
 void pipeline_check_renames(struct coll *c);
 int pipeline_finish_files(struct coll *c);

@@ -65,6 +65,7 @@ static void usage(FILE *f)
 "      --handshake-timeout MS  HQ must configure us within this (10000)\n"
 "      --until-exit            finish once every traced process is gone\n"
 "      --no-stop               HQ's stop ends tracing, not bfcollector\n"
+"      --ms-only               send no bftrace.us markers (microseconds)\n"
 "      --counters HOST:PORT    serve counters to an inspector there\n"
 "      --counters-interval MS  sample them every MS (1000)\n"
 "  -v, --verbose\n"
@@ -73,7 +74,7 @@ static void usage(FILE *f)
 
 enum {
 	OPT_METHODS = 256, OPT_THREADS, OPT_DEVICE, OPT_CHUNK, OPT_DELAY,
-	OPT_CONNECT, OPT_HANDSHAKE, OPT_UNTIL_EXIT, OPT_NO_STOP, OPT_COUNTERS,
+	OPT_CONNECT, OPT_HANDSHAKE, OPT_UNTIL_EXIT, OPT_NO_STOP, OPT_MS_ONLY, OPT_COUNTERS,
 	OPT_COUNTERS_MS, OPT_BACKEND,
 };
 
@@ -92,6 +93,7 @@ static const struct option longopts[] = {
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE },
 	{ "until-exit", no_argument, NULL, OPT_UNTIL_EXIT },
 	{ "no-stop", no_argument, NULL, OPT_NO_STOP },
+	{ "ms-only", no_argument, NULL, OPT_MS_ONLY },
 	{ "counters", required_argument, NULL, OPT_COUNTERS },
 	{ "counters-interval", required_argument, NULL, OPT_COUNTERS_MS },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -230,6 +232,9 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 		case OPT_NO_STOP:
 			o->no_stop = true;
 			break;
+		case OPT_MS_ONLY:
+			o->ms_only = true;
+			break;
 		case OPT_COUNTERS:
 			if (host_port(optarg, "--counters", chost,
 				      sizeof(chost), cport, sizeof(cport)))
@@ -281,6 +286,7 @@ static void connect_step(struct coll *c, uint64_t now)
 		return;
 	err = hq_connect(c);
 	if (!err) {
+		pipeline_report_us(c);	/* declares them before any event */
 		pipeline_report_lost(c);
 		return;
 	}
@@ -386,6 +392,7 @@ static int loop(struct coll *c)
 			return die(c, "merging the CPU streams", rc);
 		if (rc && rc != -EPROTO)
 			coll_log("merge: %s", strerror(-rc));
+		pipeline_report_us(c);
 		hq_flush(c);
 		now = coll_now_ms();
 		if (now >= next_tick) {
@@ -462,6 +469,7 @@ int main(int argc, char **argv)
 		source_log_costs(&c);
 	if (c.hq == HQ_UP) {
 		pipeline_report_lost(&c);
+		pipeline_report_us(&c);
 		hq_shutdown(&c);
 	}
 	if (pipeline_finish_files(&c) && !rc)

@@ -170,6 +170,57 @@ void pipeline_check_renames(struct coll *c)
 
 /* ---- to HQ ---- */
 
+/*
+ * Bytefrog times are milliseconds; the rest of the ring's microseconds
+ * goes in a "bftrace.us" marker after the messages it belongs to
+ * (docs/live-format.md).  Every sequenced message gets its entry.
+ */
+#define US_BATCH	4096
+
+static void note_us(struct coll *c, uint64_t t_ns)
+{
+	uint64_t us = t_ns > c->base_ns ? (t_ns - c->base_ns) / 1000 : 0;
+	char tmp[8];
+
+	if (c->o.ms_only)
+		return;
+	snprintf(tmp, sizeof(tmp), &",%u"[!c->us_n], (unsigned int)(us % 1000));
+	if (bft_buf_append(&c->us, tmp, strlen(tmp)))
+		return;
+	c->us_n++;
+	if (c->us_n >= US_BATCH)
+		pipeline_report_us(c);
+}
+
+void pipeline_report_us(struct coll *c)
+{
+	struct bfp_msg m = { .id = BFP_MARKER, .str = "bftrace.us",
+			     .str_len = 10 };
+	struct bft_buf v = { 0 };
+	char head[16];
+
+	if (c->o.ms_only || c->hq != HQ_UP || !c->ndata ||
+	    (!c->us_n && c->us_declared))
+		return;
+	snprintf(head, sizeof(head), c->us_n ? "%u " : "%u", c->us_n);
+	if (bft_buf_append(&v, head, strlen(head)) ||
+	    bft_buf_append(&v, c->us.data, c->us.len)) {
+		bft_buf_free(&v);
+		return;
+	}
+	m.str2 = (const char *)v.data;
+	m.str2_len = v.len;
+	m.time = (uint32_t)c->last_stamp;
+	m.seq = c->seq;
+	if (!hq_data_msg(c, 0, &m)) {
+		c->seq++;
+		c->us.len = 0;
+		c->us_n = 0;
+		c->us_declared = true;
+	}
+	bft_buf_free(&v);
+}
+
 static void send_break(struct coll *c)
 {
 	struct bfp_msg m = { .id = BFP_DATA_BREAK };
@@ -280,6 +331,7 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 			return err;
 	}
 	c->seq++;
+	note_us(c, ev->time_ns);
 	c->break_sent = false;
 	c->events_sent++;
 	c->last_stamp = now;
@@ -511,6 +563,9 @@ void pipeline_new_session(struct coll *c)
 		c->threads[i]->name_sent = false;
 	c->session++;		/* no method is mapped on the new connections */
 	c->seq = 0;
+	c->us.len = 0;
+	c->us_n = 0;
+	c->us_declared = false;
 	c->break_sent = false;
 	for (i = 0; i < c->methods.nobjects; i++) {
 		const char *p = c->methods.objects[i].path;
@@ -542,6 +597,7 @@ void pipeline_report_lost(struct coll *c)
 	if (hq_data_msg(c, 0, &m))
 		return;
 	c->seq++;
+	note_us(c, 0);
 	c->lost_reported = lost;
 }
 
@@ -628,4 +684,5 @@ void pipeline_free(struct coll *c)
 	free(c->thash);
 	bft_calltree_free(&c->ct);
 	bft_merge_free(&c->merge);
+	bft_buf_free(&c->us);
 }

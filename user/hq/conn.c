@@ -26,20 +26,19 @@ static int set_nonblock(int fd)
 	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-int hq_listen(struct hq *hq)
+int hq_listen_on(const char *host, unsigned int port)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,
 				  .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
 	struct addrinfo *res, *ai;
-	char port[16];
+	char port_s[16];
 	int fd = -1, one = 1, err;
 
-	snprintf(port, sizeof(port), "%u", hq->o.port);
-	err = getaddrinfo(hq->o.listen_host, port, &hints, &res);
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	err = getaddrinfo(host, port_s, &hints, &res);
 	if (err) {
-		hq_log("cannot resolve %s: %s", hq->o.listen_host,
-		       gai_strerror(err));
+		hq_log("cannot resolve %s: %s", host, gai_strerror(err));
 		return -1;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
@@ -56,13 +55,18 @@ int hq_listen(struct hq *hq)
 	}
 	freeaddrinfo(res);
 	if (fd < 0) {
-		hq_log("cannot listen on %s:%u: %s", hq->o.listen_host,
-		       hq->o.port, strerror(errno));
+		hq_log("cannot listen on %s:%u: %s", host, port,
+		       strerror(errno));
 		return -1;
 	}
 	set_nonblock(fd);
-	hq->listen_fd = fd;
-	return 0;
+	return fd;
+}
+
+int hq_listen(struct hq *hq)
+{
+	hq->listen_fd = hq_listen_on(hq->o.listen_host, hq->o.port);
+	return hq->listen_fd < 0 ? -1 : 0;
 }
 
 int hq_ctl_listen(struct hq *hq)

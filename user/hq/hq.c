@@ -5,6 +5,7 @@
  * connections and traces.
  */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -27,6 +28,22 @@ void hq_log(const char *fmt, ...)
 	va_start(ap, fmt);
 	bft_vlog("bfhq", fmt, ap);
 	va_end(ap);
+}
+
+void hq_bprintf(struct bft_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || bft_buf_reserve(b, (size_t)n + 1))
+		return;
+	va_start(ap, fmt);
+	vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
 }
 
 void hq_reap(struct hq *hq)

@@ -13,6 +13,13 @@
  *             gap reporting
  *   route.c   what ordered events become: per-thread shadow stacks, the
  *             text call tree, Chrome trace JSON, folded stacks, the summary
+ *   live_write.c  the live copy of a trace, written while it is received
+ *             (docs/live-format.md)
+ *   live_read.c   reading a live copy up to its safe frontier
+ *   replay.c  bfhq --replay: the usual outputs from a live copy
+ *   http.c    bfhq --http: the live viewer's server (libmicrohttpd)
+ *   http_feed.c  what one viewer is sent: a live copy tailed, as
+ *             Server-Sent Events
  *   hq.c      the clock, the log, taking connections and traces down
  *   main.c    options and the loop
  */
@@ -39,9 +46,15 @@ struct hq_opts {
 	unsigned int port;
 	const char *outdir;
 	const char *control_path;
+	const char *http_host;	/* --http: the live viewer (NULL: none) */
+	unsigned int http_port;
 	bool start;		/* send start right after the configuration */
 	bool start_suspended;	/* suspend, then start */
 	unsigned int gap_ms;	/* wait this long for a missing sequence */
+	/* Declare a missing sequence lost once this many wait (0: only
+	 * HQ_MAX_PENDING, a gap). */
+	unsigned int reorder_bound;
+	unsigned int live_flush_ms;	/* live copy flush period, 0: none */
 	unsigned int count;	/* exit after this many traces (0: never) */
 	unsigned int timeout_s;	/* exit after this long (0: never) */
 	int verbose;
@@ -100,9 +113,12 @@ struct trace {
 	/* counters for the summary */
 	uint64_t heartbeats, classes[3], agent_errors, gaps, gap_missing;
 	uint64_t late, breaks_seen, breaks_late, routed;
+	uint64_t lost_bound, lost_missing;	/* at the reorder bound */
+	uint64_t start_wall_us;	/* the agent's hello, Unix time */
 	char *agent_error;	/* the text of the agent's Error, NULs kept */
 	size_t agent_error_len;
 	struct route *route;
+	struct live *live;	/* NULL: no live copy */
 };
 
 /* A sequenced message waiting for its turn. */
@@ -137,12 +153,17 @@ struct hq {
 extern bool hq_log_quiet;
 uint64_t hq_now_ms(void);
 void hq_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* printf to the end of b (nothing on ENOMEM). */
+void hq_bprintf(struct bft_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Free the connections marked dead. */
 void hq_reap(struct hq *hq);
 /* Write out every trace still running, then free everything. */
 void hq_free(struct hq *hq);
 
 /* conn.c */
+/* A non-blocking listening TCP socket on host:port, or -1 (logged). */
+int hq_listen_on(const char *host, unsigned int port);
 int hq_listen(struct hq *hq);
 int hq_ctl_listen(struct hq *hq);
 int hq_ctl_send(const char *path, const char *cmd);
@@ -199,7 +220,32 @@ void route_map_exception(struct route *r, uint32_t id, const char *name);
 void route_event(struct route *r, const struct pending *p);
 /* Every thread's call stack is void: cause "data break" or "gap". */
 void route_void(struct route *r, const char *cause);
+/* The same for one thread only (a replayed void line). */
+void route_void_thread(struct route *r, uint16_t thread, const char *cause);
 /* Write every output file; the summary also goes to f if not NULL. */
 int route_finish(struct route *r, const struct trace *t, FILE *f);
+
+/* live_write.c: see docs/live-format.md */
+struct live;
+struct live *live_open(const struct hq *hq, const struct trace *t,
+		       const char *trace_dir);
+void live_name(struct live *l, char kind, uint32_t id, const char *name,
+	       size_t len);
+void live_event(struct live *l, const struct pending *p);
+/* A "bftrace.us" marker: the sub-ms times of the messages before it. */
+void live_micro(struct live *l, const struct pending *p);
+/* The stacks are void before sequence next: cause "break", "gap", "lost". */
+void live_void(struct live *l, const char *cause, uint32_t first,
+	       uint32_t count, uint32_t next);
+/* Flush if the period is over (or force); final: the trace has ended. */
+void live_tick(struct live *l, const struct trace *t, uint64_t now_ms,
+	       bool force, bool final);
+void live_close(struct live *l);
+
+/*
+ * replay.c: bfhq --replay DIR (trace-N or its live/), the outputs into
+ * outdir (NULL: the trace's replay/).
+ */
+int hq_replay(const char *dir, const char *outdir);
 
 #endif /* BFHQ_H */

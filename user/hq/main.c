@@ -15,6 +15,7 @@
 
 #include "bft_util.h"
 #include "hq.h"
+#include "http.h"
 #include "inspector.h"
 
 static volatile sig_atomic_t got_signal;
@@ -31,6 +32,8 @@ static void usage(FILE *f)
 "       bfhq --control PATH --send CMD  drive a running bfhq\n"
 "       bfhq --counters [HOST:]PORT ... inspect a counters agent (--counters\n"
 "                                       --help)\n"
+"       bfhq --replay DIR [-o OUT]      the usual outputs from trace-N/live/ (DIR:\n"
+"                                       trace-N or its live/; OUT: trace-N/replay)\n"
 "\n"
 "  -l, --listen HOST[:PORT]   address to listen on (default 127.0.0.1:%u)\n"
 "  -p, --port PORT            port to listen on\n"
@@ -48,8 +51,13 @@ static void usage(FILE *f)
 "      --java-class NAME      version 1 configuration class: bytefrog\n"
 "                             (com.secdec...) or codepulse (com.codedx...)\n"
 "      --gap-timeout MS       wait for a missing sequence this long (2000)\n"
+"      --reorder-bound N      declare a missing sequence lost once N messages\n"
+"                             wait behind it (default: no bound but 2^20)\n"
+"      --live-flush MS        write trace-N/live/ every MS ms (100; 0: not)\n"
 "      --count N              exit once N traces have ended\n"
 "      --timeout SECONDS      exit after this long, whatever happens\n"
+"      --http [HOST:]PORT     serve the live viewer there (HOST default\n"
+"                             127.0.0.1; PORT 0: any free port, logged)\n"
 "  -v, --verbose              more log lines (twice: every heartbeat)\n"
 "  -h, --help\n", HQ_DEFAULT_PORT);
 }
@@ -71,7 +79,7 @@ static int parse_uint(const char *s, const char *what, unsigned long max,
 enum {
 	OPT_SEND = 256, OPT_START, OPT_SUSPENDED, OPT_HEARTBEAT, OPT_SENDERS,
 	OPT_INCLUDE, OPT_EXCLUDE, OPT_BUDGET, OPT_RETRY, OPT_CLASS, OPT_GAP,
-	OPT_COUNT, OPT_TIMEOUT,
+	OPT_COUNT, OPT_TIMEOUT, OPT_BOUND, OPT_LIVE, OPT_REPLAY, OPT_HTTP,
 };
 
 static const struct option longopts[] = {
@@ -90,45 +98,79 @@ static const struct option longopts[] = {
 	{ "queue-retry", required_argument, NULL, OPT_RETRY },
 	{ "java-class", required_argument, NULL, OPT_CLASS },
 	{ "gap-timeout", required_argument, NULL, OPT_GAP },
+	{ "reorder-bound", required_argument, NULL, OPT_BOUND },
+	{ "live-flush", required_argument, NULL, OPT_LIVE },
+	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
-static int parse_args(struct hq_opts *o, int argc, char **argv,
-		      const char **send)
+/*
+ * HOST:PORT, [V6]:PORT or PORT into host (unchanged if none given) and
+ * port.
+ */
+static int parse_hostport(const char *s, char *host, size_t n,
+			  unsigned int *port, bool need_port)
 {
-	static char host[256];
+	const char *colon = strrchr(s, ':');
+	unsigned long v;
+
+	if (need_port && !colon) {
+		if (parse_uint(s, "port", 65535, &v))
+			return -1;
+		*port = (unsigned int)v;
+		return 0;
+	}
+	snprintf(host, n, "%s", s);
+	if (colon && !strchr(colon, ']')) {
+		host[colon - s] = 0;
+		if (parse_uint(colon + 1, "port", 65535, &v))
+			return -1;
+		*port = (unsigned int)v;
+	} else if (need_port) {
+		fprintf(stderr, "bfhq: no port in %s\n", s);
+		return -1;
+	}
+	if (host[0] == '[') {	/* [::1] */
+		memmove(host, host + 1, strlen(host));
+		host[strcspn(host, "]")] = 0;
+	}
+	return 0;
+}
+
+static int parse_args(struct hq_opts *o, int argc, char **argv,
+		      const char **send, const char **replay)
+{
+	static char host[256], http_host[256] = "127.0.0.1";
 	unsigned long v;
 	int c;
 
 	o->listen_host = "127.0.0.1";
 	o->port = HQ_DEFAULT_PORT;
-	o->outdir = "bfhq-out";
+	o->outdir = NULL;	/* bfhq-out, but for --replay */
 	o->gap_ms = 2000;
+	o->live_flush_ms = 100;
 	bfp_config_init(&o->config);
 	while ((c = getopt_long(argc, argv, "l:p:o:c:vh", longopts,
 				NULL)) != -1) {
 		switch (c) {
-		case 'l': {
-			char *colon = strrchr(optarg, ':');
-
-			snprintf(host, sizeof(host), "%s", optarg);
-			if (colon && !strchr(colon, ']')) {
-				host[colon - optarg] = 0;
-				if (parse_uint(colon + 1, "port", 65535, &v))
-					return -1;
-				o->port = (unsigned int)v;
-			}
-			if (host[0] == '[') {	/* [::1] */
-				memmove(host, host + 1, strlen(host));
-				host[strcspn(host, "]")] = 0;
-			}
+		case 'l':
+			if (parse_hostport(optarg, host, sizeof(host),
+					   &o->port, false))
+				return -1;
 			o->listen_host = host;
 			break;
-		}
+		case OPT_HTTP:
+			if (parse_hostport(optarg, http_host,
+					   sizeof(http_host), &o->http_port,
+					   true))
+				return -1;
+			o->http_host = http_host;
+			break;
 		case 'p':
 			if (parse_uint(optarg, "port", 65535, &v))
 				return -1;
@@ -192,6 +234,20 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 				return -1;
 			o->gap_ms = (unsigned int)v;
 			break;
+		case OPT_BOUND:
+			if (parse_uint(optarg, "reorder bound", HQ_MAX_PENDING,
+				       &v))
+				return -1;
+			o->reorder_bound = (unsigned int)v;
+			break;
+		case OPT_LIVE:
+			if (parse_uint(optarg, "live flush", 3600000, &v))
+				return -1;
+			o->live_flush_ms = (unsigned int)v;
+			break;
+		case OPT_REPLAY:
+			*replay = optarg;
+			break;
 		case OPT_COUNT:
 			if (parse_uint(optarg, "count", 1000000, &v))
 				return -1;
@@ -230,6 +286,9 @@ static int run(struct hq *hq)
 			    hq_now_ms() + 1000ull * hq->o.timeout_s : 0;
 	struct pollfd *pfd = NULL;
 	unsigned int cap = 0, i;
+	/* a live flush is at most one poll late */
+	int poll_ms = hq->o.live_flush_ms && hq->o.live_flush_ms < 100 ?
+		      (int)hq->o.live_flush_ms : 100;
 	int rc = 0;
 
 	while (!hq->stop) {
@@ -260,7 +319,7 @@ static int run(struct hq *hq)
 				.events = POLLIN | (c->out.len ? POLLOUT : 0),
 			};
 		}
-		if (poll(pfd, n, 100) < 0 && errno != EINTR) {
+		if (poll(pfd, n, poll_ms) < 0 && errno != EINTR) {
 			hq_log("poll: %s", strerror(errno));
 			rc = 1;
 			break;
@@ -305,8 +364,9 @@ static int run(struct hq *hq)
 int main(int argc, char **argv)
 {
 	struct hq hq = { .listen_fd = -1, .ctl_fd = -1 };
+	struct hq_http *http = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
-	const char *send = NULL;
+	const char *send = NULL, *replay = NULL;
 	int rc;
 
 	setvbuf(stderr, NULL, _IOLBF, 0);
@@ -314,10 +374,16 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strncmp(argv[i], "--counters", 10))
 			return inspector_main(argc, argv);
-	if (parse_args(&hq.o, argc, argv, &send)) {
+	if (parse_args(&hq.o, argc, argv, &send, &replay)) {
 		bfp_config_free(&hq.o.config);
 		return 1;
 	}
+	if (replay) {
+		bfp_config_free(&hq.o.config);
+		return hq_replay(replay, hq.o.outdir);
+	}
+	if (!hq.o.outdir)
+		hq.o.outdir = "bfhq-out";
 	if (send) {
 		bfp_config_free(&hq.o.config);
 		return hq_ctl_send(hq.o.control_path, send);
@@ -334,9 +400,24 @@ int main(int argc, char **argv)
 	}
 	hq_log("listening on %s:%u, traces go to %s/", hq.o.listen_host,
 	       hq.o.port, hq.o.outdir);
+	if (hq.o.http_host) {
+		http = hq_http_start(hq.o.http_host, hq.o.http_port,
+				     hq.o.outdir);
+		if (!http) {
+			hq_free(&hq);
+			close(hq.listen_fd);
+			if (hq.ctl_fd >= 0) {
+				close(hq.ctl_fd);
+				unlink(hq.o.control_path);
+			}
+			bfp_config_free(&hq.o.config);
+			return 1;
+		}
+	}
 	rc = run(&hq);
 	/* Write out what every trace still running has. */
 	hq_free(&hq);
+	hq_http_stop(http);
 	close(hq.listen_fd);
 	if (hq.ctl_fd >= 0) {
 		close(hq.ctl_fd);

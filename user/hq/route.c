@@ -123,25 +123,6 @@ struct route {
 	uint32_t nretired, retired_cap;
 };
 
-static void bprintf(struct bft_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void bprintf(struct bft_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || bft_buf_reserve(b, (size_t)n + 1))
-		return;
-	va_start(ap, fmt);
-	vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
 /* ---- id tables ---- */
 
 static struct method *table_get(struct method **tab, uint32_t *cap,
@@ -417,9 +398,9 @@ static const char *exception_name(struct route *r, uint32_t id, char *tmp,
 static void indent(struct bft_buf *b, uint32_t depth)
 {
 	if (depth > TREE_MAX_INDENT)
-		bprintf(b, "%*s[%" PRIu32 "] ", 2 * TREE_MAX_INDENT, "", depth);
+		hq_bprintf(b, "%*s[%" PRIu32 "] ", 2 * TREE_MAX_INDENT, "", depth);
 	else
-		bprintf(b, "%*s", (int)(2 * depth), "");
+		hq_bprintf(b, "%*s", (int)(2 * depth), "");
 }
 
 /*
@@ -436,9 +417,9 @@ static void flush_leaf(struct route *r, struct rthread *th)
 	th->leaf_pending = false;
 	if (!th->depth)
 		return;
-	bprintf(&th->text, "%10s | ", "");
+	hq_bprintf(&th->text, "%10s | ", "");
 	indent(&th->text, th->depth - 1);
-	bprintf(&th->text, "%s() {\n",
+	hq_bprintf(&th->text, "%s() {\n",
 		method_name(r, th->stack[th->depth - 1].method, tmp,
 			    sizeof(tmp)));
 }
@@ -506,13 +487,13 @@ static void leave_exc(struct route *r, struct rthread *th, uint32_t time,
 	self = dur >= f.child_ms ? dur - f.child_ms : 0;
 	name = method_name(r, f.method, tmp, sizeof(tmp));
 	if (th->leaf_pending) {
-		bprintf(&th->text, "%7" PRIu32 " ms | ", dur);
+		hq_bprintf(&th->text, "%7" PRIu32 " ms | ", dur);
 		indent(&th->text, th->depth);
-		bprintf(&th->text, "%s();\n", name);
+		hq_bprintf(&th->text, "%s();\n", name);
 	} else {
-		bprintf(&th->text, "%7" PRIu32 " ms | ", dur);
+		hq_bprintf(&th->text, "%7" PRIu32 " ms | ", dur);
 		indent(&th->text, th->depth);
-		bprintf(&th->text, "} /* %s%s%s */\n", name, note ? ": " : "",
+		hq_bprintf(&th->text, "} /* %s%s%s */\n", name, note ? ": " : "",
 			note ? note : "");
 	}
 	th->leaf_pending = false;
@@ -563,7 +544,7 @@ static void do_exit(struct route *r, struct rthread *th, uint32_t method,
 		 * trace began, or cut by a break or gap): "x?", even as a
 		 * thread's first event. */
 		r->orphans++;
-		bprintf(&th->canon, " %c?", tok);
+		hq_bprintf(&th->canon, " %c?", tok);
 		return;
 	}
 	for (k = th->depth; k-- > 0;)
@@ -571,7 +552,7 @@ static void do_exit(struct route *r, struct rthread *th, uint32_t method,
 			break;
 	if (k == UINT32_MAX) {
 		r->mismatched++;
-		bprintf(&th->canon, " %c!", tok);
+		hq_bprintf(&th->canon, " %c!", tok);
 		return;
 	}
 	while (th->depth > k + 1) {
@@ -582,7 +563,7 @@ static void do_exit(struct route *r, struct rthread *th, uint32_t method,
 		r->unwound++;
 	else
 		r->exits++;
-	bprintf(&th->canon, " %c%" PRIu32, tok, method);
+	hq_bprintf(&th->canon, " %c%" PRIu32, tok, method);
 	leave_exc(r, th, time, note, exc);
 }
 
@@ -614,16 +595,16 @@ static void throw(struct route *r, struct rthread *th,
 	if (e)
 		e->calls++;
 	flush_leaf(r, th);
-	bprintf(&th->canon, " !%" PRIu32, p->exception);
-	bprintf(&th->text, "%10s | ", "");
+	hq_bprintf(&th->canon, " !%" PRIu32, p->exception);
+	hq_bprintf(&th->text, "%10s | ", "");
 	indent(&th->text, th->depth);
-	bprintf(&th->text, "/* throw %s", exc);
+	hq_bprintf(&th->text, "/* throw %s", exc);
 	/* the frame that throws is the top one, unless the agent says not */
 	if (!th->depth || th->stack[th->depth - 1].method != p->method)
-		bprintf(&th->text, " in %s", in);
+		hq_bprintf(&th->text, " in %s", in);
 	if (p->line)
-		bprintf(&th->text, ", line %u", p->line);
-	bprintf(&th->text, " */\n");
+		hq_bprintf(&th->text, ", line %u", p->line);
+	hq_bprintf(&th->text, " */\n");
 	if (!th->named_in_json)
 		chrome_name(r, th);
 	chrome_event(r, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:{s:s,s:s}}",
@@ -653,7 +634,7 @@ void route_event(struct route *r, const struct pending *p)
 		r->last_time = p->time;
 	switch (p->id) {
 	case BFP_METHOD_ENTRY:
-		bprintf(&th->canon, " e%" PRIu32, p->method);
+		hq_bprintf(&th->canon, " e%" PRIu32, p->method);
 		enter(r, th, p->method, p->time);
 		break;
 	case BFP_METHOD_EXIT:
@@ -688,6 +669,19 @@ void route_event(struct route *r, const struct pending *p)
 	}
 }
 
+static void void_thread(struct route *r, struct rthread *th, const char *cause)
+{
+	uint32_t n = th->depth;
+
+	hq_bprintf(&th->canon, " |");
+	while (th->depth) {
+		r->voided_frames++;
+		leave(r, th, th->last_time, cause);
+	}
+	hq_bprintf(&th->text, "%10s | ---- %s: %u frame%s cut ----\n", "",
+		   cause, n, n == 1 ? "" : "s");
+}
+
 void route_void(struct route *r, const char *cause)
 {
 	uint32_t i;
@@ -695,18 +689,18 @@ void route_void(struct route *r, const char *cause)
 	r->voids++;
 	for (i = 0; i < r->nthreads; i++) {
 		struct rthread *th = thread_at(r, r->order[i]);
-		uint32_t n = th->depth;
 
-		if (!th->seen)
-			continue;
-		bprintf(&th->canon, " |");
-		while (th->depth) {
-			r->voided_frames++;
-			leave(r, th, th->last_time, cause);
-		}
-		bprintf(&th->text, "%10s | ---- %s: %u frame%s cut ----\n", "",
-			cause, n, n == 1 ? "" : "s");
+		if (th->seen)
+			void_thread(r, th, cause);
 	}
+}
+
+void route_void_thread(struct route *r, uint16_t thread, const char *cause)
+{
+	struct rthread *th = thread_at(r, thread);
+
+	if (th && th->seen)
+		void_thread(r, th, cause);
 }
 
 /* ---- setup and output ---- */
@@ -807,10 +801,10 @@ static void folded_path(struct route *r, struct bft_buf *b, uint32_t n,
 	th = thread_at(r, (uint16_t)(UINT32_MAX - r->nodes[n].method));
 	/* ';' and ' ' would break the format */
 	for (s = th->name; *s; s++)
-		bprintf(b, "%c", *s == ';' ? ':' : *s == ' ' ? '_' : *s);
+		hq_bprintf(b, "%c", *s == ';' ? ':' : *s == ' ' ? '_' : *s);
 	v = (const uint32_t *)ids->data;
 	for (k = ids->len / sizeof(*v); k-- > 0;)
-		bprintf(b, ";%s", method_name(r, r->nodes[v[k]].method, tmp,
+		hq_bprintf(b, ";%s", method_name(r, r->nodes[v[k]].method, tmp,
 					      sizeof(tmp)));
 }
 
@@ -859,6 +853,10 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 		PRIu64 " sequence numbers missing in %" PRIu64
 		" gaps, %" PRIu64 " late\n", r->lost, t->gap_missing, t->gaps,
 		t->late);
+	if (t->lost_bound)
+		fprintf(f, "reorder bound: %" PRIu64 " sequence numbers declared "
+			"lost in %" PRIu64 " runs\n", t->lost_missing,
+			t->lost_bound);
 	fprintf(f, "data breaks:   %" PRIu64 " (%" PRIu64 " frames cut), %"
 		PRIu64 " late (not applied)\n", t->breaks_seen,
 		r->voided_frames, t->breaks_late);

@@ -12,12 +12,18 @@
  * data break equal to the next expected sequence (an idle agent's break) is
  * applied, not refused (notes §4.5); one before it, which can no longer be
  * placed where it belongs, is refused and counted as late.
+ *
+ * The queue may also be bounded in size (--reorder-bound, seed 002): once
+ * it holds that many messages behind a missing number, the number is
+ * declared lost, the stacks are void as for a gap, and ordering goes on.
+ * Everything routed also goes to the live copy (live_write.c).
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hq.h"
@@ -151,6 +157,13 @@ struct trace *hq_trace_new(struct hq *hq, struct conn *control,
 	t->run_id = (uint8_t)run;
 	t->version = version;
 	t->control = control;
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		t->start_wall_us = (uint64_t)ts.tv_sec * 1000000u +
+				   (uint64_t)ts.tv_nsec / 1000u;
+	}
 	snprintf(dir, sizeof(dir), "%s/trace-%u", hq->o.outdir, t->index);
 	mkdir(hq->o.outdir, 0755);
 	if (mkdir(dir, 0755) && errno != EEXIST) {
@@ -163,6 +176,7 @@ struct trace *hq_trace_new(struct hq *hq, struct conn *control,
 		free(t);
 		return NULL;
 	}
+	t->live = live_open(hq, t, dir);
 	hq->traces[hq->ntraces++] = t;
 	control->trace = t;
 	cfg.run_id = (int8_t)t->run_id;
@@ -259,6 +273,7 @@ static void apply_breaks(struct trace *t)
 {
 	while (t->nbreaks && !seq_before(t->next_seq, t->breaks[0])) {
 		route_void(t->route, "data break");
+		live_void(t->live, "break", t->breaks[0], 0, t->next_seq);
 		memmove(t->breaks, t->breaks + 1,
 			--t->nbreaks * sizeof(*t->breaks));
 	}
@@ -266,13 +281,27 @@ static void apply_breaks(struct trace *t)
 
 static void route_one(struct trace *t, struct pending *p)
 {
+	/* bfcollector's microseconds are for the live copy only */
+	if (p->id == BFP_MARKER && p->key && !strcmp(p->key, "bftrace.us")) {
+		live_micro(t->live, p);
+		pending_free(p);
+		return;
+	}
 	route_event(t->route, p);
+	live_event(t->live, p);
 	pending_free(p);
 	t->routed++;
 }
 
-/* Release messages in sequence order; skip a gap if force. */
-static void pump(struct trace *t, bool force)
+/*
+ * What a missing sequence number waits for: WAIT, its arrival; GAP, none
+ * (the gap timeout passed, the queue is full, nothing more can come);
+ * LOST, only while the queue holds its bound.
+ */
+enum skip { WAIT, GAP, LOST };
+
+/* Release messages in sequence order, skipping missing numbers as told. */
+static void pump(struct trace *t, enum skip skip, unsigned int bound)
 {
 	bool progress = false;
 
@@ -294,15 +323,27 @@ static void pump(struct trace *t, bool force)
 		if (t->heap[0].seq != t->next_seq) {
 			uint32_t missing = t->heap[0].seq - t->next_seq;
 
-			if (!force)
+			if (skip == WAIT || (skip == LOST && t->nheap < bound))
 				break;
-			hq_log("run %u: gap: sequences %u..%u (%u) never "
-			       "arrived; call stacks are void there",
-			       t->run_id, t->next_seq, t->heap[0].seq - 1,
-			       missing);
-			t->gaps++;
-			t->gap_missing += missing;
-			route_void(t->route, "gap");
+			if (skip == LOST) {
+				hq_log("run %u: lost: sequences %u..%u (%u) "
+				       "missing while %u waited; call stacks "
+				       "are void there", t->run_id, t->next_seq,
+				       t->heap[0].seq - 1, missing, t->nheap);
+				t->lost_bound++;
+				t->lost_missing += missing;
+				route_void(t->route, "lost");
+			} else {
+				hq_log("run %u: gap: sequences %u..%u (%u) "
+				       "never arrived; call stacks are void "
+				       "there", t->run_id, t->next_seq,
+				       t->heap[0].seq - 1, missing);
+				t->gaps++;
+				t->gap_missing += missing;
+				route_void(t->route, "gap");
+			}
+			live_void(t->live, skip == LOST ? "lost" : "gap",
+				  t->next_seq, missing, t->heap[0].seq);
 			t->next_seq = t->heap[0].seq;
 			progress = true;
 			continue;
@@ -442,7 +483,7 @@ void hq_trace_control_msg(struct hq *hq, struct trace *t,
 		if (hq->o.verbose)
 			hq_log("run %u: data break before sequence %u",
 			       t->run_id, m->seq);
-		pump(t, false);
+		pump(t, WAIT, 0);
 		break;
 	case BFP_CLASS_TRANSFORMED:
 	case BFP_CLASS_IGNORED:
@@ -470,12 +511,15 @@ void hq_trace_data_msg(struct hq *hq, struct trace *t, struct conn *c,
 	switch (m->id) {
 	case BFP_MAP_THREAD:
 		route_map_thread(t->route, m->thread, m->time, m->str);
+		live_name(t->live, 'T', m->thread, m->str, m->str_len);
 		return;
 	case BFP_MAP_METHOD:
 		route_map_method(t->route, m->method, m->str);
+		live_name(t->live, 'M', m->method, m->str, m->str_len);
 		return;
 	case BFP_MAP_EXCEPTION:
 		route_map_exception(t->route, m->exception, m->str);
+		live_name(t->live, 'X', m->exception, m->str, m->str_len);
 		return;
 	case BFP_ERROR:
 		agent_error(t, m, "data");
@@ -496,13 +540,15 @@ void hq_trace_data_msg(struct hq *hq, struct trace *t, struct conn *c,
 		p.value = strdup(m->str2 ? m->str2 : "");
 	}
 	if (t->nheap >= HQ_MAX_PENDING)
-		pump(t, true);
+		pump(t, GAP, 0);
 	if (heap_push(t, &p)) {
 		pending_free(&p);
 		hq_trace_fail(hq, t, c, "out of memory");
 		return;
 	}
-	pump(t, false);
+	pump(t, WAIT, 0);
+	if (hq->o.reorder_bound && t->nheap >= hq->o.reorder_bound)
+		pump(t, LOST, hq->o.reorder_bound);
 }
 
 void hq_trace_conn_closed(struct hq *hq, struct trace *t, struct conn *c)
@@ -523,7 +569,7 @@ void hq_trace_conn_closed(struct hq *hq, struct trace *t, struct conn *c)
 			break;
 		}
 	if (!t->data_open)
-		pump(t, true);	/* nothing more can fill a gap */
+		pump(t, GAP, 0);	/* nothing more can fill a gap */
 	(void)hq;
 }
 
@@ -531,9 +577,10 @@ void hq_trace_tick(struct hq *hq, struct trace *t, uint64_t now)
 {
 	if (t->finished)
 		return;
+	live_tick(t->live, t, now, false, false);
 	if (t->nheap && t->stalled_since_ms &&
 	    now - t->stalled_since_ms >= hq->o.gap_ms)
-		pump(t, true);
+		pump(t, GAP, 0);
 	if (t->control && !t->control_closed && t->last_hb_ms &&
 	    !t->warned_hb && hq->o.config.heartbeat_ms > 0 &&
 	    now - t->last_hb_ms > 3ull * (uint64_t)hq->o.config.heartbeat_ms) {
@@ -564,9 +611,10 @@ void hq_trace_finish(struct hq *hq, struct trace *t)
 		t->control->dead = true;
 		t->control = NULL;
 	}
-	pump(t, true);
+	pump(t, GAP, 0);
 	t->finished = true;
 	route_finish(t->route, t, hq_log_quiet ? NULL : stdout);
+	live_tick(t->live, t, hq_now_ms(), true, true);
 	hq->finished++;
 }
 
@@ -582,5 +630,6 @@ void hq_trace_free(struct trace *t)
 	free(t->agent_error);
 	free(t->data);
 	route_free(t->route);
+	live_close(t->live);
 	free(t);
 }

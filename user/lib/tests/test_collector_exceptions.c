@@ -344,9 +344,10 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
 		unsigned int v)
 {
 	char hq[64], proto[4], path[PATH_MAX + 64];
+	/* the wire as the original HQ knows it: no bftrace.us markers */
 	char *argv[] = { "bfcollector", "--hq", hq, "--protocol", proto,
 			 "--replay", self->replay, "--output", self->flow,
-			 "--connect-timeout", "20", NULL };
+			 "--connect-timeout", "20", "--ms-only", NULL };
 	struct bft_buf cin = { 0 }, din = { 0 }, out = { 0 }, got = { 0 };
 	struct bfp_config cfg;
 	struct bfp_msg m = { 0 }, cm = { .id = BFP_CONFIG, .config = &cfg };

@@ -1,0 +1,555 @@
+#!/usr/bin/env python3
+"""bfhq --http in a real browser, while a traced target runs.
+
+Usage: live-view-test.py [--runs N] [--out DIR] [--json FILE]
+
+The whole pipeline on this machine's kernel with the BPF backend (root;
+the module's in a test guest):
+bfhq --http, bfcollector, bfctl attach to the calltree target of the
+selftests.  Headless Chromium is driven through its DevTools protocol
+(--remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4).  Checks:
+
+  - on a live directory written by the test with every kind of line (no
+    root needed), the page's call tree equals what bfhq --replay makes of
+    it (route.c's rules: mismatched and orphan exits, throws, bubbles,
+    voids, escaped and renamed thread names);
+  - a page opened after the target's first run shows that run's calls;
+  - each later run's calls appear on the open page (the delay from the
+    run's start, when the test tells the target to go, to the first render
+    that shows its first call is measured: printed, and written to --json
+    for `make bench`; never asserted);
+  - after the trace ends, the page's call tree in calls.txt's canonical
+    form equals bfhq's calls.txt exactly, and so does that of a second page
+    opened on the finished trace;
+  - a screenshot of the page's flame graph draws what its SVG says
+    (scripts/flame-render-check.py).
+
+Output is TAP.  Environment: BFT_CHROMIUM, the browser (default chromium).
+Logs, the screenshot and the SVG stay in --out (build/live-view).
+
+The test run (scripts/run-tests.sh) runs it natively.  In a test guest,
+with the module, it passes too but takes about four minutes under TCG
+(Chromium starts twice), so the guests do not run it by default:
+
+  scripts/guest-run --kernel KVER --timeout 700 -- bash -c \
+    'insmod build/kmod-KVER/bftrace.ko && python3 scripts/live-view-test.py --runs 2'
+"""
+import argparse
+import base64
+import fcntl
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+TOOLS = os.path.join(BUILD, "user")
+TARGETS = os.path.join(BUILD, "selftests", "targets")
+CT_NEST_REPS = 3          # selftests/bftrace/targets/calltree_shape.h
+FN = "calltree!ct_a"      # how bfcollector names ct_a
+# A BPF session of the test's own, beside any real one (and the selftests').
+PIN_DIR = "/sys/fs/bpf/bftrace-live-view"
+# In a test guest (scripts/guest-selftests.sh has loaded bftrace.ko), the
+# module; on this machine, BPF.
+BACKEND = "kmod" if os.environ.get("BFT_GUEST") else "bpf"
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def result(self, good, desc, notes=()):
+        self.n += 1
+        self.failed += not good
+        print(f"{'ok' if good else 'not ok'} {self.n} - {desc}", flush=True)
+        for line in notes:
+            print(f"# {line}", flush=True)
+        return good
+
+    def note(self, line):
+        print(f"# {line}", flush=True)
+
+
+class Fail(Exception):
+    """A step the rest cannot go on without."""
+
+
+def wait_for(pred, timeout, what, step=0.01):
+    end = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise Fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(step)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Browser:
+    """Headless Chromium over --remote-debugging-pipe."""
+
+    def __init__(self, chromium, profile, log):
+        to_chrome_r, self.to_chrome = os.pipe()
+        self.from_chrome, from_chrome_w = os.pipe()
+        # Chromium's ends above 4, so that moving them cannot clobber them.
+        to_chrome_r, from_chrome_w = self.above_4(to_chrome_r), self.above_4(from_chrome_w)
+
+        # bash puts the pipes on fds 3 and 4, where Chromium wants
+        # them (subprocess closes any fd it was not asked to pass).
+        argv = [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                "--remote-debugging-pipe", f"--user-data-dir={profile}",
+                "--hide-scrollbars", "--window-size=1280,2400",
+                "--disable-background-timer-throttling",
+                "--disable-renderer-backgrounding", "about:blank"]
+        self.proc = subprocess.Popen(
+            ["bash", "-c", f'exec "$@" 3<&{to_chrome_r} 4>&{from_chrome_w} '
+             f'{to_chrome_r}<&- {from_chrome_w}>&-', "bash"] + argv,
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            pass_fds=(to_chrome_r, from_chrome_w))
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        self.buf = b""
+        self.next_id = 0
+        self.events = []
+
+    @staticmethod
+    def above_4(fd):
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+        os.close(fd)
+        return high
+
+    def call(self, method, session=None, timeout=30, **params):
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.to_chrome, json.dumps(msg).encode() + b"\0")
+        end = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buf:
+                raw, self.buf = self.buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") != self.next_id:
+                    self.events.append(reply)
+                    continue
+                if "error" in reply:
+                    raise Fail(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([self.from_chrome], [], [], left)[0]:
+                raise Fail(f"{method}: no answer from the browser in {timeout} s")
+            chunk = os.read(self.from_chrome, 1 << 20)
+            if not chunk:
+                raise Fail(f"{method}: the browser closed its pipe")
+            self.buf += chunk
+
+    def page(self, url):
+        """A new tab on url; its session id."""
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        session = self.call("Target.attachToTarget", targetId=target,
+                            flatten=True)["sessionId"]
+        self.call("Page.enable", session)
+        self.call("Page.navigate", session, url=url)
+        return session
+
+    def eval(self, session, expr):
+        r = self.call("Runtime.evaluate", session, expression=expr,
+                      returnByValue=True)
+        if "exceptionDetails" in r:
+            raise Fail(f"{expr}: {r['exceptionDetails'].get('text')}: "
+                       f"{r['exceptionDetails'].get('exception', {}).get('description')}")
+        return r["result"].get("value")
+
+    def close(self):
+        try:
+            self.call("Browser.close", timeout=10)
+        except Fail:
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.to_chrome)
+        os.close(self.from_chrome)
+
+
+class Pipeline:
+    """bfhq --http, the calltree target, bfcollector, bfctl (BPF)."""
+
+    def __init__(self, out):
+        self.out = out
+        self.procs = []
+        self.env = dict(os.environ, BFT_BACKEND=BACKEND, BFT_BPF_PIN_DIR=PIN_DIR)
+        shutil.rmtree(PIN_DIR, ignore_errors=True)   # a failed run's
+
+    def log(self, name):
+        return open(os.path.join(self.out, name + ".log"), "wb")
+
+    def spawn(self, argv, name, **kw):
+        p = subprocess.Popen(argv, env=self.env, stdout=self.log(name),
+                             stderr=subprocess.STDOUT, **kw)
+        self.procs.append(p)
+        return p
+
+    def text(self, name):
+        with open(os.path.join(self.out, name + ".log"), "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def start(self):
+        port = free_port()
+        self.hqout = os.path.join(self.out, "hqout")
+        shutil.rmtree(self.hqout, ignore_errors=True)
+        self.hq = self.spawn([os.path.join(TOOLS, "bfhq"), "--port", str(port),
+                              "--output", self.hqout, "--start", "--timeout", "600",
+                              "--http", "127.0.0.1:0", "-v"], "bfhq")
+
+        def url():
+            for line in self.text("bfhq").splitlines():
+                if "live viewer on " in line:
+                    return line.split("live viewer on ", 1)[1].split()[0]
+            if self.hq.poll() is not None:
+                raise Fail("bfhq exited:\n" + self.text("bfhq"))
+            return None
+        self.url = wait_for(url, 10, "bfhq's live viewer")
+        self.target = subprocess.Popen([os.path.join(TARGETS, "calltree")],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=self.log("target"))
+        self.procs.append(self.target)
+        self.expect_line("ready")
+        self.coll = self.spawn([os.path.join(TOOLS, "bfcollector"), "--hq",
+                                f"127.0.0.1:{port}", "--protocol", "2",
+                                "--until-exit"], "bfcollector")
+        wait_for(lambda: "heartbeat mode T" in self.text("bfhq"), 60,
+                 "the collector to start tracing")
+        ctl = subprocess.run([os.path.join(TOOLS, "bfctl"), "attach", "--pid",
+                              str(self.target.pid), "-p", "calltree:ct_*",
+                              "-p", "libbftgt*:*"], env=self.env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             timeout=60)
+        if ctl.returncode:
+            raise Fail("bfctl attach: " + ctl.stdout.decode(errors="replace"))
+
+    def expect_line(self, want, timeout=60):
+        fd = self.target.stdout.fileno()
+        end = time.monotonic() + timeout
+        line = b""
+        while time.monotonic() < end:
+            if not select.select([fd], [], [], max(0, end - time.monotonic()))[0]:
+                break
+            c = os.read(fd, 1)
+            if not c:
+                break
+            if c == b"\n":
+                if line.decode() == want:
+                    return
+                line = b""
+            else:
+                line += c
+        raise Fail(f"the target did not say {want!r}")
+
+    def run_target(self):
+        """One run of the target's calls; its start on the wall clock (ms)."""
+        t0 = time.time() * 1000
+        self.target.stdin.write(b"r")
+        self.target.stdin.flush()
+        self.expect_line("done")
+        return t0
+
+    def end_target(self):
+        self.target.stdin.write(b"q")
+        self.target.stdin.flush()
+        self.target.wait(30)
+        self.coll.wait(120)
+
+    def stop(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        shutil.rmtree(PIN_DIR, ignore_errors=True)
+
+
+# Every kind of line of the live format, in the order bfhq routes them:
+# (thread or None for a marker, line without its sequence number and time),
+# "void" for a gap of one sequence number.  The page must make of them what
+# route.c makes (bfhq --replay): mismatched exits, exits of frames never
+# seen, throws, bubbles, voids, renamed and escaped thread names, a thread
+# only named.
+EDGE_NAMES = ("M 1 main\nM 2 work\nM 3 leaf\\x09tabbed\nX 7 std::bad_alloc\n"
+              "T 1 main (1/1)\nT 2 worker\nT 2 worker, renamed (1/2)\n"
+              "T 3 back\\\\slash\\x01 (1/3)\nT 5 named only\n")
+EDGE_EVENTS = [
+    (1, "e 1"), (2, "e 2"), (1, "e 2"), (2, "x 2"), (1, "e 3"), (1, "x 2"),
+    (1, "! 1 7 12"), (1, "u 1 7"), (1, "x 1"), (3, "x 4"), (1, "e 4"),
+    (1, "x 1"), (1, "t 4"), (2, "e 3"), (None, "m bftrace.lost\t5"), "void",
+    (1, "e 1"), (3, "e 2"), (3, "u 2 9"), (1, "x 1"), (2, "x 3"), (4, "e 1"),
+]
+
+
+def write_edge_trace(outdir):
+    """The live directory of EDGE_EVENTS as trace-1 under outdir."""
+    live = os.path.join(outdir, "trace-1", "live")
+    os.makedirs(live)
+    streams, last, seq = {}, {}, 0
+    for ev in EDGE_EVENTS:
+        if ev == "void":
+            # into every thread's stream so far, at its last time
+            for name, lines in streams.items():
+                if name != "markers":
+                    lines.append(f"| {seq + 1} {last[name]} gap {seq} 1")
+            seq += 1
+            continue
+        thread, text = ev
+        name = "markers" if thread is None else str(thread)
+        op, rest = text.split(" ", 1)
+        streams.setdefault(name, []).append(f"{op} {seq} {seq * 10} {rest}")
+        last[name] = seq * 10
+        seq += 1
+    for name, lines in streams.items():
+        data = "".join(line + "\n" for line in lines).encode()
+        with open(os.path.join(live, f"stream-{name}.data"), "wb") as f:
+            f.write(data)
+        with open(os.path.join(live, f"stream-{name}.index"), "wb") as f:
+            f.write(struct.pack("<QQQQII", 0, len(data), 0, seq * 10, len(lines), 1))
+    with open(os.path.join(live, "names"), "w") as f:
+        f.write(EDGE_NAMES)
+    with open(os.path.join(live, "meta.json"), "w") as f:
+        json.dump({"format": 1, "trace": 1, "run": 0, "protocol": 2,
+                   "state": "finished", "message": "", "resolution_us": 1,
+                   "start_wall_us": 0, "counters": {"gaps": 1, "gap_missing": 1}}, f)
+    return live
+
+
+def check_edges(tap, chromium, out, tmp):
+    """The page's tree of every kind of line equals bfhq --replay's."""
+    edge = os.path.join(out, "edge")
+    live = write_edge_trace(edge)
+    rp = subprocess.run([os.path.join(TOOLS, "bfhq"), "--replay", live, "-o",
+                         os.path.join(edge, "replay")], stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True)
+    try:
+        with open(os.path.join(edge, "replay", "calls.txt"), encoding="utf-8") as f:
+            want = f.read()
+    except OSError:
+        tap.result(False, "bfhq --replay rebuilds calls.txt of every kind of line",
+                   rp.stdout.splitlines())
+        return
+    log = open(os.path.join(out, "bfhq-edge.log"), "wb")
+    hq = subprocess.Popen([os.path.join(TOOLS, "bfhq"), "--port", str(free_port()),
+                           "--output", edge, "--http", "127.0.0.1:0", "--timeout", "120"],
+                          stdout=log, stderr=subprocess.STDOUT)
+    browser = None
+    try:
+        def url():
+            with open(os.path.join(out, "bfhq-edge.log"), "rb") as f:
+                for line in f.read().decode(errors="replace").splitlines():
+                    if "live viewer on " in line:
+                        return line.split("live viewer on ", 1)[1].split()[0]
+            return None
+        base = wait_for(url, 10, "bfhq's live viewer")
+        browser = Browser(chromium, os.path.join(tmp, "edge-profile"),
+                          open(os.path.join(out, "chromium-edge.log"), "wb"))
+        page = browser.page(base + "#trace=1")
+        wait_for(lambda: browser.eval(page, "typeof bft === 'object' && bft.model.ended"),
+                 60, "the page to read the trace")
+        got = browser.eval(page, "bft.callsTxt()")
+        bad = browser.eval(page, "bft.model.bad")
+    except Fail as e:
+        got, bad = str(e), None
+    finally:
+        if browser:
+            browser.close()
+        hq.terminate()
+        hq.wait()
+    with open(os.path.join(edge, "page-calls.txt"), "w") as f:
+        f.write(got or "")
+    tap.result(got == want and bad == 0 and "x?" in want and "x!" in want and " |" in want,
+               "the page's tree of every kind of line equals bfhq --replay's calls.txt",
+               [] if got == want else [f"diff {edge}/replay/calls.txt {edge}/page-calls.txt"])
+
+
+def calls_of(browser, session):
+    return browser.eval(session, f"bft.appear({json.dumps(FN)}).length")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    # A guest sees the tree read-only: there, its exchange directory.
+    ap.add_argument("--out", default=os.path.join(
+        os.environ["BFT_EXPORT"] if os.environ.get("BFT_GUEST") else BUILD, "live-view"))
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    tap = Tap()
+    shutil.rmtree(args.out, ignore_errors=True)
+    os.makedirs(args.out)
+    chromium = os.environ.get("BFT_CHROMIUM", "chromium")
+    if not shutil.which(chromium):
+        tap.result(False, f"{chromium} is installed (scripts/setup-deps.sh installs it)")
+        print(f"1..{tap.n}")
+        return 1
+    if not os.access(os.path.join(TOOLS, "bfhq"), os.X_OK):
+        tap.result(False, "build/user/bfhq is built (make -C user)")
+        print(f"1..{tap.n}")
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            check_edges(tap, chromium, args.out, tmp)
+        except Fail as e:
+            tap.result(False, f"the page's tree of every kind of line: {e}")
+    if os.geteuid() != 0:
+        tap.result(True, f"# SKIP the {BACKEND} backend needs root")
+        print(f"1..{tap.n}")
+        return 0
+    for need in (os.path.join(TOOLS, "bfhq"), os.path.join(TARGETS, "calltree")):
+        if not os.access(need, os.X_OK):
+            tap.result(False, f"{os.path.relpath(need, ROOT)} is built "
+                       "(make -C user; make -C selftests/bftrace)")
+            print(f"1..{tap.n}")
+            return 1
+
+    pipe = Pipeline(args.out)
+    tmp = tempfile.mkdtemp()
+    browser = None
+    delays = []
+    try:
+        pipe.start()
+        tap.note(f"bfhq serves {pipe.url}")
+        pipe.run_target()
+        browser = Browser(chromium, os.path.join(tmp, "profile"),
+                          open(os.path.join(args.out, "chromium.log"), "wb"))
+        page = browser.page(pipe.url + "#trace=1")
+        wait_for(lambda: browser.eval(page, "typeof bft === 'object'"), 30,
+                 "the page's script")
+        try:
+            wait_for(lambda: calls_of(browser, page) >= CT_NEST_REPS, 30,
+                     "the first run's calls")
+            good = calls_of(browser, page) == CT_NEST_REPS
+        except Fail:
+            good = False
+        tap.result(good, "a page opened mid-trace shows the calls made before "
+                   f"it was opened ({calls_of(browser, page)} of {CT_NEST_REPS} {FN})")
+
+        shown = True
+        for run in range(1, args.runs + 1):
+            t0 = pipe.run_target()
+            want = (run + 1) * CT_NEST_REPS
+            try:
+                wait_for(lambda: calls_of(browser, page) >= want, 30,
+                         f"run {run + 1}'s calls")
+            except Fail:
+                shown = False
+                break
+            k = want - CT_NEST_REPS
+            first = browser.eval(page, f"bft.appear({json.dumps(FN)})[{k}]")
+            delays.append(first - t0)
+
+        tap.result(shown and len(delays) == args.runs,
+                   f"calls made after the page was opened appear on it ({len(delays)} "
+                   f"of {args.runs} runs)")
+        if delays:
+            tap.note("delay from a run's start to its first call on the page: "
+                     + ", ".join(f"{d:.0f}" for d in delays) + " ms; median "
+                     f"{statistics.median(delays):.0f} ms (goal: at most 2 x the "
+                     "flush interval, 200 ms at the defaults)")
+
+        pipe.end_target()
+        try:
+            wait_for(lambda: browser.eval(page, "bft.model.ended"), 60,
+                     "the page to see the trace end")
+            ended = True
+        except Fail:
+            ended = False
+        tap.result(ended, "the page sees the trace end")
+        calls_path = os.path.join(pipe.hqout, "trace-1", "calls.txt")
+        wait_for(lambda: os.path.exists(calls_path), 30, "calls.txt")
+        with open(calls_path, encoding="utf-8", errors="surrogateescape") as f:
+            want = f.read()
+        got = browser.eval(page, "bft.callsTxt()")
+        pre = browser.eval(page, "document.getElementById('calls-txt').textContent")
+        with open(os.path.join(args.out, "page-calls.txt"), "w") as f:
+            f.write(got or "")
+        nthreads = want.count("\n")
+        tap.result(got == want and pre == want and nthreads > 1,
+                   f"the page's call tree equals calls.txt ({nthreads} threads, "
+                   f"{want.count(' e')} calls)",
+                   [] if got == want else [f"diff {calls_path} {args.out}/page-calls.txt"])
+
+        late = browser.page(pipe.url + "#trace=1")
+        try:
+            wait_for(lambda: browser.eval(late, "typeof bft === 'object' && bft.model.ended"),
+                     60, "the second page to read the finished trace")
+            got2 = browser.eval(late, "bft.callsTxt()")
+        except Fail as e:
+            got2 = str(e)
+        tap.result(got2 == want, "a second page on the finished trace shows the same tree")
+
+        # The flame graph: its SVG, and a screenshot of exactly its box.
+        # Its box scrolls at 30em on the page: unfold it for the picture.
+        browser.eval(page, "document.getElementById('flame').style.maxHeight = 'none'")
+        box = browser.eval(page, "(() => { const s = document.getElementById('flame-svg');"
+                           " s.scrollIntoView(); const r = s.getBoundingClientRect();"
+                           " return [r.x + scrollX, r.y + scrollY, r.width, r.height,"
+                           " s.outerHTML]; })()")
+        svg_path = os.path.join(args.out, "flame.svg")
+        png_path = os.path.join(args.out, "flame.png")
+        with open(svg_path, "w") as f:
+            f.write(box[4])
+        shot = browser.call("Page.captureScreenshot", page, format="png",
+                            captureBeyondViewport=True,
+                            clip={"x": box[0], "y": box[1], "width": box[2],
+                                  "height": box[3], "scale": 1})
+        with open(png_path, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+        check = subprocess.run([sys.executable, os.path.join(ROOT, "scripts",
+                                                             "flame-render-check.py"),
+                                "--start", str(tap.n + 1), "--frame", FN,
+                                "--size", f"{int(box[2])}x{int(box[3])}",
+                                svg_path, png_path],
+                               stdout=subprocess.PIPE, text=True)
+        for line in check.stdout.splitlines():
+            print(line, flush=True)
+            if line.startswith("ok ") or line.startswith("not ok "):
+                tap.n += 1
+                tap.failed += line.startswith("not ok ")
+        tap.note(f"screenshot: {os.path.relpath(png_path, ROOT)}")
+    except Fail as e:
+        tap.result(False, f"the pipeline ran: {e}")
+    finally:
+        if browser:
+            browser.close()
+        pipe.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"delays_ms": delays,
+                       "median_ms": statistics.median(delays) if delays else None,
+                       "flush_ms": 100}, f)
+    print(f"1..{tap.n}")
+    return 1 if tap.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

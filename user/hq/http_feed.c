@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What one viewer of bfhq --http is sent: a trace's live directory
+ * (docs/live-format.md) tailed the way seed 002's viewer reads it.  Every
+ * refill looks again at meta.json, the streams' indexes and names, and
+ * turns what complete index entries newly cover, up to the safe frontier
+ * (the minimum over the streams of their latest end times; everything
+ * once the trace ended), into Server-Sent Events:
+ *
+ *   meta       meta.json, when it was replaced
+ *   names      the new lines of names
+ *   stream     a stream's id ("markers" for the markers'), then its lines
+ *   bad        how many index entries were not followed (they made no sense)
+ *   frontier   the time everything is shown up to
+ *   end        the trace ended and all of it was sent
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "http_feed.h"
+#include "live.h"
+
+/* More than any flush writes to one stream (a bad entry otherwise). */
+#define FEED_ENTRY_MAX		(256u << 20)
+/* What one refill may queue: a big trace goes out in pieces. */
+#define FEED_REFILL_MAX		(1u << 20)
+
+/*
+ * An index record of the live files (docs/live-format.md): data offset,
+ * size, begin time, end time (u64 each), events, flags (u32 each),
+ * little-endian.
+ */
+
+struct live_index_entry {
+	uint64_t offset, size, begin, end;
+	uint32_t events, flags;
+};
+
+static uint64_t le(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+
+	while (n--)
+		v = v << 8 | p[n];
+	return v;
+}
+
+static void live_index_decode(const unsigned char *p,
+			      struct live_index_entry *e)
+{
+	e->offset = le(p, 8);
+	e->size = le(p + 8, 8);
+	e->begin = le(p + 16, 8);
+	e->end = le(p + 24, 8);
+	e->events = (uint32_t)le(p + 32, 4);
+	e->flags = (uint32_t)le(p + 36, 4);
+}
+
+static void stream_path(char *out, size_t n, const char *dir, unsigned int id,
+			const char *ext)
+{
+	if (id == LIVE_MARKERS)
+		snprintf(out, n, "%s/stream-markers.%s", dir, ext);
+	else
+		snprintf(out, n, "%s/stream-%u.%s", dir, id, ext);
+}
+
+struct fstream {
+	unsigned int id;
+	int data_fd, index_fd;
+	uint64_t index_read;	/* bytes of whole records consumed */
+	uint64_t last_end;	/* end time of its latest entry */
+	bool has_entry;
+	bool final;		/* its last entry is flagged final */
+	bool broken;		/* an entry made no sense: read no further */
+	uint64_t covered;	/* data bytes the entries read cover */
+	uint64_t head_sent;	/* bytes of q[qhead] already sent */
+	struct live_index_entry *q;	/* read, not yet sent */
+	size_t qhead, qlen, qcap;
+};
+
+struct feed {
+	char dir[PATH_MAX];	/* the trace's live/ directory */
+	struct fstream *s;
+	size_t ns;
+	uint64_t frontier;	/* sent up to this time */
+	bool frontier_sent;
+	bool final;		/* meta.json says the trace ended */
+	bool ended;		/* "end" queued: nothing follows */
+	uint64_t names_off;
+	uint64_t bad, bad_sent;	/* entries ignored (read_index()) */
+	struct stat meta_st;	/* of the meta.json last sent */
+	struct bft_buf *out;	/* feed_refill()'s */
+};
+
+/* ---- small helpers ---- */
+
+static void bputs(struct bft_buf *b, const char *s)
+{
+	bft_buf_append(b, s, strlen(s));
+}
+
+/* Each line of p (n bytes) as an SSE "data:" line; \r would end one. */
+static void sse_lines(struct bft_buf *b, const char *p, size_t n)
+{
+	while (n) {
+		const char *nl = memchr(p, '\n', n);
+		size_t len = nl ? (size_t)(nl - p) : n;
+		size_t at;
+
+		bputs(b, "data: ");
+		at = b->len;
+		bft_buf_append(b, p, len);
+		for (size_t i = at; i < b->len; i++)
+			if (b->data[i] == '\r')
+				b->data[i] = ' ';
+		bputs(b, "\n");
+		p += len + (nl != NULL);
+		n -= len + (nl != NULL);
+	}
+}
+
+static void sse_event(struct bft_buf *b, const char *event, const char *p,
+		      size_t n)
+{
+	bputs(b, "event: ");
+	bputs(b, event);
+	bputs(b, "\n");
+	if (!n)
+		bputs(b, "data: \n");
+	else
+		sse_lines(b, p, n);
+	bputs(b, "\n");
+}
+
+int feed_read_at(int fd, uint64_t off, size_t n, struct bft_buf *b)
+{
+	size_t at;
+	ssize_t r;
+
+	if (bft_buf_reserve(b, n))
+		return -1;
+	at = b->len;
+	while (n) {
+		r = pread(fd, b->data + at, n, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		at += (size_t)r;
+		off += (uint64_t)r;
+		n -= (size_t)r;
+	}
+	b->len = at;
+	return 0;
+}
+
+/* ---- the live directory, tailed ---- */
+
+static struct fstream *stream_get(struct feed *f, unsigned int id)
+{
+	struct fstream *s;
+	char path[PATH_MAX + 128];
+	size_t i;
+
+	for (i = 0; i < f->ns; i++)
+		if (f->s[i].id == id)
+			return &f->s[i];
+	s = realloc(f->s, (f->ns + 1) * sizeof(*s));
+	if (!s)
+		return NULL;
+	f->s = s;
+	s = &f->s[f->ns];
+	*s = (struct fstream){ .id = id, .data_fd = -1, .index_fd = -1 };
+	stream_path(path, sizeof(path), f->dir, id, "index");
+	s->index_fd = open(path, O_RDONLY | O_CLOEXEC);
+	stream_path(path, sizeof(path), f->dir, id, "data");
+	s->data_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->index_fd < 0 || s->data_fd < 0) {
+		if (s->index_fd >= 0)
+			close(s->index_fd);
+		if (s->data_fd >= 0)
+			close(s->data_fd);
+		return NULL;	/* looked for again at the next refill */
+	}
+	f->ns++;
+	return s;
+}
+
+static void scan_streams(struct feed *f)
+{
+	DIR *d = opendir(f->dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		unsigned int id;
+		int end = 0;
+
+		if (!strcmp(e->d_name, "stream-markers.index"))
+			stream_get(f, LIVE_MARKERS);
+		else if (!strncmp(e->d_name, "stream-", 7) &&
+			 e->d_name[7] >= '0' && e->d_name[7] <= '9' &&
+			 sscanf(e->d_name, "stream-%u.index%n", &id,
+				&end) == 1 && end && !e->d_name[end] &&
+			 id < LIVE_MARKERS)
+			stream_get(f, id);
+	}
+	closedir(d);
+}
+
+static int queue_push(struct fstream *s, const struct live_index_entry *e)
+{
+	if (s->qhead && s->qlen == s->qcap) {
+		memmove(s->q, s->q + s->qhead,
+			(s->qlen - s->qhead) * sizeof(*e));
+		s->qlen -= s->qhead;
+		s->qhead = 0;
+	}
+	if (s->qlen == s->qcap) {
+		size_t cap = s->qcap ? 2 * s->qcap : 64;
+		struct live_index_entry *q = realloc(s->q, cap * sizeof(*q));
+
+		if (!q)
+			return -1;
+		s->q = q;
+		s->qcap = cap;
+	}
+	s->q[s->qlen++] = *e;
+	return 0;
+}
+
+/*
+ * The whole records appended to s's index since the last look.  One that
+ * does not follow the one before (not contiguous, an end time that goes
+ * back, a size no flush writes) ends the stream's index for this viewer:
+ * counted in f->bad, as is data an entry covers that cannot be read.
+ */
+static void read_index(struct feed *f, struct fstream *s)
+{
+	unsigned char rec[LIVE_INDEX_RECORD];
+	struct live_index_entry e;
+	struct stat st;
+
+	if (s->broken || fstat(s->index_fd, &st))
+		return;
+	while (s->index_read + sizeof(rec) <= (uint64_t)st.st_size) {
+		if (pread(s->index_fd, rec, sizeof(rec),
+			  (off_t)s->index_read) != (ssize_t)sizeof(rec))
+			return;
+		live_index_decode(rec, &e);
+		if (e.offset != s->covered || e.size > FEED_ENTRY_MAX ||
+		    (s->has_entry && e.end < s->last_end)) {
+			s->broken = true;
+			f->bad++;
+			return;
+		}
+		if (e.size && queue_push(s, &e))
+			return;		/* read again at the next look */
+		s->index_read += sizeof(rec);
+		s->covered += e.size;
+		s->last_end = e.end;
+		s->has_entry = true;
+		s->final |= e.flags & LIVE_FLAG_FINAL;
+	}
+}
+
+/* meta.json again if it was replaced; its state decides f->final. */
+static void read_meta(struct feed *f)
+{
+	char path[PATH_MAX + 96];
+	json_error_t err;
+	json_t *meta;
+	const char *state;
+	struct stat st;
+	char *s;
+
+	snprintf(path, sizeof(path), "%s/meta.json", f->dir);
+	if (stat(path, &st) || (st.st_ino == f->meta_st.st_ino &&
+				st.st_size == f->meta_st.st_size &&
+				st.st_mtim.tv_sec == f->meta_st.st_mtim.tv_sec &&
+				st.st_mtim.tv_nsec == f->meta_st.st_mtim.tv_nsec))
+		return;
+	meta = json_load_file(path, 0, &err);
+	if (!meta)
+		return;		/* being replaced: the next look sees it */
+	f->meta_st = st;
+	state = json_string_value(json_object_get(meta, "state"));
+	if (state && (!strcmp(state, "finished") || !strcmp(state, "failed")))
+		f->final = true;
+	s = json_dumps(meta, JSON_COMPACT);
+	if (s) {
+		sse_event(f->out, "meta", s, strlen(s));
+		free(s);
+	}
+	json_decref(meta);
+}
+
+/* The names appended since the last look, whole lines only. */
+static void read_names(struct feed *f)
+{
+	char path[PATH_MAX + 96];
+	struct bft_buf b = { 0 };
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/names", f->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && (uint64_t)st.st_size > f->names_off &&
+	    !feed_read_at(fd, f->names_off, (size_t)(st.st_size - f->names_off),
+		     &b)) {
+		unsigned char *nl = memrchr(b.data, '\n', b.len);
+
+		if (nl) {
+			size_t n = (size_t)(nl - b.data);
+
+			sse_event(f->out, "names", (char *)b.data, n);
+			f->names_off += n + 1;
+		}
+	}
+	bft_buf_free(&b);
+	close(fd);
+}
+
+/* The time of a data line, 0 if it does not parse (it is sent as is). */
+static uint64_t line_time(const char *p, size_t n)
+{
+	struct live_line l;
+
+	if (n && p[n - 1] == '\n')
+		n--;
+	return live_parse_line(p, n, &l) ? 0 : l.time_us;
+}
+
+/*
+ * Append to data what s's entries cover up to frontier: whole entries
+ * that end by then, and of the next one the lines not later than it
+ * (docs/live-format.md, "Reading").  false: not all of it (budget, or a
+ * read that failed), look again.
+ */
+static bool stream_take(struct feed *f, struct fstream *s,
+			uint64_t frontier, struct bft_buf *data, size_t budget)
+{
+	while (s->qhead < s->qlen) {
+		struct live_index_entry *e = &s->q[s->qhead];
+		uint64_t off = e->offset + s->head_sent;
+		size_t n = (size_t)(e->size - s->head_sent), at = data->len;
+
+		if (data->len > budget)
+			return false;
+		if (feed_read_at(s->data_fd, off, n, data)) {
+			/* the index said it was synced: it never will be */
+			data->len = at;
+			f->bad++;
+			s->qhead++;
+			s->head_sent = 0;
+			continue;
+		}
+		if (e->end > frontier) {
+			/* the lines up to the frontier, then stop */
+			const char *p = (char *)data->data + at;
+			size_t keep = 0;
+
+			while (keep < n) {
+				const char *nl = memchr(p + keep, '\n',
+							n - keep);
+				size_t len = nl ? (size_t)(nl - p) - keep + 1 :
+						  n - keep;
+
+				if (line_time(p + keep, len) > frontier)
+					break;
+				keep += len;
+			}
+			data->len = at + keep;
+			s->head_sent += keep;
+			return true;
+		}
+		s->qhead++;
+		s->head_sent = 0;
+	}
+	return true;
+}
+
+/*
+ * Queue what the indexes now cover: everything if the trace ended, else up
+ * to the safe frontier, the minimum over the streams with an entry of
+ * their latest end times (docs/live-format.md).
+ */
+bool feed_refill(struct feed *f, struct bft_buf *out)
+{
+	uint64_t frontier = UINT64_MAX;
+	struct bft_buf data = { 0 };
+	bool all = true, indexed = false;
+	size_t i;
+
+	f->out = out;
+	if (f->ended)
+		return true;
+	read_meta(f);
+	scan_streams(f);
+	for (i = 0; i < f->ns; i++) {
+		struct fstream *s = &f->s[i];
+
+		read_index(f, s);
+		if (!s->has_entry || s->broken)
+			continue;
+		indexed = true;
+		if (!s->final && s->last_end < frontier)
+			frontier = s->last_end;
+	}
+	if (!indexed)
+		frontier = 0;
+	if (f->final)
+		frontier = UINT64_MAX;
+	if (frontier < f->frontier)
+		frontier = f->frontier;	/* never take anything back */
+	read_names(f);
+	for (i = 0; i < f->ns; i++) {
+		struct fstream *s = &f->s[i];
+		char head[16];
+
+		data.len = 0;
+		if (f->out->len > FEED_REFILL_MAX ||
+		    !stream_take(f, s, frontier, &data, FEED_REFILL_MAX))
+			all = false;
+		if (!data.len)
+			continue;
+		if (s->id == LIVE_MARKERS)
+			snprintf(head, sizeof(head), "markers\n");
+		else
+			snprintf(head, sizeof(head), "%u\n", s->id);
+		bputs(f->out, "event: stream\ndata: ");
+		bputs(f->out, head);
+		sse_lines(f->out, (char *)data.data, data.len);
+		bputs(f->out, "\n");
+	}
+	bft_buf_free(&data);
+	if (f->bad != f->bad_sent) {
+		char t[32];
+
+		snprintf(t, sizeof(t), "%" PRIu64, f->bad);
+		sse_event(f->out, "bad", t, strlen(t));
+		f->bad_sent = f->bad;
+	}
+	if (!all)
+		return false;
+	if (frontier != UINT64_MAX && indexed &&
+	    (frontier > f->frontier || !f->frontier_sent)) {
+		char t[32];
+
+		snprintf(t, sizeof(t), "%" PRIu64, frontier);
+		sse_event(f->out, "frontier", t, strlen(t));
+		f->frontier_sent = true;
+	}
+	f->frontier = frontier;
+	if (f->final) {
+		for (i = 0; i < f->ns; i++)
+			if (f->s[i].qhead < f->s[i].qlen)
+				return false;
+		sse_event(f->out, "end", NULL, 0);
+		f->ended = true;
+	}
+	return f->ended;
+}
+
+struct feed *feed_new(const char *dir)
+{
+	struct feed *f = calloc(1, sizeof(*f));
+
+	if (f)
+		snprintf(f->dir, sizeof(f->dir), "%s", dir);
+	return f;
+}
+
+void feed_free(struct feed *f)
+{
+	size_t i;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->ns; i++) {
+		close(f->s[i].data_fd);
+		close(f->s[i].index_fd);
+		free(f->s[i].q);
+	}
+	free(f->s);
+	free(f);
+}

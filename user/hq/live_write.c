@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The live copy of a trace, trace-<N>/live/, written while it is received
+ * (docs/live-format.md).  Routed events are kept in routing order until
+ * the next flush (and, from bfcollector, until their microseconds came); a
+ * flush appends them to their streams, syncs the data, and only then
+ * appends one index entry per stream, an empty one for a stream without
+ * news: a reader trusts an index entry, so it must never point at data that
+ * is not there.
+ *
+ * An I/O error stops the live copy of that trace (logged once); the usual
+ * outputs do not depend on it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "hq.h"
+#include "live.h"
+
+struct lstream {
+	uint32_t id;		/* thread id, or LIVE_MARKERS */
+	int data_fd, index_fd;
+	uint64_t off;		/* data bytes written */
+	struct bft_buf buf;	/* lines not yet written */
+	uint32_t nlines;
+	uint64_t begin_us;	/* of buf's first line */
+	uint64_t last_us;	/* of the last event */
+};
+
+/*
+ * Lines waiting for their microseconds: past this many, an agent that
+ * declared them but sends no more is not waited for.
+ */
+#define LIVE_HOLD_MAX	(1u << 20)
+
+/* A routed event or void, until a flush writes it. */
+struct lrec {
+	uint32_t stream;
+	uint32_t seq;		/* |: the number after the void */
+	uint64_t us;
+	char op;		/* as in the data files */
+	char cause[7];
+	uint32_t a, b, c;	/* method, exception, line; |: first, count */
+	char *text;		/* m: "key\tvalue", escaped */
+};
+
+struct live {
+	char dir[4096];
+	struct lrec *recs;	/* in routing order */
+	uint32_t nrecs, recs_cap;
+	bool micro;		/* bftrace.us markers come */
+	bool covered_set;
+	uint32_t covered;	/* they covered every number before this */
+	uint64_t micro_bad;	/* malformed ones, ignored */
+	int names_fd;
+	struct bft_buf names;	/* lines not yet written */
+	struct lstream *streams[LIVE_MARKERS + 1];
+	uint32_t *order;	/* stream ids in order of appearance */
+	uint32_t nstreams;
+	uint64_t frontier_us;	/* the latest event time routed */
+	bool dirty;		/* lines to write at the next flush */
+	bool broken;		/* an I/O error: no more live copy */
+	bool ended;		/* the final flush is done */
+	uint64_t last_flush_ms, flushes, agent_lost;
+	const struct hq_opts *o;	/* bfhq's, which outlive the trace */
+	char *meta;		/* what meta.json holds now */
+};
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void broken(struct live *l, const char *what, int err)
+{
+	if (!l->broken)
+		hq_log("%s: %s: %s; the live copy stops here", l->dir, what,
+		       strerror(err));
+	l->broken = true;
+}
+
+static int open_in(struct live *l, const char *name, int flags)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", l->dir, name);
+	fd = open(path, flags | O_CLOEXEC, 0644);
+	if (fd < 0)
+		broken(l, name, errno);
+	return fd;
+}
+
+/* A reused output directory: what an earlier bfhq left there goes. */
+static void clear_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "stream-", 7) ||
+		    !strcmp(e->d_name, "names") ||
+		    !strncmp(e->d_name, "meta.json", 9))
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+}
+
+static struct lstream *stream_get(struct live *l, uint32_t id)
+{
+	struct lstream *s = l->streams[id];
+	char name[64];
+
+	if (s || l->broken)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->id = id;
+	if (id == LIVE_MARKERS)
+		snprintf(name, sizeof(name), "stream-markers");
+	else
+		snprintf(name, sizeof(name), "stream-%u", id);
+	strcat(name, ".data");
+	s->data_fd = open_in(l, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND);
+	strcpy(strrchr(name, '.'), ".index");
+	s->index_fd = open_in(l, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND);
+	if (s->data_fd < 0 || s->index_fd < 0) {
+		if (s->data_fd >= 0)
+			close(s->data_fd);
+		if (s->index_fd >= 0)
+			close(s->index_fd);
+		free(s);
+		return NULL;
+	}
+	l->streams[id] = s;
+	l->order[l->nstreams++] = id;
+	return s;
+}
+
+static void line_start(struct live *l, struct lstream *s, uint64_t us)
+{
+	if (!s->nlines)
+		s->begin_us = us;
+	s->nlines++;
+	l->dirty = true;
+}
+
+void live_name(struct live *l, char kind, uint32_t id, const char *name,
+	       size_t len)
+{
+	if (!l || l->broken)
+		return;
+	hq_bprintf(&l->names, "%c %" PRIu32 " ", kind, id);
+	hq_escape(&l->names, name ? name : "", name ? len : 0);
+	bft_buf_append(&l->names, "\n", 1);
+}
+
+static struct lrec *rec_push(struct live *l)
+{
+	if (l->nrecs == l->recs_cap) {
+		uint32_t cap = l->recs_cap ? 2 * l->recs_cap : 1024;
+		struct lrec *v = realloc(l->recs, cap * sizeof(*v));
+
+		if (!v) {
+			broken(l, "memory", ENOMEM);
+			return NULL;
+		}
+		l->recs = v;
+		l->recs_cap = cap;
+	}
+	memset(&l->recs[l->nrecs], 0, sizeof(*l->recs));
+	return &l->recs[l->nrecs++];
+}
+
+void live_event(struct live *l, const struct pending *p)
+{
+	static const char ops[] = {
+		[BFP_METHOD_ENTRY] = 'e', [BFP_METHOD_EXIT] = 'x',
+		[BFP_EXCEPTION] = '!', [BFP_EXCEPTION_BUBBLE] = 'u',
+		[BFP_MARKER] = 'm',
+	};
+	struct lrec *r;
+
+	if (!l || l->broken || p->id >= sizeof(ops) || !ops[p->id])
+		return;
+	r = rec_push(l);
+	if (!r)
+		return;
+	r->op = ops[p->id];
+	if (r->op == 'x' && p->thrown)
+		r->op = 't';
+	r->stream = r->op == 'm' ? LIVE_MARKERS : p->thread;
+	r->seq = p->seq;
+	r->us = (uint64_t)p->time * 1000;
+	r->a = p->method;
+	r->b = p->exception;
+	r->c = p->line;
+	if (r->op == 'm') {
+		struct bft_buf t = { 0 };
+
+		hq_escape(&t, p->key, strlen(p->key));
+		bft_buf_append(&t, "\t", 1);
+		hq_escape(&t, p->value, strlen(p->value));
+		bft_buf_append(&t, "", 1);
+		r->text = (char *)t.data;
+		if (!strcmp(p->key, "bftrace.lost"))
+			l->agent_lost += strtoull(p->value, NULL, 10);
+	}
+}
+
+void live_void(struct live *l, const char *cause, uint32_t first,
+	       uint32_t count, uint32_t next)
+{
+	struct lrec *r;
+
+	if (!l || l->broken)
+		return;
+	r = rec_push(l);
+	if (!r)
+		return;
+	r->op = '|';
+	r->seq = next;
+	r->a = first;
+	r->b = count;
+	snprintf(r->cause, sizeof(r->cause), "%s", cause);
+}
+
+static bool seq_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+/*
+ * "bftrace.us" from bfcollector: "<n> <d>,<d>,...", the sub-millisecond
+ * parts of the n sequenced messages just before this one.  From the first
+ * one on, lines wait until such a marker has covered them.
+ */
+void live_micro(struct live *l, const struct pending *p)
+{
+	const char *v = p->value;
+	unsigned long n, k, x;
+	uint16_t *d;
+	uint32_t first, i;
+	char *end;
+
+	if (!l || l->broken)
+		return;
+	n = strtoul(v, &end, 10);
+	if (end == v || n > 65536 || (*end && *end != ' ')) {
+		l->micro_bad++;
+		return;
+	}
+	d = calloc(n + 1, sizeof(*d));
+	if (!d)
+		return;
+	for (k = 0; k < n; k++) {
+		if (*end != (k ? ',' : ' '))
+			break;
+		v = end + 1;
+		x = strtoul(v, &end, 10);
+		if (end == v || x > 999)
+			break;
+		d[k] = (uint16_t)x;
+	}
+	l->micro = true;
+	if (!l->covered_set || seq_before(l->covered, p->seq))
+		l->covered = p->seq;
+	l->covered_set = true;
+	if (k < n || *end) {
+		l->micro_bad++;
+		free(d);
+		return;
+	}
+	first = p->seq - (uint32_t)n;
+	/* the records are in sequence order: the last ones are these */
+	for (i = l->nrecs; i-- > 0;) {
+		struct lrec *r = &l->recs[i];
+
+		if (r->op == '|' || !seq_before(r->seq, p->seq))
+			continue;
+		if (seq_before(r->seq, first))
+			break;
+		r->us += d[r->seq - first];
+	}
+	free(d);
+}
+
+/* Lines of the records ready (all if final) into their streams. */
+static void format_ready(struct live *l, bool final)
+{
+	uint32_t i, k, done = 0;
+
+	for (i = 0; i < l->nrecs; i++) {
+		struct lrec *r = &l->recs[i];
+		struct lstream *s;
+
+		if (!final && l->micro && l->nrecs - i <= LIVE_HOLD_MAX &&
+		    (r->op == '|' ? seq_before(l->covered, r->seq) :
+				    !seq_before(r->seq, l->covered)))
+			break;
+		done = i + 1;
+		if (r->op == '|') {
+			for (k = 0; k < l->nstreams; k++) {
+				s = l->streams[l->order[k]];
+				if (s->id == LIVE_MARKERS)
+					continue;
+				line_start(l, s, s->last_us);
+				hq_bprintf(&s->buf, "| %" PRIu32 " %" PRIu64
+					   " %s %" PRIu32 " %" PRIu32 "\n",
+					   r->seq, s->last_us, r->cause, r->a,
+					   r->b);
+			}
+			continue;
+		}
+		s = stream_get(l, r->stream);
+		if (!s)
+			break;
+		line_start(l, s, r->us);
+		s->last_us = r->us;
+		if (r->us > l->frontier_us)
+			l->frontier_us = r->us;
+		hq_bprintf(&s->buf, "%c %" PRIu32 " %" PRIu64, r->op, r->seq,
+			   r->us);
+		switch (r->op) {
+		case 'm':
+			hq_bprintf(&s->buf, " %s\n", r->text);
+			break;
+		case '!':
+			hq_bprintf(&s->buf, " %" PRIu32 " %" PRIu32 " %"
+				   PRIu32 "\n", r->a, r->b, r->c);
+			break;
+		case 'u':
+			hq_bprintf(&s->buf, " %" PRIu32 " %" PRIu32 "\n",
+				   r->a, r->b);
+			break;
+		default:
+			hq_bprintf(&s->buf, " %" PRIu32 "\n", r->a);
+			break;
+		}
+	}
+	if (!done)
+		return;
+	for (i = 0; i < done; i++)
+		free(l->recs[i].text);
+	memmove(l->recs, l->recs + done, (l->nrecs - done) * sizeof(*l->recs));
+	l->nrecs -= done;
+}
+
+static char *meta_text(struct live *l, const struct trace *t)
+{
+	json_t *j = json_pack(
+		"{s:i,s:I,s:i,s:i,s:s,s:s,s:i,s:I,s:I,s:I,s:I,s:I,s:I,"
+		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+		"format", LIVE_FORMAT,
+		"trace", (json_int_t)t->index,
+		"run", (int)t->run_id,
+		"protocol", (int)t->version,
+		"state", !l->ended ? "running" :
+			 t->failed ? "failed" : "finished",
+		"message", l->ended ? t->fail_msg : "",
+		"resolution_us", l->micro ? 1 : 1000,
+		"flush_ms", (json_int_t)l->o->live_flush_ms,
+		"reorder_bound", (json_int_t)l->o->reorder_bound,
+		"gap_timeout_ms", (json_int_t)l->o->gap_ms,
+		"start_wall_us", (json_int_t)t->start_wall_us,
+		"flushes", (json_int_t)l->flushes,
+		"frontier_us", (json_int_t)l->frontier_us,
+		"counters",
+		"routed", (json_int_t)t->routed,
+		"gaps", (json_int_t)t->gaps,
+		"gap_missing", (json_int_t)t->gap_missing,
+		"lost", (json_int_t)t->lost_bound,
+		"lost_missing", (json_int_t)t->lost_missing,
+		"late", (json_int_t)t->late,
+		"breaks", (json_int_t)t->breaks_seen,
+		"breaks_late", (json_int_t)t->breaks_late,
+		"heartbeats", (json_int_t)t->heartbeats,
+		"agent_lost", (json_int_t)l->agent_lost,
+		"us_malformed", (json_int_t)l->micro_bad);
+	json_t *c = json_object_get(j, "counters");
+	char mode[2] = { (char)t->last_mode, 0 };
+	char *text;
+
+	/* the rest of what the summary says */
+	json_object_set_new(j, "last_mode", json_string(mode));
+	json_object_set_new(c, "classes_transformed",
+			    json_integer((json_int_t)t->classes[0]));
+	json_object_set_new(c, "classes_ignored",
+			    json_integer((json_int_t)t->classes[1]));
+	json_object_set_new(c, "classes_failed",
+			    json_integer((json_int_t)t->classes[2]));
+	json_object_set_new(c, "agent_errors",
+			    json_integer((json_int_t)t->agent_errors));
+	text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+
+	json_decref(j);
+	return text;
+}
+
+/* meta.json through a rename: readers see the old file or the new one. */
+static void write_meta(struct live *l, const struct trace *t)
+{
+	char tmp[4200], path[4200];
+	char *text = meta_text(l, t);
+	int fd;
+
+	if (!text || (l->meta && !strcmp(text, l->meta))) {
+		free(text);
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", l->dir);
+	snprintf(path, sizeof(path), "%s/meta.json", l->dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write_all(fd, text, strlen(text)) ||
+	    write_all(fd, "\n", 1) || fdatasync(fd) || close(fd) ||
+	    rename(tmp, path)) {
+		if (fd >= 0)
+			close(fd);
+		broken(l, "meta.json", errno);
+		free(text);
+		return;
+	}
+	free(l->meta);
+	l->meta = text;
+}
+
+static void put_le(unsigned char *p, uint64_t v, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static int write_names(struct live *l)
+{
+	if (!l->names.len)
+		return 0;
+	if (write_all(l->names_fd, l->names.data, l->names.len) ||
+	    fdatasync(l->names_fd)) {
+		broken(l, "names", errno);
+		return -1;
+	}
+	l->names.len = 0;
+	return 0;
+}
+
+static void flush(struct live *l, bool final)
+{
+	unsigned char rec[LIVE_INDEX_RECORD];
+	uint32_t i;
+
+	if (write_names(l))
+		return;
+	for (i = 0; i < l->nstreams; i++) {
+		struct lstream *s = l->streams[l->order[i]];
+
+		if (s->buf.len && (write_all(s->data_fd, s->buf.data,
+					     s->buf.len) ||
+				   fdatasync(s->data_fd)))
+			return broken(l, "stream data", errno);
+	}
+	/* Only now may the index point at it. */
+	for (i = 0; i < l->nstreams; i++) {
+		struct lstream *s = l->streams[l->order[i]];
+
+		put_le(rec, s->off, 8);
+		put_le(rec + 8, s->buf.len, 8);
+		put_le(rec + 16, s->nlines ? s->begin_us : l->frontier_us, 8);
+		put_le(rec + 24, l->frontier_us, 8);
+		put_le(rec + 32, s->nlines, 4);
+		put_le(rec + 36, final ? LIVE_FLAG_FINAL : 0, 4);
+		if (write_all(s->index_fd, rec, sizeof(rec)))
+			return broken(l, "stream index", errno);
+		s->off += s->buf.len;
+		s->buf.len = 0;
+		s->nlines = 0;
+	}
+	l->flushes++;
+	l->dirty = false;
+}
+
+void live_tick(struct live *l, const struct trace *t, uint64_t now_ms,
+	       bool force, bool final)
+{
+	if (!l || l->broken || l->ended)
+		return;
+	if (!force && !final && now_ms - l->last_flush_ms < l->o->live_flush_ms)
+		return;
+	l->last_flush_ms = now_ms;
+	format_ready(l, final);
+	if (l->dirty || final)
+		flush(l, final);
+	else
+		write_names(l);
+	if (final)
+		l->ended = true;
+	if (!l->broken)
+		write_meta(l, t);
+}
+
+struct live *live_open(const struct hq *hq, const struct trace *t,
+		       const char *trace_dir)
+{
+	struct live *l;
+
+	if (!hq->o.live_flush_ms)
+		return NULL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->order = calloc(LIVE_MARKERS + 1, sizeof(*l->order));
+	l->names_fd = -1;
+	snprintf(l->dir, sizeof(l->dir), "%s/live", trace_dir);
+	l->o = &hq->o;
+	l->last_flush_ms = hq_now_ms();
+	if (!l->order || (mkdir(l->dir, 0755) && errno != EEXIST)) {
+		hq_log("cannot create %s: %s", l->dir, strerror(errno));
+		free(l->order);
+		free(l);
+		return NULL;
+	}
+	clear_dir(l->dir);
+	l->names_fd = open_in(l, "names", O_WRONLY | O_CREAT | O_TRUNC |
+			      O_APPEND);
+	if (!l->broken)
+		write_meta(l, t);
+	return l;
+}
+
+void live_close(struct live *l)
+{
+	uint32_t i;
+
+	if (!l)
+		return;
+	for (i = 0; i < l->nstreams; i++) {
+		struct lstream *s = l->streams[l->order[i]];
+
+		close(s->data_fd);
+		close(s->index_fd);
+		bft_buf_free(&s->buf);
+		free(s);
+	}
+	if (l->names_fd >= 0)
+		close(l->names_fd);
+	bft_buf_free(&l->names);
+	for (i = 0; i < l->nrecs; i++)
+		free(l->recs[i].text);
+	free(l->recs);
+	free(l->order);
+	free(l->meta);
+	free(l);
+}

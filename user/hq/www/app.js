@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+// The page: the trace list, and one trace's Server-Sent Events feeding a
+// BftModel drawn by a BftView.  window.bft is what tests look at.
+"use strict";
+
+const bft = {
+  trace: null,
+  model: new BftModel(),
+  view: new BftView(),
+  source: null,
+  renders: 0,
+  callsTxt() { return this.model.callsTxt(); },
+  // Wall times (ms) at which the calls of the method named sig were first drawn.
+  appear(sig) {
+    for (const [id, s] of this.model.methods) if (s === sig) return this.model.appear.get(id) || [];
+    return [];
+  },
+};
+window.bft = bft;
+
+let pending = false;
+function schedule() {
+  if (pending) return;
+  pending = true;
+  setTimeout(() => {
+    pending = false;
+    bft.view.render(bft.model, bft.trace);
+    bft.model.stamp();
+    bft.renders++;
+  }, 0);
+}
+
+function open(traceNo) {
+  if (bft.source) bft.source.close();
+  bft.trace = traceNo;
+  bft.model = new BftModel();
+  const es = new EventSource("/api/traces/" + traceNo + "/events");
+  bft.source = es;
+  let got = false;
+  // A reconnect starts over: the server sends everything again.
+  es.addEventListener("open", () => {
+    if (got) bft.model = new BftModel();
+  });
+  es.addEventListener("meta", (e) => { got = true; bft.model.meta = JSON.parse(e.data); schedule(); });
+  es.addEventListener("names", (e) => { got = true; bft.model.names(e.data); schedule(); });
+  es.addEventListener("stream", (e) => { got = true; bft.model.stream(e.data); schedule(); });
+  es.addEventListener("bad", (e) => { bft.model.badEntries = Number(e.data); schedule(); });
+  es.addEventListener("frontier", (e) => {
+    bft.model.frontier = Number(e.data);
+    bft.model.newsAt = bftNow();
+    schedule();
+  });
+  es.addEventListener("end", () => {
+    bft.model.ended = true;
+    es.close();
+    schedule();
+    listTraces();
+  });
+  schedule();
+  listTraces();
+}
+
+async function listTraces() {
+  let list;
+  try {
+    const r = await fetch("/api/traces");
+    list = await r.json();
+  } catch (err) {
+    return;
+  }
+  const nav = document.getElementById("traces");
+  nav.replaceChildren(...list.map((t) => {
+    const st = t.meta ? t.meta.state : "unreadable";
+    const a = el("a", { href: "#trace=" + t.trace, "data-state": st }, "trace " + t.trace + " (" + st + ")");
+    if (t.trace === bft.trace) a.setAttribute("aria-current", "page");
+    return a;
+  }));
+  if (bft.trace === null && list.length) {
+    const running = list.filter((t) => t.meta && t.meta.state === "running");
+    location.hash = "#trace=" + (running.length ? running[running.length - 1] : list[list.length - 1]).trace;
+  }
+}
+
+function route() {
+  const m = /^#trace=(\d+)$/.exec(location.hash);
+  if (m && Number(m[1]) !== bft.trace) open(Number(m[1]));
+}
+
+window.addEventListener("hashchange", route);
+route();
+listTraces();
+// The list of traces (not their data) is looked at again now and then,
+// and the status says how long a running trace has been quiet.
+setInterval(() => {
+  listTraces();
+  if (bft.trace !== null) bft.view.status(bft.model, bft.trace);
+}, 2000);

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+// The page's model of one trace, built from the lines of the live files
+// (docs/live-format.md) exactly as bfhq's route.c builds its outputs, so
+// that callsTxt() is calls.txt once the trace has ended.
+"use strict";
+
+function bftUnescape(s) {
+  return s.replace(/\\(\\|0|x[0-9a-fA-F]{2})/g, (m, e) =>
+    e === "\\" ? "\\" : e === "0" ? "\0" : String.fromCharCode(parseInt(e.slice(1), 16)));
+}
+
+function bftNow() {
+  return performance.timeOrigin + performance.now(); // wall clock, ms
+}
+
+class BftModel {
+  constructor() {
+    this.meta = null;
+    this.frontier = 0;
+    this.newsAt = bftNow();       // when the frontier last moved
+    this.ended = false;
+    this.methods = new Map();     // id -> signature
+    this.exceptions = new Map();  // id -> name
+    this.threads = new Map();     // id -> thread
+    this.stats = new Map();       // method id -> {calls, totalUs, selfUs}
+    this.voids = [];              // {cause, first, count, time, seq}
+    this.agentLost = 0;           // bftrace.lost markers
+    this.markers = 0;
+    this.events = 0;
+    this.bad = 0;                 // lines that did not parse (counted, skipped)
+    this.badEntries = 0;          // index entries the server could not use
+    this.unstamped = [];          // nodes and calls waiting for the next render
+    this.appear = new Map();      // method id -> [wall ms of each call's first render]
+    this.changed = true;
+  }
+
+  thread(id) {
+    let th = this.threads.get(id);
+    if (!th) {
+      th = { id, name: null, stack: [], canon: [], calls: 0, lastTime: 0,
+             root: { method: null, children: new Map(), calls: 0, totalUs: 0, selfUs: 0, born: 0 } };
+      this.threads.set(id, th);
+    }
+    return th;
+  }
+
+  threadName(th) {
+    return th.name !== null ? th.name : "thread " + th.id;
+  }
+
+  methodName(id) {
+    const s = this.methods.get(id);
+    return s !== undefined ? s : "#" + id;
+  }
+
+  stat(id) {
+    let s = this.stats.get(id);
+    if (!s) {
+      s = { calls: 0, totalUs: 0, selfUs: 0 };
+      this.stats.set(id, s);
+    }
+    return s;
+  }
+
+  names(text) {
+    for (const line of text.split("\n")) {
+      const m = /^([MTX]) (\d+) (.*)$/s.exec(line);
+      if (!m) {
+        if (line) this.bad++;
+        continue;
+      }
+      const id = Number(m[2]), name = bftUnescape(m[3]);
+      if (m[1] === "M") this.methods.set(id, name);
+      else if (m[1] === "X") this.exceptions.set(id, name);
+      else this.thread(id).name = name;
+    }
+    this.changed = true;
+  }
+
+  // One "stream" event: the stream's id, then its lines.
+  stream(text) {
+    const lines = text.split("\n");
+    const sid = lines.shift();
+    if (sid === "markers") {
+      for (const line of lines) this.marker(line);
+    } else {
+      const th = this.thread(Number(sid));
+      for (const line of lines) this.event(th, line);
+    }
+    this.changed = true;
+  }
+
+  marker(line) {
+    const m = /^m \d+ \d+ ([^\t]*)\t(.*)$/s.exec(line);
+    if (!m) {
+      if (line) this.bad++;
+      return;
+    }
+    this.markers++;
+    if (bftUnescape(m[1]) === "bftrace.lost") this.agentLost += parseInt(bftUnescape(m[2]), 10) || 0;
+  }
+
+  event(th, line) {
+    const f = line.split(" ");
+    const time = Number(f[2]), method = Number(f[3]);
+    if (f.length < 4 || !Number.isFinite(time) || (f[0] !== "|" && !Number.isFinite(method))) {
+      if (line) this.bad++;
+      return;
+    }
+    this.events++;
+    if (f[0] !== "|") th.lastTime = time;
+    switch (f[0]) {
+      case "e": this.enter(th, method, time); break;
+      case "x": case "t": this.exit(th, method, time, "x"); break;
+      case "u": this.exit(th, method, time, "u"); break;
+      case "!": th.canon.push(" !" + f[4]); break;
+      case "|":
+        th.canon.push(" |");
+        while (th.stack.length) this.leave(th, th.lastTime);
+        this.voids.push({ thread: th.id, cause: f[3], first: Number(f[4]), count: Number(f[5]),
+                          time, seq: Number(f[1]) });
+        break;
+      default: this.bad++; this.events--;
+    }
+  }
+
+  enter(th, method, time) {
+    th.canon.push(" e" + method);
+    const parent = th.stack.length ? th.stack[th.stack.length - 1].node : th.root;
+    let node = parent.children.get(method);
+    if (!node) {
+      node = { method, children: new Map(), calls: 0, totalUs: 0, selfUs: 0, born: 0 };
+      parent.children.set(method, node);
+      this.unstamped.push(node);
+    }
+    node.calls++;
+    th.calls++;
+    this.stat(method).calls++;
+    th.stack.push({ method, enter: time, childUs: 0, node });
+    this.unstamped.push(method);
+  }
+
+  // route.c's do_exit(): the frame it names, and any above it, are left.
+  exit(th, method, time, tok) {
+    if (!th.stack.length) {
+      th.canon.push(" " + tok + "?");
+      return;
+    }
+    let k = th.stack.length - 1;
+    while (k >= 0 && th.stack[k].method !== method) k--;
+    if (k < 0) {
+      th.canon.push(" " + tok + "!");
+      return;
+    }
+    while (th.stack.length > k + 1) this.leave(th, time);
+    th.canon.push(" " + tok + method);
+    this.leave(th, time);
+  }
+
+  leave(th, time) {
+    const f = th.stack.pop();
+    const dur = time >= f.enter ? time - f.enter : 0;
+    const self = dur >= f.childUs ? dur - f.childUs : 0;
+    if (th.stack.length) th.stack[th.stack.length - 1].childUs += dur;
+    f.node.totalUs += dur;
+    f.node.selfUs += self;
+    const s = this.stat(f.method);
+    s.totalUs += dur;
+    s.selfUs += self;
+  }
+
+  // After a render: what it showed for the first time gets its time.
+  stamp() {
+    const now = bftNow();
+    for (const x of this.unstamped) {
+      if (typeof x === "number") {
+        let a = this.appear.get(x);
+        if (!a) this.appear.set(x, (a = []));
+        if (a.length < 100000) a.push(now);
+      } else {
+        x.born = now;
+      }
+    }
+    this.unstamped = [];
+  }
+
+  // Threads as calls.txt orders them: by name (bytes), then id.
+  sortedThreads() {
+    const enc = new TextEncoder();
+    const key = (th) => enc.encode(this.threadName(th));
+    return [...this.threads.values()].map((th) => [key(th), th]).sort((a, b) => {
+      const x = a[0], y = b[0];
+      for (let i = 0; i < x.length && i < y.length; i++) if (x[i] !== y[i]) return x[i] - y[i];
+      return x.length - y.length || a[1].id - b[1].id;
+    }).map((p) => p[1]);
+  }
+
+  callsTxt() {
+    return this.sortedThreads().map((th) => this.threadName(th) + ":" + th.canon.join("") + "\n").join("");
+  }
+}

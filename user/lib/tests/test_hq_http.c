@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfhq --http (user/hq/http.c) on a live directory bfhq itself writes:
+ * the trace list, the page's files and nothing outside them, and a
+ * viewer's event stream: what the indexes cover up to the safe frontier
+ * first, then each flush's news pushed to every open viewer, "end" once
+ * the trace has ended; a viewer that went away is freed; index entries
+ * that make no sense are counted, not followed.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+
+#include "bft_test.h"
+#include "collector_fixture.h"
+#include "hq.h"
+#include "hq_feed.h"
+#include "http.h"
+#include "live.h"
+
+/* Bounds on waiting for the server; no timing is asserted. */
+#define WAIT_MS		20000
+
+FIXTURE(http)
+{
+	char dir[PATH_MAX];
+	char live[PATH_MAX + 32];
+	struct hq hq;
+	struct conn *ctl, *data;
+	struct trace *t;
+	struct hq_http *h;
+};
+
+static void ev(FIXTURE_DATA(http) *self, uint8_t id, uint32_t seq,
+	       uint32_t method, uint16_t thread)
+{
+	hq_test_event(&self->hq, self->data, id, seq, method, thread);
+}
+
+static void map(FIXTURE_DATA(http) *self, uint8_t id, uint32_t n,
+		const char *name)
+{
+	hq_test_map(&self->hq, self->data, id, n, name);
+}
+
+static void flush_now(FIXTURE_DATA(http) *self)
+{
+	live_tick(self->t->live, self->t, hq_now_ms(), true, false);
+}
+
+FIXTURE_SETUP(http)
+{
+	char www[PATH_MAX];
+
+	hq_log_quiet = true;
+	/* the page's files, from the source tree */
+	snprintf(www, sizeof(www), "%s/../../../hq/www", BFT_TEST_VECTORS);
+	setenv("BFHQ_WWW", www, 1);
+	ASSERT_EQ(0, make_tmpdir(self->dir, sizeof(self->dir)));
+	memset(&self->hq, 0, sizeof(self->hq));
+	self->hq.listen_fd = self->hq.ctl_fd = -1;
+	self->hq.o.outdir = self->dir;
+	self->hq.o.gap_ms = 2000;
+	self->hq.o.live_flush_ms = 3600000;	/* the tests flush */
+	bfp_config_init(&self->hq.o.config);
+	self->t = hq_test_connect(&self->hq, &self->ctl, &self->data);
+	ASSERT_NE(NULL, self->t);
+	ASSERT_NE(NULL, self->t->live);
+	snprintf(self->live, sizeof(self->live), "%s/trace-1/live", self->dir);
+	self->h = hq_http_start("127.0.0.1", 0, self->dir);
+	ASSERT_NE(NULL, self->h);
+}
+
+FIXTURE_TEARDOWN(http)
+{
+	hq_http_stop(self->h);
+	hq_free(&self->hq);
+	bfp_config_free(&self->hq.o.config);
+	remove_tmpdir(self->dir);
+}
+
+/* An HTTP/1.0 request (no chunked reply): the connected socket. */
+static int request(FIXTURE_DATA(http) *self, const char *path)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	char req[512];
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int n;
+
+	if (fd < 0)
+		return -1;
+	sa.sin_port = htons((uint16_t)hq_http_port(self->h));
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    write(fd, req, (size_t)n) != n) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Read from fd into b until want is in it (NULL: until EOF), WAIT_MS at
+ * most.  true if it came.
+ */
+static bool read_until(int fd, struct bft_buf *b, const char *want)
+{
+	uint64_t end = hq_now_ms() + WAIT_MS;
+	char tmp[4096];
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now = hq_now_ms();
+		ssize_t n;
+
+		if (want) {
+			bft_buf_reserve(b, 1);
+			b->data[b->len] = 0;
+			if (strstr((char *)b->data, want))
+				return true;
+		}
+		if (now >= end || poll(&p, 1, (int)(end - now)) <= 0)
+			return false;
+		n = read(fd, tmp, sizeof(tmp));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return !want;
+		bft_buf_append(b, tmp, (size_t)n);
+	}
+}
+
+/* The whole reply to GET path, NUL-ended (caller frees). */
+static char *get(FIXTURE_DATA(http) *self, const char *path)
+{
+	struct bft_buf b = { 0 };
+	int fd = request(self, path);
+
+	if (fd < 0)
+		return NULL;
+	if (!read_until(fd, &b, NULL))
+		b.len = 0;
+	close(fd);
+	bft_buf_append(&b, "", 1);
+	return (char *)b.data;
+}
+
+TEST_F(http, lists_traces_and_serves_the_page_and_only_its_files)
+{
+	char *r;
+
+	ev(self, BFP_METHOD_ENTRY, 0, 1, 1);
+	flush_now(self);
+	r = get(self, "/api/traces");
+	ASSERT_NE(NULL, r);
+	EXPECT_NE(NULL, strstr(r, " 200 OK\r\n")) TH_LOG("%s", r);
+	EXPECT_NE(NULL, strstr(r, "application/json"));
+	EXPECT_NE(NULL, strstr(r, "[{\"trace\":1,\"meta\":{")) TH_LOG("%s", r);
+	EXPECT_NE(NULL, strstr(r, "\"state\":\"running\""));
+	free(r);
+	r = get(self, "/");
+	ASSERT_NE(NULL, r);
+	EXPECT_NE(NULL, strstr(r, "200 OK"));
+	EXPECT_NE(NULL, strstr(r, "text/html"));
+	EXPECT_NE(NULL, strstr(r, "<title>bfhq live</title>"));
+	free(r);
+	r = get(self, "/static/app.js");
+	ASSERT_NE(NULL, r);
+	EXPECT_NE(NULL, strstr(r, "text/javascript"));
+	free(r);
+	r = get(self, "/static/..%2fhttp.c");
+	ASSERT_NE(NULL, r);
+	EXPECT_NE(NULL, strstr(r, " 404 ")) TH_LOG("%s", r);
+	free(r);
+	r = get(self, "/static/../hq.h");
+	ASSERT_NE(NULL, r);
+	EXPECT_NE(NULL, strstr(r, " 404 ")) TH_LOG("%s", r);
+	free(r);
+	r = get(self, "/api/traces/2/events");
+	ASSERT_NE(NULL, r);
+	EXPECT_NE(NULL, strstr(r, " 404 ")) TH_LOG("%s", r);
+	free(r);
+}
+
+TEST_F(http, viewers_get_the_past_then_each_flush_then_the_end)
+{
+	struct bft_buf a = { 0 }, b = { 0 };
+	char *p;
+	int fa, fb;
+
+	map(self, BFP_MAP_METHOD, 1, "main");
+	map(self, BFP_MAP_THREAD, 1, "one (5/5)");
+	ev(self, BFP_METHOD_ENTRY, 0, 1, 1);
+	ev(self, BFP_METHOD_ENTRY, 1, 1, 2);
+	flush_now(self);
+	/* thread 2 idle from here: its empty entries let thread 1 show */
+	ev(self, BFP_METHOD_EXIT, 2, 1, 1);
+	flush_now(self);
+
+	fa = request(self, "/api/traces/1/events");
+	ASSERT_LE(0, fa);
+	ASSERT_TRUE(read_until(fa, &a, "event: frontier\ndata: 2000\n\n"))
+		TH_LOG("%s", a.data);
+	p = (char *)a.data;
+	EXPECT_NE(NULL, strstr(p, "text/event-stream"));
+	EXPECT_NE(NULL, strstr(p, "event: meta\ndata: {"));
+	EXPECT_NE(NULL, strstr(p, "event: names\ndata: M 1 main\n"
+			       "data: T 1 one (5/5)\n\n")) TH_LOG("%s", p);
+	EXPECT_NE(NULL, strstr(p, "event: stream\ndata: 1\ndata: e 0 0 1\n"
+			       "data: x 2 2000 1\n\n")) TH_LOG("%s", p);
+	EXPECT_NE(NULL, strstr(p, "event: stream\ndata: 2\n"
+			       "data: e 1 1000 1\n\n")) TH_LOG("%s", p);
+
+	/* a second viewer, then news for both */
+	fb = request(self, "/api/traces/1/events");
+	ASSERT_LE(0, fb);
+	ASSERT_TRUE(read_until(fb, &b, "data: 2000\n\n"));
+	a.len = b.len = 0;
+	ev(self, BFP_METHOD_ENTRY, 3, 1, 1);
+	flush_now(self);
+	EXPECT_TRUE(read_until(fa, &a, "event: stream\ndata: 1\n"
+			       "data: e 3 3000 1\n\nevent: frontier\n"
+			       "data: 3000\n\n")) TH_LOG("%s", a.data);
+	EXPECT_TRUE(read_until(fb, &b, "data: e 3 3000 1\n"));
+	EXPECT_EQ(NULL, strstr((char *)a.data, "e 0 0 1"));
+
+	/* the end: the last lines, "end", and the server closes */
+	a.len = 0;
+	ev(self, BFP_METHOD_EXIT, 4, 1, 1);
+	hq_trace_finish(&self->hq, self->t);
+	EXPECT_TRUE(read_until(fa, &a, NULL));
+	p = (char *)a.data;
+	EXPECT_NE(NULL, strstr(p, "\"state\":\"finished\"")) TH_LOG("%s", p);
+	EXPECT_NE(NULL, strstr(p, "data: x 4 4000 1\n")) TH_LOG("%s", p);
+	EXPECT_NE(NULL, strstr(p, "event: end\n")) TH_LOG("%s", p);
+	close(fa);
+	close(fb);
+	bft_buf_free(&a);
+	bft_buf_free(&b);
+}
+
+TEST_F(http, a_viewer_that_goes_away_is_freed)
+{
+	struct bft_buf a = { 0 };
+	uint64_t end;
+	uint32_t seq = 1;
+	int fa;
+
+	ev(self, BFP_METHOD_ENTRY, 0, 1, 1);
+	flush_now(self);
+	fa = request(self, "/api/traces/1/events");
+	ASSERT_LE(0, fa);
+	ASSERT_TRUE(read_until(fa, &a, "event: frontier\n"));
+	EXPECT_EQ(1u, hq_http_viewers(self->h));
+	close(fa);
+	/* its next writes fail: news makes the server write */
+	end = hq_now_ms() + WAIT_MS;
+	while (hq_http_viewers(self->h) && hq_now_ms() < end) {
+		ev(self, BFP_METHOD_ENTRY, seq, 1, 1);
+		seq++;
+		flush_now(self);
+		usleep(20000);
+	}
+	EXPECT_EQ(0u, hq_http_viewers(self->h));
+	bft_buf_free(&a);
+}
+
+TEST_F(http, a_torn_record_waits_and_a_bad_entry_is_counted)
+{
+	char path[PATH_MAX + 64], junk[LIVE_INDEX_RECORD] = { 0 };
+	struct bft_buf a = { 0 };
+	FILE *f;
+	int fa;
+
+	ev(self, BFP_METHOD_ENTRY, 0, 1, 1);
+	flush_now(self);
+	snprintf(path, sizeof(path), "%s/stream-1.index", self->live);
+	f = fopen(path, "a");
+	ASSERT_NE(NULL, f);
+	/* half a record: ignored until whole */
+	ASSERT_EQ(1u, fwrite(junk, 17, 1, f));
+	fflush(f);
+	fa = request(self, "/api/traces/1/events");
+	ASSERT_LE(0, fa);
+	ASSERT_TRUE(read_until(fa, &a, "event: frontier\ndata: 0\n\n"))
+		TH_LOG("%s", a.data);
+	EXPECT_EQ(NULL, strstr((char *)a.data, "event: bad"));
+	/* made whole, it covers data at offset 0 again: not contiguous */
+	ASSERT_EQ(1u, fwrite(junk, LIVE_INDEX_RECORD - 17, 1, f));
+	fclose(f);
+	ev(self, BFP_METHOD_ENTRY, 1, 1, 2);
+	flush_now(self);
+	EXPECT_TRUE(read_until(fa, &a, "event: bad\ndata: 1\n\n"))
+		TH_LOG("%s", a.data);
+	close(fa);
+	bft_buf_free(&a);
+}
+
+TEST_HARNESS_MAIN
