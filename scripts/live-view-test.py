@@ -29,10 +29,8 @@ Logs, the screenshot and the SVG stay in --out (build/live-view).
 
 The test run (scripts/run-tests.sh) runs it natively.  In a test guest,
 with the module, it passes too but takes about four minutes under TCG
-(Chromium starts twice), so the guests do not run it by default:
-
-  scripts/guest-run --kernel KVER --timeout 700 -- bash -c \
-    'insmod build/kmod-KVER/bftrace.ko && python3 scripts/live-view-test.py --runs 2'
+(Chromium starts twice); scripts/guest-selftests.sh runs it there with
+BFT_LIVE_VIEW_RUNS=2 (the default of --runs; 5 if unset).
 """
 import argparse
 import base64
@@ -396,7 +394,8 @@ def calls_of(browser, session):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int,
+                    default=int(os.environ.get("BFT_LIVE_VIEW_RUNS", "5")))
     # A guest sees the tree read-only: there, its exchange directory.
     ap.add_argument("--out", default=os.path.join(
         os.environ["BFT_EXPORT"] if os.environ.get("BFT_GUEST") else BUILD, "live-view"))
