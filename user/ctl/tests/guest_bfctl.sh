@@ -266,12 +266,16 @@ lib_expected="fxlib_add=$N;fxlib_mul=$half;fxlib_local=$N"
 # ---- handshake and plain commands --------------------------------------------
 
 sec_caps() {
-	check "caps: protocol 1 with entry, return and read" python3 -c '
+	# the version the tools were built against: the uapi header's
+	local proto
+	proto=$(sed -n 's/^#define BFT_PROTO_VERSION[[:space:]]*\([0-9]*\).*/\1/p' \
+		include/uapi/linux/bftrace.h)
+	check "caps: protocol ${proto:-?} with entry, return and read" python3 -c '
 import json, subprocess, sys
 c = json.loads(subprocess.check_output([sys.argv[1], "--json", "caps"], timeout=60))
-assert c["proto_version"] == 1, c
+assert str(c["proto_version"]) == sys.argv[2], c
 assert {"entry", "return", "read"} <= set(c["features"]), c
-' "$BFCTL"
+' "$BFCTL" "$proto"
 	if [[ $backend == kmod ]]; then
 		check "caps: the module has exception hooks (unwind)" bash -c '
 "$1" caps | grep -Eq "^  unwind +yes" && "$1" --json caps | grep -q "\"unwind\""' _ "$BFCTL"
@@ -325,6 +329,10 @@ sqlite_check() {
 	settle
 	local t0=$SECONDS
 	step() { echo "# $((SECONDS - t0)) s: $*"; }
+	# the other backend's run left its files: a stale sq.done would end
+	# the wait for the statements before they ran
+	rm -f "$T"/sq.in "$T"/sq.out "$T"/sq.done "$T"/list.json "$T"/sub.json \
+		"$T"/bpf.out "$T"/hits.json "$T"/rec.json "$T"/final.json
 	mkfifo "$T/sq.in"
 	sqlite3 :memory: <"$T/sq.in" >"$T/sq.out" 2>&1 &
 	local sq=$!
