@@ -516,10 +516,24 @@ def main():
         png_path = os.path.join(args.out, "flame.png")
         with open(svg_path, "w") as f:
             f.write(box[4])
-        shot = browser.call("Page.captureScreenshot", page, format="png",
-                            captureBeyondViewport=True,
-                            clip={"x": box[0], "y": box[1], "width": box[2],
-                                  "height": box[3], "scale": 1})
+        # A loaded TCG guest may have no frame ready yet ("Unable to capture
+        # screenshot"): bring the page forward, let it paint, ask again.
+        for attempt in range(5):
+            try:
+                shot = browser.call("Page.captureScreenshot", page, timeout=60,
+                                    format="png", captureBeyondViewport=True,
+                                    clip={"x": box[0], "y": box[1], "width": box[2],
+                                          "height": box[3], "scale": 1})
+                break
+            except Fail as e:
+                if attempt == 4 or "Unable to capture" not in str(e):
+                    raise
+                print(f"# screenshot attempt {attempt + 1}: {e}; again", flush=True)
+                browser.call("Page.bringToFront", page)
+                browser.call("Runtime.evaluate", page, awaitPromise=True,
+                             expression="new Promise(r => requestAnimationFrame("
+                             "() => requestAnimationFrame(() => r(1))))")
+                time.sleep(1 + attempt)
         with open(png_path, "wb") as f:
             f.write(base64.b64decode(shot["data"]))
         check = subprocess.run([sys.executable, os.path.join(ROOT, "scripts",
