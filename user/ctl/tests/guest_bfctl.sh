@@ -167,11 +167,14 @@ EOF
 	wait_for "$3" 'READY' 120
 }
 
+bpftrace_killed=0
 bpftrace_stop() {
 	kill -INT "$BPFPID" 2>/dev/null
 	# its first map print in a fresh guest symbolizes cold: over 60 s
 	# seen on 6.1, and over 180 s on 6.12 in a CI run
-	bounded_wait "$BPFPID" 420
+	bpftrace_killed=0
+	timeout 420 tail --pid="$BPFPID" -f /dev/null || bpftrace_killed=1
+	bounded_wait "$BPFPID" 1
 }
 
 # Compare bfctl record, bpftrace and the expected counts ("name=count;...",
@@ -210,7 +213,10 @@ for p in lst["probes"]:
     if not every and want is None:
         continue
     checked += 1
-    good = theirs == ours and (want is None or int(want) == ours)
+    if bpf:
+        good = theirs == ours and (want is None or int(want) == ours)
+    else:   # no reference: the model alone, and it must cover every probe
+        good = want is not None and int(want) == ours
     bad += not good
     print("%-40s bfctl %6d  bpftrace %6s  expected %6s%s" % (
         p["symbol"][:40], ours, theirs, want, "" if good else "  MISMATCH"))
@@ -218,7 +224,8 @@ print("%d functions compared, %d events lost" % (checked, rec["lost"]))
 if not bpf:
     print("bpftrace printed no counts:")
     print("".join(open(sys.argv[3]).readlines()[:10]))
-sys.exit(1 if bad or not checked or rec["lost"] else 0)
+# 3: bfctl equals the model, but bpftrace, the reference, said nothing
+sys.exit(1 if bad or not checked or rec["lost"] else 3 if not bpf else 0)
 EOF
 }
 
@@ -250,10 +257,17 @@ count_check() { # name, expected, program, patterns...
 	finish_fixture "$T/fx.out" bpftrace_stop
 	timeout 30 "$BFCTL" stop >/dev/null
 	bounded_wait "$rec" 60
-	if compare_counts "$T/list.json" "$T/rec.json" "$T/bpf.out" "$expected" >"$T/cmp" 2>&1; then
-		note "$T/cmp"; ok "$name"
+	local rc=0
+	compare_counts "$T/list.json" "$T/rec.json" "$T/bpf.out" "$expected" >"$T/cmp" 2>&1 || rc=$?
+	note "$T/cmp"
+	if ((rc == 0)); then
+		ok "$name"
+	elif ((rc == 3)) && ((bpftrace_killed)); then
+		# bpftrace under TCG sometimes takes longer than the bound to
+		# print its map (seen once on 6.12 for a shared library)
+		skip "$name" "bpftrace printed no counts within its bound; bfctl's equal the model's"
 	else
-		note "$T/cmp" "$T/rec.err"; not_ok "$name"
+		note "$T/rec.err"; not_ok "$name"
 	fi
 }
 
