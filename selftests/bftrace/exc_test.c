@@ -52,27 +52,12 @@ struct run {
 	char err_path[64];
 };
 
+/* The whole file; "" for one that was never written (a run that failed early). */
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
+	char *s = bst_slurp(path);
 
-	if (!f)
-		return strdup("");
-	do {
-		if (len + 4096 >= cap) {
-			cap = cap ? cap * 2 : 8192;
-			buf = realloc(buf, cap);
-			if (!buf)
-				abort();
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-	} while (n);
-	fclose(f);
-	buf[len] = '\0';
-	return buf;
+	return s ? s : strdup("");
 }
 
 /* Start argv with stdout to a pipe (live) or a file, stderr to a file. */
