@@ -34,37 +34,6 @@
 /* What one refill may queue: a big trace goes out in pieces. */
 #define FEED_REFILL_MAX		(1u << 20)
 
-/*
- * An index record of the live files (docs/live-format.md): data offset,
- * size, begin time, end time (u64 each), events, flags (u32 each),
- * little-endian.
- */
-
-struct live_index_entry {
-	uint64_t offset, size, begin, end;
-	uint32_t events, flags;
-};
-
-static uint64_t le(const unsigned char *p, int n)
-{
-	uint64_t v = 0;
-
-	while (n--)
-		v = v << 8 | p[n];
-	return v;
-}
-
-static void live_index_decode(const unsigned char *p,
-			      struct live_index_entry *e)
-{
-	e->offset = le(p, 8);
-	e->size = le(p + 8, 8);
-	e->begin = le(p + 16, 8);
-	e->end = le(p + 24, 8);
-	e->events = (uint32_t)le(p + 32, 4);
-	e->flags = (uint32_t)le(p + 36, 4);
-}
-
 static void stream_path(char *out, size_t n, const char *dir, unsigned int id,
 			const char *ext)
 {

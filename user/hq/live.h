@@ -17,6 +17,18 @@
 #define LIVE_INDEX_RECORD	40	/* bytes per index entry */
 #define LIVE_FLAG_FINAL		1u
 
+/*
+ * An index record (docs/live-format.md): data offset, size, begin time,
+ * end time (u64 each), events, flags (u32 each), little-endian.
+ */
+struct live_index_entry {
+	uint64_t offset, size, begin, end;
+	uint32_t events, flags;
+};
+
+/* The LIVE_INDEX_RECORD bytes at p. */
+void live_index_decode(const unsigned char *p, struct live_index_entry *e);
+
 /* One stream as far as a reader may show it. */
 struct live_stream {
 	uint32_t id;		/* Bytefrog thread id, or LIVE_MARKERS */

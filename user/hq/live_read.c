@@ -66,6 +66,16 @@ static uint64_t get_le(const unsigned char *p, unsigned int n)
 	return v;
 }
 
+void live_index_decode(const unsigned char *p, struct live_index_entry *e)
+{
+	e->offset = get_le(p, 8);
+	e->size = get_le(p + 8, 8);
+	e->begin = get_le(p + 16, 8);
+	e->end = get_le(p + 24, 8);
+	e->events = (uint32_t)get_le(p + 32, 4);
+	e->flags = (uint32_t)get_le(p + 36, 4);
+}
+
 /* Fill s from its index and data; the frontier cut comes later. */
 static void read_stream(int dirfd, const char *index_name,
 			struct live_stream *s, struct live_view *v)
@@ -87,19 +97,19 @@ static void read_stream(int dirfd, const char *index_name,
 	if (fstatat(dirfd, data_name, &st, 0))
 		st.st_size = 0;
 	for (k = 0; k + LIVE_INDEX_RECORD <= ilen; k += LIVE_INDEX_RECORD) {
-		const unsigned char *r = idx + k;
-		uint64_t off = get_le(r, 8), size = get_le(r + 8, 8);
-		uint64_t end = get_le(r + 24, 8);
+		struct live_index_entry e;
 
+		live_index_decode(idx + k, &e);
 		/* contiguous, in the data, end times not going back */
-		if (off != covered || size > (uint64_t)st.st_size - off ||
-		    (s->entries && end < s->end_us)) {
+		if (e.offset != covered ||
+		    e.size > (uint64_t)st.st_size - e.offset ||
+		    (s->entries && e.end < s->end_us)) {
 			v->bad++;
 			break;
 		}
-		covered = off + size;
-		s->end_us = end;
-		s->final = get_le(r + 36, 4) & LIVE_FLAG_FINAL;
+		covered = e.offset + e.size;
+		s->end_us = e.end;
+		s->final = e.flags & LIVE_FLAG_FINAL;
 		s->entries++;
 	}
 	free(idx);
