@@ -64,6 +64,10 @@ struct bft_bpf_ctl {
 	__u32 guard;		/* tgid of its guard process, 0: none yet */
 	__u64 owner_start;	/* the starter's start time, clock ticks */
 	__u64 owner_pidns;	/* inode of the starter's pid namespace */
+	/* live methods, counted again under the session lock whenever the
+	 * table changes, so that status need not walk it (user space only) */
+	__u32 nr_probes;
+	__u32 unused;
 };
 
 /* The programs were loaded for uprobe_multi links, not one per function. */

@@ -155,8 +155,8 @@ int source_refresh_methods(struct coll *c)
  * probes or targets reads the table, and so does METHODS_FULL_MS without
  * one, which bounds how long an attach that the counts hide (one target
  * gone, another come with as many probes) stays out of the counters'
- * list.  The BPF backend counts
- * its probes by walking the table, which costs as much as the dump.
+ * list.  The BPF backend keeps its count in the control map for the same
+ * reason.
  */
 #define METHODS_FULL_MS	10000
 #define STATUS_FRESH_MS	250
@@ -174,13 +174,14 @@ static void look_at_methods(struct coll *c)
 	struct bft_nl_status st;
 	bool same;
 
-	if (s->bpf || coll_now_ms() - s->full_read_ms >= METHODS_FULL_MS) {
+	if (coll_now_ms() - s->full_read_ms >= METHODS_FULL_MS) {
 		source_refresh_methods(c);
 		return;
 	}
 	/* the counters' samples may have read it just now */
 	if (coll_now_ms() - s->st_ms >= STATUS_FRESH_MS) {
-		if (bft_nl_get_status(s->nl, &st)) {
+		if (s->bpf ? bft_bpf_get_status(s->bpf, &st) :
+		    bft_nl_get_status(s->nl, &st)) {
 			source_refresh_methods(c);
 			return;
 		}
@@ -610,7 +611,7 @@ static int bpf_read(struct coll *c)
 	if (coll_now_ms() >= s->next_refresh_ms) {
 		s->next_refresh_ms = coll_now_ms() + 250;
 		if (s->mode == BFT_MODE_TRACING)
-			source_refresh_methods(c);
+			look_at_methods(c);
 	}
 	n = bft_bpf_rings_poll(s->brings, 0);
 	if (n < 0 && n != -EINTR) {

@@ -667,6 +667,17 @@ static size_t count_probes(struct bft_bpf *b)
 	return n;
 }
 
+/* The table changed: the control map's count follows (under the lock). */
+static void count_changed(struct bft_bpf *b)
+{
+	struct bft_bpf_ctl ctl;
+
+	if (!read_ctl(b, &ctl)) {
+		ctl.nr_probes = (uint32_t)count_probes(b);
+		write_ctl(b, &ctl);
+	}
+}
+
 static int uprobe_pmu(int *type, int *ret_bit)
 {
 	char buf[64] = "";
@@ -1108,6 +1119,7 @@ static int do_detach(struct bft_bpf *b, uint32_t tgid)
 
 	if (tgid) {
 		err = unpin_target(b, tgid);
+		count_changed(b);
 		if (err == -ENOENT)
 			return fail(b, err, "no target with tgid %u", tgid);
 		return err;
@@ -1116,9 +1128,11 @@ static int do_detach(struct bft_bpf *b, uint32_t tgid)
 	for (size_t i = 0; i < n && i < BFT_MAX_TARGETS; i++) {
 		err = unpin_target(b, t[i]);
 		if (err && err != -ENOENT)
-			return err;
+			break;
+		err = 0;
 	}
-	return 0;
+	count_changed(b);
+	return err;
 }
 
 /* ---- modes ---- */
@@ -1283,6 +1297,7 @@ int bft_bpf_attach(struct bft_bpf *b, uint32_t tgid,
 	if (fd < 0)
 		return fd;
 	err = do_attach(b, tgid, probes, n, results);
+	count_changed(b);
 	session_unlock(fd);
 	return err;
 }
@@ -1394,7 +1409,7 @@ int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st)
 	}
 	st->mode = ctl.mode;
 	st->owner = ctl.owner;
-	st->nr_probes = b->methods_fd >= 0 ? count_probes(b) : 0;
+	st->nr_probes = ctl.nr_probes;
 	st->nr_targets = list_targets(targets, BFT_MAX_TARGETS);
 	st->nr_cpus = b->nr_cpus;
 	for (uint32_t cpu = 0; cpu < b->nr_cpus; cpu++) {
@@ -1606,11 +1621,25 @@ out:
 static void reap_exited(struct bft_bpf *b)
 {
 	uint32_t t[BFT_MAX_TARGETS];
-	size_t n = list_targets(t, BFT_MAX_TARGETS);
+	size_t n = list_targets(t, BFT_MAX_TARGETS), i;
+	int fd;
 
-	for (size_t i = 0; i < n && i < BFT_MAX_TARGETS; i++)
+	/* the lock only when there is something to reap: a flush must not
+	 * wait for an attach of a thousand probes */
+	for (i = 0; i < n && i < BFT_MAX_TARGETS; i++)
+		if (!tgid_alive(t[i]))
+			break;
+	if (i >= n || i >= BFT_MAX_TARGETS)
+		return;
+	fd = session_lock(b);
+	if (fd < 0)
+		return;
+	n = list_targets(t, BFT_MAX_TARGETS);
+	for (i = 0; i < n && i < BFT_MAX_TARGETS; i++)
 		if (!tgid_alive(t[i]))
 			unpin_target(b, t[i]);
+	count_changed(b);
+	session_unlock(fd);
 }
 
 static int do_flush(struct bft_bpf *b, bool heartbeat)
@@ -1628,10 +1657,7 @@ static int do_flush(struct bft_bpf *b, bool heartbeat)
 	}
 	err = run_all(b, active && heartbeat ? BFT_BPF_OP_HEARTBEAT :
 		      BFT_BPF_OP_OWED, 0);
-	if (err)
-		return err;
-	reap_exited(b);
-	return 0;
+	return err;
 }
 
 int bft_bpf_flush(struct bft_bpf *b, bool heartbeat)
@@ -1642,7 +1668,11 @@ int bft_bpf_flush(struct bft_bpf *b, bool heartbeat)
 		return err == -ENOENT ? 0 : err;
 	/* a reader notices a dead owner as soon as its guard would */
 	err = reap_dead_owner(b);
-	return err ? err : do_flush(b, heartbeat);
+	if (!err)
+		err = do_flush(b, heartbeat);
+	if (!err)
+		reap_exited(b);
+	return err;
 }
 
 /* ---- owners ---- */
