@@ -59,6 +59,7 @@ static const char *const err_names[BFT_SERR__COUNT] = {
 	[BFT_SERR_TIME_BACKWARDS] = "time goes backwards",
 	[BFT_SERR_TRUNCATED] = "truncated record at end of input",
 	[BFT_SERR_ABORTED] = "aborted by the record callback",
+	[BFT_SERR_RECORD_TOO_LONG] = "record longer than 32 bytes",
 };
 
 const char *bft_stream_strerror(enum bft_stream_err code)
@@ -177,12 +178,9 @@ static int parse_escape(const uint8_t *p, size_t n, struct raw *raw)
 	return (int)len;
 }
 
-/*
- * Parse the record at p without touching the stream state.  Returns its
- * length, 0 if the n bytes end inside it, or -enum bft_stream_err.
- */
-static int parse(const uint8_t *p, size_t n, unsigned int tbits,
-		 struct raw *raw)
+/* parse() without its bound on the record's length */
+static int parse_any(const uint8_t *p, size_t n, unsigned int tbits,
+		     struct raw *raw)
 {
 	uint8_t b = p[0];
 	uint64_t v;
@@ -228,6 +226,24 @@ static int parse(const uint8_t *p, size_t n, unsigned int tbits,
 		raw->kind = BFT_REC_EXIT;
 		raw->v[0] = v + 1;
 	}
+	return r;
+}
+
+/*
+ * Parse the record at p without touching the stream state.  Returns its
+ * length, 0 if the n bytes end inside it, or -enum bft_stream_err.  A
+ * record never needs more than BFT_RECORD_MAX bytes: a longer one (a SYNC
+ * with four 10-byte fields is 42) is an error wherever the feeds split it,
+ * so what is carried between feeds always fits the carry.
+ */
+static int parse(const uint8_t *p, size_t n, unsigned int tbits,
+		 struct raw *raw)
+{
+	int r = parse_any(p, n < BFT_RECORD_MAX ? n : BFT_RECORD_MAX, tbits,
+			  raw);
+
+	if (r == 0 && n >= BFT_RECORD_MAX)
+		return -BFT_SERR_RECORD_TOO_LONG;
 	return r;
 }
 

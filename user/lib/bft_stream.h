@@ -31,7 +31,9 @@
  *   resync; a plain SYNC keeps the thread); a SYNC whose seq
  *   differs from the one counted (a sequence gap, with expected/got); a SYNC
  *   whose time is earlier than the stream time (time going backwards); a
- *   partial record left at bft_stream_finish().
+ *   record longer than BFT_RECORD_MAX (no ring holds one, and the decoder
+ *   keeps at most that much of a record split between feeds); a partial
+ *   record left at bft_stream_finish().
  *
  * On an error the decoder calls on_error (or, if NULL, applies opts.policy),
  * which chooses:
@@ -118,6 +120,7 @@ enum bft_stream_err {
 	BFT_SERR_TIME_BACKWARDS,/* expected: stream time, got: SYNC time */
 	BFT_SERR_TRUNCATED,	/* at finish: a partial record is left */
 	BFT_SERR_ABORTED,	/* on_record returned nonzero */
+	BFT_SERR_RECORD_TOO_LONG, /* longer than BFT_RECORD_MAX */
 	BFT_SERR__COUNT
 };
 

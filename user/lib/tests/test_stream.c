@@ -328,6 +328,10 @@ static int decode_hex(const char *hex, struct rec_log *l, int action,
 #define SYNC0 "41 00 00 c0 84 3d e8 07 00 "
 #define THR "42 00 d2 09 d3 09 00 "		/* 1234/1235, 0 ns */
 
+/* a SYNC whose four fields take 10 bytes each: 42 bytes */
+#define LONG_SYNC "41 00 " TEN_BYTES TEN_BYTES TEN_BYTES TEN_BYTES
+#define TEN_BYTES "ff ff ff ff ff ff ff ff ff 01 "
+
 struct err_case {
 	const char *name;
 	const char *hex;
@@ -376,6 +380,8 @@ static const struct err_case err_cases[] = {
 	  "4 byte(s)" },
 	{ "truncated enter", SYNC0 THR "c0 80", BFT_SERR_TRUNCATED, 16,
 	  "first 0xc0" },
+	{ "sync of 42 bytes", SYNC0 LONG_SYNC, BFT_SERR_RECORD_TOO_LONG, 9,
+	  "longer than 32 bytes" },
 };
 
 TEST(each_malformed_input_is_reported_with_offset_and_stops)
@@ -534,6 +540,32 @@ TEST(resync_candidate_split_across_feeds_is_found)
 		EXPECT_EQ(4u, l.r[1].offset);
 		EXPECT_EQ(3u, l.r[3].value);
 		EXPECT_EQ(4u, bft_stream_stats(&s)->skipped_bytes);
+		rec_log_free(&l);
+	}
+}
+
+/*
+ * A record longer than the carry kept between feeds is refused at its
+ * start however it is split (it overflowed the carry, found by
+ * fuzz_stream).
+ */
+TEST(record_longer_than_the_maximum_is_refused_wherever_split)
+{
+	uint8_t b[64];
+	int n = hex_parse(SYNC0 LONG_SYNC, b, sizeof(b));
+	size_t chunk;
+
+	ASSERT_GT(n, 0);
+	for (chunk = 1; chunk <= (size_t)n; chunk++) {
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+
+		stream_open(&s, &l, 0, BFT_STREAM_STOP);
+		EXPECT_EQ(-EPROTO, stream_decode(&s, b, (size_t)n, chunk))
+			TH_LOG("chunk %zu", chunk);
+		ASSERT_EQ(1u, l.nerr) TH_LOG("chunk %zu", chunk);
+		EXPECT_EQ(BFT_SERR_RECORD_TOO_LONG, l.err[0].code);
+		EXPECT_EQ(9u, l.err[0].offset);
 		rec_log_free(&l);
 	}
 }
