@@ -17,7 +17,9 @@ selftests.  Headless Chromium is driven through its DevTools protocol
   - each later run's calls appear on the open page (the delay from the
     run's start, when the test tells the target to go, to the first render
     that shows its first call is measured: printed, and written to --json
-    for `make bench`; never asserted);
+    for `make bench`; never asserted).  With bfhq --live-stamps and the
+    page's ?stamps, the delay is split in stages (STAGES), their medians
+    printed and written to --json too;
   - after the trace ends, the page's call tree in calls.txt's canonical
     form equals bfhq's calls.txt exactly, and so does that of a second page
     opened on the finished trace;
@@ -220,7 +222,7 @@ class Pipeline:
         shutil.rmtree(self.hqout, ignore_errors=True)
         self.hq = self.spawn([os.path.join(TOOLS, "bfhq"), "--port", str(port),
                               "--output", self.hqout, "--start", "--timeout", "600",
-                              "--http", "127.0.0.1:0", "-v"], "bfhq")
+                              "--http", "127.0.0.1:0", "--live-stamps", "-v"], "bfhq")
 
         def url():
             for line in self.text("bfhq").splitlines():
@@ -391,6 +393,43 @@ def check_edges(tap, chromium, out, tmp):
                [] if got == want else [f"diff {edge}/replay/calls.txt {edge}/page-calls.txt"])
 
 
+# The stages of a call's way to the page, as the wall clock (ms) marks them:
+# the run's start (the test), bfhq routes it (live/stamps), its microseconds
+# came (formatted), its index entry is written, the HTTP feed queues it
+# (the "sent" event), the page's EventSource gets it, the page draws it.
+STAGES = (
+    ("call_to_routed", "run start -> bfhq routed it (target, ring, bfcollector, TCP)"),
+    ("routed_to_ready", "routed -> formatted (its microseconds came)"),
+    ("ready_to_indexed", "formatted -> on disk and indexed (the live flush)"),
+    ("indexed_to_sent", "indexed -> queued as an SSE event (inotify, feed)"),
+    ("sent_to_got", "queued -> the page's EventSource handler (HTTP, browser)"),
+    ("got_to_drawn", "handler -> the render that shows it"),
+)
+
+
+def read_stamps(path):
+    """bfhq --live-stamps' file: seq -> (routed, ready, indexed) in ms."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                v = line.split()
+                if len(v) == 4:
+                    out[int(v[0])] = tuple(int(x) / 1000 for x in v[1:])
+    except OSError:
+        pass
+    return out
+
+
+def stages_of(t0, call, stamp):
+    """The stage durations (ms) of one call, None where a mark is missing."""
+    marks = [t0] + list(stamp or (None, None, None)) + [call.get("sent"),
+                                                          call.get("got"),
+                                                          call.get("drawn")]
+    return {name: (b - a if a is not None and b is not None else None)
+            for (name, _), a, b in zip(STAGES, marks, marks[1:])}
+
+
 def calls_of(browser, session):
     return browser.eval(session, f"bft.appear({json.dumps(FN)}).length")
 
@@ -437,13 +476,15 @@ def main():
     tmp = tempfile.mkdtemp()
     browser = None
     delays = []
+    to_sse = []                 # run start -> the page's handler got it
+    stages = {name: [] for name, _ in STAGES}
     try:
         pipe.start()
         tap.note(f"bfhq serves {pipe.url}")
         pipe.run_target()
         browser = Browser(chromium, os.path.join(tmp, "profile"),
                           open(os.path.join(args.out, "chromium.log"), "wb"))
-        page = browser.page(pipe.url + "#trace=1")
+        page = browser.page(pipe.url + "?stamps#trace=1")
         wait_for(lambda: browser.eval(page, "typeof bft === 'object'"), 30,
                  "the page's script")
         try:
@@ -468,6 +509,14 @@ def main():
             k = want - CT_NEST_REPS
             first = browser.eval(page, f"bft.appear({json.dumps(FN)})[{k}]")
             delays.append(first - t0)
+            call = browser.eval(page, f"bft.trail({json.dumps(FN)})[{k}]") or {}
+            if call.get("got") is not None:
+                to_sse.append(call["got"] - t0)
+            stamp = read_stamps(os.path.join(pipe.hqout, "trace-1", "live",
+                                             "stamps")).get(call.get("seq"))
+            for name, ms in stages_of(t0, call, stamp).items():
+                if ms is not None:
+                    stages[name].append(ms)
 
         tap.result(shown and len(delays) == args.runs,
                    f"calls made after the page was opened appear on it ({len(delays)} "
@@ -477,6 +526,12 @@ def main():
                      + ", ".join(f"{d:.0f}" for d in delays) + " ms; median "
                      f"{statistics.median(delays):.0f} ms (goal: at most 2 x the "
                      "flush interval, 200 ms at the defaults)")
+        if to_sse:
+            tap.note(f"to the page's SSE handler: median {statistics.median(to_sse):.0f} ms")
+        for name, what in STAGES:
+            if stages[name]:
+                tap.note(f"stage {name}: median {statistics.median(stages[name]):.1f} ms, "
+                         f"max {max(stages[name]):.1f} ({what})")
 
         pipe.end_target()
         try:
@@ -580,6 +635,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"delays_ms": delays,
                        "median_ms": statistics.median(delays) if delays else None,
+                       "to_sse_ms": to_sse, "stages_ms": stages,
                        "flush_ms": 100}, f)
     print(f"1..{tap.n}")
     return 1 if tap.failed else 0

@@ -55,6 +55,7 @@ struct hq_opts {
 	 * HQ_MAX_PENDING, a gap). */
 	unsigned int reorder_bound;
 	unsigned int live_flush_ms;	/* live copy flush period, 0: none */
+	bool live_stamps;	/* --live-stamps: trace-N/live/stamps */
 	unsigned int count;	/* exit after this many traces (0: never) */
 	unsigned int timeout_s;	/* exit after this long (0: never) */
 	int verbose;
@@ -240,6 +241,8 @@ void live_void(struct live *l, const char *cause, uint32_t first,
 /* Flush if the period is over (or force); final: the trace has ended. */
 void live_tick(struct live *l, const struct trace *t, uint64_t now_ms,
 	       bool force, bool final);
+/* Milliseconds until live_tick() has work, -1: none (l NULL or done). */
+int live_wait_ms(const struct live *l, uint64_t now_ms);
 void live_close(struct live *l);
 
 /*

@@ -19,7 +19,9 @@
  * reader callback.  When it has nothing to send it suspends its
  * connection; a ticker thread resumes the suspended ones to look again
  * when inotify says a watched live directory changed (every HTTP_TICK_MS
- * at the latest).  So no thread waits for a viewer, and one that went
+ * at the latest).  A change seen while a viewer was looking (not yet
+ * suspended) makes it look again rather than sleep: else an index entry
+ * written just after its look would wait for the next change or tick.  So no thread waits for a viewer, and one that went
  * away is noticed at the next write (a keep-alive comment at least every
  * HTTP_KEEPALIVE_MS), which frees its state.
  */
@@ -30,6 +32,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +69,7 @@ struct viewer {
 	size_t out_pos;
 	uint64_t last_write_ms;
 	bool suspended;		/* under h->lock */
+	uint64_t looked;	/* h->changes when it last looked */
 	struct viewer *next;	/* h->viewers, under h->lock */
 };
 
@@ -79,6 +83,7 @@ struct hq_http {
 	int inotify_fd;		/* the live directories of open viewers */
 	int stop_fd;		/* eventfd: the ticker ends */
 	bool stopping;		/* under lock */
+	uint64_t changes;	/* inotify wake-ups so far, under lock */
 	struct viewer *viewers;
 };
 
@@ -103,21 +108,28 @@ static ssize_t viewer_read(void *cls, uint64_t pos, char *buf, size_t max)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	}
 	pthread_mutex_unlock(&h->lock);
-	if (v->out_pos == v->out.len) {
+	while (v->out_pos == v->out.len) {
 		v->out.len = v->out_pos = 0;
 		if (v->ended)
 			return MHD_CONTENT_READER_END_OF_STREAM;
+		pthread_mutex_lock(&h->lock);
+		v->looked = h->changes;
+		pthread_mutex_unlock(&h->lock);
 		v->ended = feed_refill(v->feed, &v->out);
-	}
-	if (v->out_pos == v->out.len) {
-		if (now - v->last_write_ms < HTTP_KEEPALIVE_MS) {
-			pthread_mutex_lock(&h->lock);
+		if (v->out_pos < v->out.len)
+			break;
+		if (now - v->last_write_ms >= HTTP_KEEPALIVE_MS) {
+			bft_buf_append(&v->out, ": keep-alive\n\n", 14);
+			break;
+		}
+		pthread_mutex_lock(&h->lock);
+		if (v->looked == h->changes) {
 			v->suspended = true;
 			MHD_suspend_connection(v->conn);
 			pthread_mutex_unlock(&h->lock);
 			return 0;
 		}
-		bft_buf_append(&v->out, ": keep-alive\n\n", 14);
+		pthread_mutex_unlock(&h->lock);
 	}
 	n = v->out.len - v->out_pos;
 	if (n > max)
@@ -168,6 +180,7 @@ static void *ticker(void *arg)
 			pthread_mutex_unlock(&h->lock);
 			break;
 		}
+		h->changes++;
 		for (v = h->viewers; v; v = v->next)
 			if (v->suspended) {
 				v->suspended = false;
@@ -339,8 +352,10 @@ static enum MHD_Result serve_events(struct hq_http *h,
 				    struct MHD_Connection *c, const char *num)
 {
 	char name[32], dir[PATH_MAX + 64];
+	const union MHD_ConnectionInfo *ci;
 	struct MHD_Response *r;
 	struct viewer *v;
+	int one = 1;
 	enum MHD_Result ret;
 	struct stat st;
 
@@ -357,6 +372,15 @@ static enum MHD_Result serve_events(struct hq_http *h,
 	 */
 	inotify_add_watch(h->inotify_fd, dir,
 			  IN_MODIFY | IN_CREATE | IN_MOVED_TO);
+	/*
+	 * An event goes out at once: behind a small unacknowledged one (a
+	 * names event just before it), Nagle would hold it until the
+	 * browser's delayed ACK, 20 to 40 ms.
+	 */
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci)
+		setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one,
+			   sizeof(one));
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return MHD_NO;
@@ -364,6 +388,9 @@ static enum MHD_Result serve_events(struct hq_http *h,
 	v->conn = c;
 	v->last_write_ms = hq_now_ms();
 	v->feed = feed_new(dir);
+	if (v->feed && MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+						   "stamps"))
+		feed_stamps(v->feed);
 	r = v->feed ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
 							64 * 1024, viewer_read,
 							v, viewer_done) : NULL;

@@ -13,6 +13,8 @@
  *   bad        how many index entries were not followed (they made no sense)
  *   frontier   the time everything is shown up to
  *   end        the trace ended and all of it was sent
+ *   sent       only if asked (events?stamps): the wall clock in
+ *              microseconds when the stream events before it were queued
  */
 #include <dirent.h>
 #include <errno.h>
@@ -69,6 +71,7 @@ struct feed {
 	uint64_t bad, bad_sent;	/* entries ignored (read_index()) */
 	struct stat meta_st;	/* of the meta.json last sent */
 	struct bft_buf *out;	/* feed_refill()'s */
+	bool stamps;		/* feed_stamps() */
 };
 
 /* ---- small helpers ---- */
@@ -371,7 +374,7 @@ bool feed_refill(struct feed *f, struct bft_buf *out)
 {
 	uint64_t frontier = UINT64_MAX;
 	struct bft_buf data = { 0 };
-	bool all = true, indexed = false;
+	bool all = true, indexed = false, lines = false;
 	size_t i;
 
 	f->out = out;
@@ -406,6 +409,7 @@ bool feed_refill(struct feed *f, struct bft_buf *out)
 			all = false;
 		if (!data.len)
 			continue;
+		lines = true;
 		if (s->id == LIVE_MARKERS)
 			snprintf(head, sizeof(head), "markers\n");
 		else
@@ -416,6 +420,12 @@ bool feed_refill(struct feed *f, struct bft_buf *out)
 		bputs(f->out, "\n");
 	}
 	bft_buf_free(&data);
+	if (lines && f->stamps) {
+		char t[32];
+
+		snprintf(t, sizeof(t), "%" PRIu64, live_wall_us());
+		sse_event(f->out, "sent", t, strlen(t));
+	}
 	if (f->bad != f->bad_sent) {
 		char t[32];
 
@@ -451,6 +461,11 @@ struct feed *feed_new(const char *dir)
 	if (f)
 		snprintf(f->dir, sizeof(f->dir), "%s", dir);
 	return f;
+}
+
+void feed_stamps(struct feed *f)
+{
+	f->stamps = true;
 }
 
 void feed_free(struct feed *f)

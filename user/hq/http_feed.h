@@ -13,6 +13,8 @@ struct feed;
 
 /* A feed of the live directory dir (not opened yet); NULL: no memory. */
 struct feed *feed_new(const char *dir);
+/* Also "sent" events: the wall clock when stream lines were queued. */
+void feed_stamps(struct feed *f);
 /*
  * Append to out the events of what is new since the last call.  true once
  * the trace has ended and "end" was appended: nothing follows.

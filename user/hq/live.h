@@ -26,6 +26,9 @@ struct live_index_entry {
 	uint32_t events, flags;
 };
 
+/* The wall clock (CLOCK_REALTIME) in microseconds: --live-stamps' times. */
+uint64_t live_wall_us(void);
+
 /* The LIVE_INDEX_RECORD bytes at p. */
 void live_index_decode(const unsigned char *p, struct live_index_entry *e);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "live.h"
@@ -64,6 +65,14 @@ static uint64_t get_le(const unsigned char *p, unsigned int n)
 	while (n--)
 		v = v << 8 | p[n];
 	return v;
+}
+
+uint64_t live_wall_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 void live_index_decode(const unsigned char *p, struct live_index_entry *e)

@@ -54,6 +54,8 @@ static void usage(FILE *f)
 "      --reorder-bound N      declare a missing sequence lost once N messages\n"
 "                             wait behind it (default: no bound but 2^20)\n"
 "      --live-flush MS        write trace-N/live/ every MS ms (100; 0: not)\n"
+"      --live-stamps          also trace-N/live/stamps: when each event was\n"
+"                             routed and indexed (a latency debug aid)\n"
 "      --count N              exit once N traces have ended\n"
 "      --timeout SECONDS      exit after this long, whatever happens\n"
 "      --http [HOST:]PORT     serve the live viewer there (HOST default\n"
@@ -80,6 +82,7 @@ enum {
 	OPT_SEND = 256, OPT_START, OPT_SUSPENDED, OPT_HEARTBEAT, OPT_SENDERS,
 	OPT_INCLUDE, OPT_EXCLUDE, OPT_BUDGET, OPT_RETRY, OPT_CLASS, OPT_GAP,
 	OPT_COUNT, OPT_TIMEOUT, OPT_BOUND, OPT_LIVE, OPT_REPLAY, OPT_HTTP,
+	OPT_STAMPS,
 };
 
 static const struct option longopts[] = {
@@ -100,6 +103,7 @@ static const struct option longopts[] = {
 	{ "gap-timeout", required_argument, NULL, OPT_GAP },
 	{ "reorder-bound", required_argument, NULL, OPT_BOUND },
 	{ "live-flush", required_argument, NULL, OPT_LIVE },
+	{ "live-stamps", no_argument, NULL, OPT_STAMPS },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -245,6 +249,9 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 				return -1;
 			o->live_flush_ms = (unsigned int)v;
 			break;
+		case OPT_STAMPS:
+			o->live_stamps = true;
+			break;
 		case OPT_REPLAY:
 			*replay = optarg;
 			break;
@@ -286,14 +293,13 @@ static int run(struct hq *hq)
 			    hq_now_ms() + 1000ull * hq->o.timeout_s : 0;
 	struct pollfd *pfd = NULL;
 	unsigned int cap = 0, i;
-	/* a live flush is at most one poll late */
-	int poll_ms = hq->o.live_flush_ms && hq->o.live_flush_ms < 100 ?
-		      (int)hq->o.live_flush_ms : 100;
 	int rc = 0;
 
 	while (!hq->stop) {
 		unsigned int n = 0, base;
-		uint64_t now;
+		/* a live flush is never a poll late */
+		int poll_ms = 100;
+		uint64_t now = hq_now_ms();
 
 		if (cap < hq->nconns + 2) {
 			struct pollfd *p;
@@ -311,6 +317,12 @@ static int run(struct hq *hq)
 		pfd[n++] = (struct pollfd){ .fd = hq->ctl_fd,
 					    .events = POLLIN };
 		base = n;
+		for (i = 0; i < hq->ntraces; i++) {
+			int w = live_wait_ms(hq->traces[i]->live, now);
+
+			if (w >= 0 && w < poll_ms)
+				poll_ms = w;
+		}
 		for (i = 0; i < hq->nconns; i++) {
 			struct conn *c = hq->conns[i];
 

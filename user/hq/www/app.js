@@ -15,6 +15,13 @@ const bft = {
     for (const [id, s] of this.model.methods) if (s === sig) return this.model.appear.get(id) || [];
     return [];
   },
+  // With stamps: the way of each call of the method named sig (model.js).
+  trail(sig) {
+    for (const [id, s] of this.model.methods) {
+      if (s === sig) return (this.model.trail || []).filter((c) => c.method === id);
+    }
+    return [];
+  },
 };
 window.bft = bft;
 
@@ -30,17 +37,27 @@ function schedule() {
   }, 0);
 }
 
+// "/?stamps": each call's times are kept (a latency debug aid).
+const stamps = new URLSearchParams(location.search).has("stamps");
+
+function newModel() {
+  const m = new BftModel();
+  if (stamps) m.trail = [];
+  return m;
+}
+
 function open(traceNo) {
   if (bft.source) bft.source.close();
   bft.trace = traceNo;
-  bft.model = new BftModel();
-  const es = new EventSource("/api/traces/" + traceNo + "/events");
+  bft.model = newModel();
+  const es = new EventSource("/api/traces/" + traceNo + "/events" + (stamps ? "?stamps=1" : ""));
   bft.source = es;
   let got = false;
   // A reconnect starts over: the server sends everything again.
   es.addEventListener("open", () => {
-    if (got) bft.model = new BftModel();
+    if (got) bft.model = newModel();
   });
+  es.addEventListener("sent", (e) => bft.model.sent(Number(e.data)));
   es.addEventListener("meta", (e) => { got = true; bft.model.meta = JSON.parse(e.data); schedule(); });
   es.addEventListener("names", (e) => { got = true; bft.model.names(e.data); schedule(); });
   es.addEventListener("stream", (e) => { got = true; bft.model.stream(e.data); schedule(); });

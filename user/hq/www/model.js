@@ -31,6 +31,11 @@ class BftModel {
     this.badEntries = 0;          // index entries the server could not use
     this.unstamped = [];          // nodes and calls waiting for the next render
     this.appear = new Map();      // method id -> [wall ms of each call's first render]
+    // With stamps (page.html?stamps): each call's way here, for the latency
+    // breakdown of scripts/live-view-test.py: {method, seq, got, sent, drawn}.
+    this.trail = null;
+    this.unsent = [];             // trail entries before the next "sent"
+    this.undrawn = [];            // trail entries before the next render
     this.changed = true;
   }
 
@@ -110,7 +115,10 @@ class BftModel {
     this.events++;
     if (f[0] !== "|") th.lastTime = time;
     switch (f[0]) {
-      case "e": this.enter(th, method, time); break;
+      case "e":
+        this.enter(th, method, time);
+        if (this.trail) this.track(method, Number(f[1]));
+        break;
       case "x": case "t": this.exit(th, method, time, "x"); break;
       case "u": this.exit(th, method, time, "u"); break;
       case "!": th.canon.push(" !" + f[4]); break;
@@ -169,9 +177,24 @@ class BftModel {
     s.selfUs += self;
   }
 
+  track(method, seq) {
+    const c = { method, seq, got: bftNow(), sent: null, drawn: null };
+    this.trail.push(c);
+    this.unsent.push(c);
+    this.undrawn.push(c);
+  }
+
+  // A "sent" event: when the server queued the stream events before it (us).
+  sent(us) {
+    for (const c of this.unsent) c.sent = us / 1000;
+    this.unsent = [];
+  }
+
   // After a render: what it showed for the first time gets its time.
   stamp() {
     const now = bftNow();
+    for (const c of this.undrawn) c.drawn = now;
+    this.undrawn = [];
     for (const x of this.unstamped) {
       if (typeof x === "number") {
         let a = this.appear.get(x);
