@@ -372,6 +372,14 @@ def native_report(path, profile_path):
         n["live_view"] = {"runs": len(delays), "median_ms": statistics.median(delays),
                           "max_ms": delays[-1], "delays_ms": delays,
                           "command": cmds.get("live_view", "")}
+        sse = [num(r.get("delay_ms")) for r in res.get("live_view_sse", [])]
+        if sse:
+            n["live_view"]["sse_median_ms"] = statistics.median(sse)
+        by_stage = {}
+        for r in res.get("live_view_stage", []):
+            by_stage.setdefault(r.get("stage"), []).append(num(r.get("ms")))
+        n["live_view"]["stages"] = [{"stage": k, "runs": len(v), "median_ms": statistics.median(v),
+                                     "max_ms": max(v)} for k, v in by_stage.items()]
     n["counters"] = counters_of(res, cmds)
     n["profile_stages"] = stages(prof)
     hp, _ = median_of(res.get("host.bpftrace_plain", []), "ns")
@@ -713,6 +721,15 @@ def write_md(doc, path, notes):
                      f"that shows the run's first call in headless Chromium, {lv['runs']} runs: median "
                      f"{fmt(lv['median_ms'])} ms, at most {fmt(lv['max_ms'])} ms (goal: at most twice the "
                      f"flush interval, 200 ms at the defaults). {code(lv['command'])}\n")
+            if lv.get("sse_median_ms") is not None:
+                L.append(f"To the page's handler of the Server-Sent Event that carries it: median "
+                         f"{fmt(lv['sse_median_ms'])} ms.\n")
+            if lv.get("stages"):
+                L.append("Where that time goes, stage by stage (`bfhq --live-stamps`, the page's "
+                         "`?stamps`; docs/live-format.md):\n")
+                L.append(md_table([[code(st["stage"]), fmt(st["median_ms"], 1), fmt(st["max_ms"], 1)]
+                                   for st in lv["stages"]], ["stage", "median ms", "max ms"]))
+                L.append("")
         if n["codec"]:
             L.append("\nThe library alone (`user/lib/tests/bench_codec.c`, its own synthetic stream, same event count): "
                      + code(n["commands"].get("codec", "")) + "\n")
