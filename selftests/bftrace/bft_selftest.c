@@ -652,6 +652,20 @@ void bst_session_close(struct bst_session *s)
 	s->nl = NULL;
 }
 
+void bst_session_close_loaded(struct bst_session *s)
+{
+	if (!bst_module_loaded() && bst_ko_path())
+		bst_insmod(bst_ko_path());
+	if (!s->nl && bst_module_loaded())
+		bst_session_open(s);
+	bst_session_close(s);
+}
+
+int bst_run_port(int salt)
+{
+	return 20000 + (getpid() * salt + (int)(bst_now_ns() % 997)) % 20000;
+}
+
 /* ---- probes ------------------------------------------------------------ */
 
 int bst_resolve(const struct bst_fn *fns, size_t n, struct bft_nl_probe *probes)

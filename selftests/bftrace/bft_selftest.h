@@ -110,6 +110,14 @@ int bst_session_open(struct bst_session *s);
 /* Reset, restore the options as found, close. */
 void bst_session_close(struct bst_session *s);
 /*
+ * For tests that unload the module or lose their handle on the way:
+ * whatever happened, leave the module loaded and idle, then close.
+ */
+void bst_session_close_loaded(struct bst_session *s);
+/* A loopback port for this run, so that a lingering socket of an
+ * earlier run cannot answer; salt tells apart two tests of one run. */
+int bst_run_port(int salt);
+/*
  * Stop (if a session is active), detach every target, restore options as
  * found at open, and throw away whatever the rings still hold.
  */

@@ -101,9 +101,7 @@ FIXTURE_SETUP(counters)
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	snprintf(self->log, sizeof(self->log), "%s/collector.log", self->dir);
 	snprintf(self->hqlog, sizeof(self->hqlog), "%s/bfhq.log", self->dir);
-	/* a port per run: a lingering socket of an earlier run cannot answer */
-	self->port = 20000 + (getpid() * 13 + (int)(bst_now_ns() % 991)) %
-		     20000;
+	self->port = bst_run_port(13);
 	snprintf(self->port_s, sizeof(self->port_s), "%d", self->port);
 	snprintf(self->where, sizeof(self->where), "127.0.0.1:%d", self->port);
 }

@@ -30,11 +30,7 @@ FIXTURE_TEARDOWN(lazy)
 {
 	if (self->ev)
 		bft_nl_close(self->ev);
-	if (!bst_module_loaded() && bst_ko_path())
-		bst_insmod(bst_ko_path());
-	if (!self->s.nl && bst_module_loaded())
-		bst_session_open(&self->s);
-	bst_session_close(&self->s);
+	bst_session_close_loaded(&self->s);
 	bst_proc_kill(&self->target);
 }
 

@@ -265,9 +265,7 @@ FIXTURE_SETUP(pipeline)
 	snprintf(self->flow, sizeof(self->flow), "%s/flow", self->dir);
 	snprintf(self->log, sizeof(self->log), "%s/log", self->dir);
 	ASSERT_EQ(0, mkdir(self->flow, 0755));
-	/* Loopback only; a port per test run so a lingering socket of an
-	 * earlier run cannot answer. */
-	self->port = 20000 + (getpid() * 7 + (int)(bst_now_ns() % 997)) % 20000;
+	self->port = bst_run_port(7);	/* loopback only */
 	snprintf(self->port_s, sizeof(self->port_s), "%d", self->port);
 	expected_calls(self->expect);
 }
