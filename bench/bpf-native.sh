@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # The BPF backend on the build machine itself (no guest: traps are not
 # emulated here, so the absolute figures mean something): what a traced call
-# costs next to the untraced loop and to bpftrace, how many ring bytes a call
-# takes, and the collector's CPU time at that rate.  A benchmark, not a test.
+# costs next to the untraced loop, the bare trap (the floor: empty uprobe and
+# uretprobe programs, bench/tools/bench_bpffloor.c) and bpftrace with empty
+# and with counting actions; how many ring bytes a call takes, and the
+# collector's CPU time at that rate.  A benchmark, not a test.
 #
 #   bench/bpf-native.sh [CALLS] [REPS]      (root; after make -C user)
 #
-# Prints "@res bpf_* key=value ..." lines (the format of build/bench/
-# native.txt).  Each figure is the median of REPS runs, one thread pinned
-# to CPU 0, bfcollector (writing .flow files) on CPU 1.
+# Prints "@cmd ID COMMAND" and "@res bpf_native key=value ..." lines (the
+# format of build/bench/native.txt).  Each figure is the median of REPS
+# runs, the tracers interleaved within a repetition, one thread pinned to
+# CPU 0, bfcollector (writing .flow files) on CPU 1.  On the CET build
+# bftrace and its floor probe func+4 (past endbr64); bpftrace 0.17 probes
+# only func there (it refuses an offset), which single-steps endbr64 at
+# tens of microseconds a call, so its rows and the floor at func, their
+# like-for-like floor, run CALLS/10 calls.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -35,16 +42,54 @@ why=$($bfctl --backend bpf caps 2>&1 >/dev/null) || {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ns_of() { sed -n 's/^total .*ns_per_call=\([0-9.]*\).*/\1/p'; }
+warmup=200	# bench-loop's untimed calls, which the probes see too
+
+# The floor: empty programs, loaded by a tiny libbpf loader (scripts/bench
+# builds both; built here too when run alone).
+floor=build/bench/bench-bpffloor
+floor_obj=build/bench/bench_floor.bpf.o
+if [[ ! -x $floor || ! -s $floor_obj || bench/tools/bench_bpffloor.c -nt $floor ||
+	bench/tools/bench_floor.bpf.c -nt $floor_obj ]]; then
+	bash bench/build-bpffloor.sh
+fi
+have_bpftrace=0
+command -v bpftrace >/dev/null && have_bpftrace=1
 
 for build in plain cet; do
-	bin=$out/bench-loop-$build
+	bin=$root/$out/bench-loop-$build
 	cf=none
 	[[ $build == cet ]] && cf=full
 	gcc -std=c11 -O2 -Wall -Wextra -Werror -pthread -fcf-protection=$cf \
 		-o "$bin" bench/targets/bench_loop.c
-	base=() traced=() bt=() bytes=() ccpu=() cpct=()
+	site=bench_work at=func
+	[[ $build == cet ]] && site=bench_work+4 at=func+4
+	# single-stepped sites (bpftrace on the CET build) run fewer calls
+	sscalls=$calls
+	[[ $build == cet ]] && sscalls=$(((calls + 9) / 10))
+	id=bpf_native.$build
+	echo "@cmd $id.untraced taskset -c 0 $bin $calls 1"
+	echo "@cmd $id.floor taskset -c 0 $floor $floor_obj $bin:$site -- $bin $calls 1"
+	echo "@cmd $id.bpf taskset -c 1 $coll --backend bpf -o DIR & taskset -c 0 $bfctl --backend bpf run -p bench_work -- $bin $calls 1"
+	empty="uprobe:$bin:bench_work {} uretprobe:$bin:bench_work {}"
+	counting="uprobe:$bin:bench_work { @e = count(); } uretprobe:$bin:bench_work { @x = count(); }"
+	if ((have_bpftrace)); then
+		echo "@cmd $id.bpftrace_empty taskset -c 0 bpftrace -e '$empty' -c '$bin $sscalls 1'"
+		echo "@cmd $id.bpftrace taskset -c 0 bpftrace -e '$counting' -c '$bin $sscalls 1'"
+	fi
+	[[ $build == cet ]] &&
+		echo "@cmd $id.floor_func taskset -c 0 $floor $floor_obj $bin:bench_work -- $bin $sscalls 1"
+
+	# The floor's probes must see every call: count them once, with the
+	# kernel's run statistics on (not timed: they add clock reads).
+	fc=$(taskset -c 0 "$floor" -c "$floor_obj" "$bin:$site" -- "$bin" "$sscalls" 1 |
+		sed -n 's/^floor probes=1 entries=\([0-9]*\) returns=\([0-9]*\)$/\1\/\2/p')
+
+	base=() fl=() flf=() traced=() bt=() bte=() bytes=() ccpu=() cpct=() seen=() lost=()
 	for _ in $(seq "$reps"); do
 		base+=("$(taskset -c 0 "$bin" "$calls" 1 | ns_of)")
+		fl+=("$(taskset -c 0 "$floor" "$floor_obj" "$bin:$site" -- "$bin" "$calls" 1 | ns_of)")
+		[[ $build == cet ]] &&
+			flf+=("$(taskset -c 0 "$floor" "$floor_obj" "$bin:bench_work" -- "$bin" "$sscalls" 1 | ns_of)")
 
 		rm -rf "$out/flow" && mkdir -p "$out/flow"
 		taskset -c 1 "$coll" --backend bpf -o "$out/flow" >"$out/collector.log" 2>&1 &
@@ -54,11 +99,12 @@ for build in plain cet; do
 		taskset -c 0 "$bfctl" --backend bpf run -p bench_work -- "$bin" "$calls" 1 >"$out/run.out"
 		w1=$(date +%s%N)
 		traced+=("$(ns_of <"$out/run.out")")
-		b=$($bfctl --backend bpf --json status | python3 -c '
+		read -r b p l < <($bfctl --backend bpf --json status | python3 -c '
 import json, sys
 st = json.load(sys.stdin)
-print(sum(c["bytes_written"] for c in st["cpus"]))')
+print(*(sum(c[k] for c in st["cpus"]) for k in ("bytes_written", "produced", "lost")))')
 		bytes+=("$(awk -v b="$b" -v n="$calls" 'BEGIN { printf "%.2f", b / n }')")
+		seen+=("$p") lost+=("$l")
 		$bfctl --backend bpf stop >/dev/null
 		sleep 0.5	# the collector drains what is left
 		ccpu+=("$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$cpid/stat")")
@@ -69,22 +115,31 @@ print(sum(c["bytes_written"] for c in st["cpus"]))')
 		wait "$cpid" || true
 		rm -rf "$BFT_BPF_PIN_DIR"
 
-		if command -v bpftrace >/dev/null; then
-			bt+=("$(taskset -c 0 bpftrace -q -e "uprobe:$bin:bench_work { @e = count(); }
-				uretprobe:$bin:bench_work { @x = count(); }" \
-				-c "$bin $calls 1" 2>/dev/null | ns_of)")
+		if ((have_bpftrace)); then
+			bte+=("$(taskset -c 0 bpftrace -q -e "$empty" -c "$bin $sscalls 1" 2>/dev/null | ns_of)")
+			bt+=("$(taskset -c 0 bpftrace -q -e "$counting" -c "$bin $sscalls 1" 2>/dev/null | ns_of)")
 		fi
 	done
-	b0=$(printf '%s\n' "${base[@]}" | median)
-	t=$(printf '%s\n' "${traced[@]}" | median)
-	by=$(printf '%s\n' "${bytes[@]}" | median)
-	line="@res bpf_native build=$build calls=$calls untraced_ns=$b0 bpf_ns=$t"
-	line+=" bpf_cost_ns=$(awk -v a="$t" -v b="$b0" 'BEGIN { printf "%.1f", a - b }')"
-	line+=" bytes_per_call=$by collector_cpu_s=$(printf '%s\n' "${ccpu[@]}" | median)"
-	line+=" collector_cpu_pct=$(printf '%s\n' "${cpct[@]}" | median)"
+	med() { printf '%s\n' "$@" | median; }
+	minus() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "") print ""; else printf "%.1f", a - b }'; }
+	b0=$(med "${base[@]}")
+	f=$(med "${fl[@]}")
+	t=$(med "${traced[@]}")
+	line="@res bpf_native build=$build calls=$calls untraced_ns=$b0 floor_ns=$f floor_at=$at"
+	line+=" floor_cost_ns=$(minus "$f" "$b0") floor_seen=${fc:-none} floor_expect=$((sscalls + warmup))"
+	line+=" bpf_ns=$t bpf_cost_ns=$(minus "$t" "$b0") bpf_at=$at"
+	line+=" bpf_seen=$(med "${seen[@]}") bpf_expect=$((2 * (calls + warmup))) bpf_lost=$(med "${lost[@]}")"
+	line+=" bytes_per_call=$(med "${bytes[@]}") collector_cpu_s=$(med "${ccpu[@]}")"
+	line+=" collector_cpu_pct=$(med "${cpct[@]}")"
+	if ((${#flf[@]})); then
+		ff=$(med "${flf[@]}")
+		line+=" floor_func_ns=$ff floor_func_cost_ns=$(minus "$ff" "$b0")"
+	fi
 	if ((${#bt[@]})); then
-		bb=$(printf '%s\n' "${bt[@]}" | median)
-		line+=" bpftrace_ns=$bb bpftrace_cost_ns=$(awk -v a="$bb" -v b="$b0" 'BEGIN { printf "%.1f", a - b }')"
+		bb=$(med "${bt[@]}") be=$(med "${bte[@]}")
+		line+=" bpftrace_calls=$sscalls bpftrace_at=func"
+		line+=" bpftrace_empty_ns=$be bpftrace_empty_cost_ns=$(minus "$be" "$b0")"
+		line+=" bpftrace_ns=$bb bpftrace_cost_ns=$(minus "$bb" "$b0")"
 	fi
 	echo "$line"
 done
