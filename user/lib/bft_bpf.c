@@ -605,6 +605,14 @@ static void session_unlock(int fd)
 	close(fd);	/* drops the lock */
 }
 
+/* The session (made first if create), locked: the lock's fd, or an error. */
+static int session_locked(struct bft_bpf *b, bool create)
+{
+	int err = session(b, create);
+
+	return err ? err : session_lock(b);
+}
+
 /* ---- targets and links ---- */
 
 static void links_dir(char *buf, size_t len, uint32_t tgid)
@@ -1289,11 +1297,8 @@ bad:
 int bft_bpf_attach(struct bft_bpf *b, uint32_t tgid,
 		   const struct bft_nl_probe *probes, size_t n, int *results)
 {
-	int fd, err = session(b, true);
+	int fd = session_locked(b, true), err;
 
-	if (err)
-		return err;
-	fd = session_lock(b);
 	if (fd < 0)
 		return fd;
 	err = do_attach(b, tgid, probes, n, results);
@@ -1323,14 +1328,12 @@ static void start_guard(struct bft_bpf *b, const struct bft_owner *self);
 int bft_bpf_start(struct bft_bpf *b, bool persist, uint8_t *mode)
 {
 	struct bft_owner self;
-	int fd, err = session(b, true);
+	int fd, err;
 
-	if (err)
-		return err;
 	if (!persist && bft_owner_self(&self))
 		return fail(b, -ENOENT, "/proc is needed to own a session: "
 			    "start it with persist");
-	fd = session_lock(b);
+	fd = session_locked(b, true);
 	if (fd < 0)
 		return fd;
 	err = do_mode_cmd(b, BFT_CMD_START, persist ? NULL : &self, mode);
@@ -1348,10 +1351,7 @@ int bft_bpf_mode_cmd(struct bft_bpf *b, int cmd, uint8_t *mode)
 
 	if (cmd == BFT_CMD_START)
 		return bft_bpf_start(b, false, mode);
-	err = session(b, true);
-	if (err)
-		return err;
-	fd = session_lock(b);
+	fd = session_locked(b, true);
 	if (fd < 0)
 		return fd;
 	err = do_mode_cmd(b, cmd, NULL, mode);
@@ -1559,11 +1559,8 @@ static int do_set_opt(struct bft_bpf *b, uint32_t id, uint64_t val,
 int bft_bpf_set_opt(struct bft_bpf *b, uint32_t id, uint64_t val,
 		    struct bft_nl_opt *out)
 {
-	int fd, err = session(b, true);
+	int fd = session_locked(b, true), err;
 
-	if (err)
-		return err;
-	fd = session_lock(b);
 	if (fd < 0)
 		return fd;
 	err = do_set_opt(b, id, val, out);
