@@ -532,6 +532,11 @@ def main():
             if stages[name]:
                 tap.note(f"stage {name}: median {statistics.median(stages[name]):.1f} ms, "
                          f"max {max(stages[name]):.1f} ({what})")
+        if delays:
+            tap.result(all(len(stages[name]) == len(delays) for name, _ in STAGES),
+                       "each run's delay is split in stages (bfhq --live-stamps, the "
+                       f"page's ?stamps): {min(len(v) for v in stages.values())} of "
+                       f"{len(delays)} runs")
 
         pipe.end_target()
         try:

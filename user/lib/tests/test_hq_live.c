@@ -280,6 +280,51 @@ TEST_F(live, an_idle_stream_gets_an_empty_index_entry)
 	live_view_free(&v);
 }
 
+/*
+ * Routed lines do not wait for the period: they are written a fifth of it
+ * after the flush before, and not sooner; meta.json waits for the period.
+ */
+TEST_F(live, routed_lines_are_written_before_the_period_ends)
+{
+	struct live *l = self->t->live;
+	uint64_t t0 = hq_now_ms();
+	char *meta, *now;
+
+	self->hq.o.live_flush_ms = 1000;
+	live_tick(l, self->t, t0, true, false);
+	meta = file_in(self->live, "meta.json");
+	ASSERT_NE(NULL, meta);
+	EXPECT_EQ(1000, live_wait_ms(l, t0));	/* nothing to write */
+	ev(self, BFP_METHOD_ENTRY, 0, 1, 1);
+	ev(self, BFP_METHOD_ENTRY, 1, 1, 2);
+	EXPECT_EQ(150, live_wait_ms(l, t0 + 50));
+	live_tick(l, self->t, t0 + 199, false, false);
+	EXPECT_EQ(-1, size_of(self->live, "stream-1.index"));
+	EXPECT_EQ(1, live_wait_ms(l, t0 + 199));
+	live_tick(l, self->t, t0 + 200, false, false);
+	EXPECT_EQ(LIVE_INDEX_RECORD, size_of(self->live, "stream-1.index"));
+	EXPECT_EQ(LIVE_INDEX_RECORD, size_of(self->live, "stream-2.index"));
+	EXPECT_EQ(1000, live_wait_ms(l, t0 + 200));
+	/* the flush was not the period's: meta.json is as it was */
+	now = file_in(self->live, "meta.json");
+	ASSERT_NE(NULL, now);
+	EXPECT_STREQ(meta, now);
+	free(meta);
+	free(now);
+
+	/* one more line: again a fifth of the period later */
+	ev(self, BFP_METHOD_EXIT, 2, 1, 1);
+	live_tick(l, self->t, t0 + 399, false, false);
+	EXPECT_EQ(LIVE_INDEX_RECORD, size_of(self->live, "stream-1.index"));
+	live_tick(l, self->t, t0 + 400, false, false);
+	/* every stream gets its entry: thread 2's an empty one */
+	EXPECT_EQ(2 * LIVE_INDEX_RECORD, size_of(self->live,
+						 "stream-1.index"));
+	EXPECT_EQ(2 * LIVE_INDEX_RECORD, size_of(self->live,
+						 "stream-2.index"));
+	EXPECT_EQ(0u, rec(self->live, "stream-2.index", 1, 8));
+}
+
 TEST_F(live, an_entry_past_its_data_is_not_trusted)
 {
 	struct live_view v;
