@@ -7,9 +7,9 @@
 # seconds (default 1200), one process (the machine is shared), starting
 # from its committed corpus (CORPUS_DIR/<harness>, read only) plus what
 # earlier runs found (build/fuzz/work/<harness>).  Crashes, leaks and
-# timeouts go to build/fuzz/artifacts/<harness>/.  A table of executions,
-# coverage (libFuzzer's cov and ft) and findings ends the output; the exit
-# status is 1 if any harness found something.
+# timeouts go to build/fuzz/artifacts/<harness>/.  A table of executions
+# (and their rate), coverage (libFuzzer's cov and ft) and findings ends the
+# output; the exit status is 1 if any harness found something.
 #
 #   fuzz.sh --merge BIN_DIR CORPUS_DIR HARNESS...
 # instead minimises: CORPUS_DIR/<harness> becomes the smallest set of its
@@ -49,8 +49,8 @@ if ((merge)); then
 	exit 0
 fi
 table=$out/results.txt
-printf '%-24s %12s %8s %8s %8s %7s %6s %s\n' harness execs seconds cov ft \
-	crashes leaks "" >"$table"
+printf '%-24s %12s %8s %8s %8s %8s %7s %6s %s\n' harness execs seconds \
+	execs/s cov ft crashes leaks "" >"$table"
 found=0
 for h in "$@"; do
 	work=$out/work/$h art=$out/artifacts/$h log=$out/$h.log
@@ -71,8 +71,11 @@ for h in "$@"; do
 	note=""
 	((rc)) && note="exit $rc (see $log)"
 	((rc || crashes || leaks)) && found=1
-	printf '%-24s %12s %8s %8s %8s %7s %6s %s\n' "$h" "${execs:-?}" "$secs" \
-		"${cov:-?}" "${ft:-?}" "$crashes" "$leaks" "$note" >>"$table"
+	rate=?
+	[[ ${execs:-} =~ ^[0-9]+$ ]] && rate=$((execs / (secs ? secs : 1)))
+	printf '%-24s %12s %8s %8s %8s %8s %7s %6s %s\n' "$h" "${execs:-?}" \
+		"$secs" "$rate" "${cov:-?}" "${ft:-?}" "$crashes" "$leaks" \
+		"$note" >>"$table"
 	tail -n 1 "$table"
 done
 cat "$table"
