@@ -392,6 +392,9 @@ bpf_bench() {
 	unset BFT_BACKEND BFT_BPF_PIN_DIR
 }
 bpf_bench
+# a real library: libsqlite3's API under the module and bpftrace (a small
+# workload: single-stepped probes cost tens of microseconds under TCG)
+"$root/bench/sqlite-api.sh" "$kver" 200 3
 # the counters agent at 10 Hz with 1000 probes (loads the module again)
 "$root/bench/guest-counters.sh" "$kver"
 rm -rf "$tmp"

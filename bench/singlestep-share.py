@@ -3,8 +3,12 @@
 """What share of a library's exported functions an entry uprobe must
 single-step, and how many a generalised endbr64 rule would move off it.
 
-    bench/singlestep-share.py [LIB [PREFIX]]
+    bench/singlestep-share.py [--only NAME,...] [LIB [PREFIX]]
         (default /usr/lib/x86_64-linux-gnu/libsqlite3.so.0, sqlite3_)
+
+--only limits it to the functions named (a tracer's probe set) and prints
+each one's class as "@fn NAME CLASS", so that a caller with per-function
+hit counts can weigh the classes by calls.
 
 x86-64 uprobes (arch/x86/kernel/uprobes.c, 6.1 and 6.12) emulate a
 relative jmp, call or jcc, a nop and push %reg; every other instruction is
@@ -24,9 +28,13 @@ import re
 import subprocess
 import sys
 
-lib = sys.argv[1] if len(sys.argv) > 1 else \
-    "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0"
-prefix = sys.argv[2] if len(sys.argv) > 2 else "sqlite3_"
+args = sys.argv[1:]
+only = None
+if args[:1] == ["--only"] and len(args) > 1:
+    only = set(filter(None, args[1].split(",")))
+    args = args[2:]
+lib = args[0] if args else "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0"
+prefix = args[1] if len(args) > 1 else "sqlite3_"
 
 BRANCH = re.compile(r"^(j[a-z]+|call|ret|loop[a-z]*|jmp)\b")
 STACK = re.compile(r"^(push|pop|call|ret|enter|leave)")
@@ -92,9 +100,17 @@ def classify(insns):
 
 
 counts = {}
+seen = set()
 for name, addr, size in functions():
+    if only is not None and name not in only:
+        continue
+    seen.add(name)
     c = classify(disassemble(addr, size))
     counts[c] = counts.get(c, 0) + 1
+    if only is not None:
+        print("@fn %s %s" % (name, c))
+for name in sorted((only or set()) - seen):
+    print("# %s: not a function of %s" % (name, lib), file=sys.stderr)
 total = sum(counts.values())
 for k in sorted(counts):
     print("# %-20s %4d" % (k, counts[k]))
