@@ -226,7 +226,70 @@ def guest_report(kver, path):
                               "command": flat[0]["command"]}
     g["counters"] = counters_of(res, cmds)
     g["bpf"] = bpf_of(res, cmds, info, g, fig)
+    g["sqlite"] = sqlite_of(res, cmds, "sqlite." + kver)
     return g
+
+
+def sqlite_of(res, cmds, rid):
+    """bench/sqlite-api.sh: per traced call of libsqlite3's API, bftrace
+    against bpftrace, on the same probes, with the probes' counts checked."""
+    recs = res.get(rid, [])
+    if not recs:
+        return None
+    med = {k: median_of(recs, k)[0] for k in ("untraced_ns", "bftrace_ns", "bpftrace_empty_ns",
+                                               "bpftrace_ns", "hits", "api_calls")}
+    hits = med["hits"]
+
+    def cost(k):
+        t, u = med[k], med["untraced_ns"]
+        return (t - u) / hits if t is not None and u is not None and hits else None
+    wrong = []
+    for r in recs:
+        h = r.get("hits")
+        if not h or h == "0":
+            wrong.append(f"rep {r.get('rep')}: bpftrace counted no call")
+            continue
+        if r.get("returns") != h:
+            wrong.append(f"rep {r.get('rep')}: bpftrace {h} entries, {r.get('returns')} returns")
+        if r.get("bftrace_seen") != str(2 * int(h)):
+            wrong.append(f"rep {r.get('rep')}: bftrace {r.get('bftrace_seen')} events for {h} calls "
+                         f"({r.get('bftrace_lost')} lost)")
+        fs = r.get("floor_seen", "-")
+        if fs not in ("-", "") and fs != f"{h}/{h}":
+            wrong.append(f"rep {r.get('rep')}: floor programs ran {fs} times for {h} calls")
+    out = {"reps": len(recs), "rows": num(recs[0].get("rows")), "probes": num(recs[0].get("probes")),
+           "api_calls": med["api_calls"], "hits": hits, "untraced_ns": med["untraced_ns"],
+           "bftrace_ns": med["bftrace_ns"], "bpftrace_empty_ns": med["bpftrace_empty_ns"],
+           "bpftrace_ns": med["bpftrace_ns"],
+           "bftrace_cost_ns": cost("bftrace_ns"), "bpftrace_empty_cost_ns": cost("bpftrace_empty_ns"),
+           "bpftrace_cost_ns": cost("bpftrace_ns"), "counts_right": not wrong, "count_errors": wrong,
+           "floor_seen": recs[0].get("floor_seen", "-"),
+           "commands": {k: cmds.get(f"{rid}.{k}", "") for k in
+                        ("untraced", "bftrace", "bpftrace_empty", "bpftrace", "floor_count", "classes")}}
+    out["bftrace_vs_bpftrace_empty"] = ratio(out["bftrace_cost_ns"], out["bpftrace_empty_cost_ns"])
+    out["bftrace_vs_bpftrace"] = ratio(out["bftrace_cost_ns"], out["bpftrace_cost_ns"])
+    fns = res.get("sqlite_fn." + rid.split(".", 1)[1], [])
+    if fns:
+        by = {}
+        for f in fns:
+            c = by.setdefault(f.get("class"), {"probes": 0, "hits": 0})
+            c["probes"] += 1
+            c["hits"] += int(f.get("hits") or 0)
+        tot_p = sum(c["probes"] for c in by.values())
+        tot_h = sum(c["hits"] for c in by.values())
+        ss = [by.get(k, {"probes": 0, "hits": 0}) for k in ("moved_by_rule", "single_stepped")]
+        out["single_step"] = {
+            "classes": by, "functions": [{"name": f.get("name"), "class": f.get("class"),
+                                          "hits": num(f.get("hits"))} for f in fns],
+            "probes_single_stepped": ss[0]["probes"] + ss[1]["probes"], "probes": tot_p,
+            "calls_single_stepped": ss[0]["hits"] + ss[1]["hits"], "calls": tot_h,
+            "probes_after_rule": ss[1]["probes"], "calls_after_rule": ss[1]["hits"]}
+        whole = (res.get("sqlite_share_all." + rid.split(".", 1)[1]) or [None])[0]
+        if whole:
+            out["single_step"]["library"] = {k: num(whole.get(k)) for k in
+                                             ("functions", "emulated_at_entry", "moved_by_rule",
+                                              "still_single_stepped")}
+    return out
 
 
 def bpf_of(res, cmds, info, g, fig):
@@ -364,8 +427,10 @@ def native_report(path, profile_path):
                     prof.append({"pct": float(m.group(1)), "symbol": m.group(3),
                                  "kernel": m.group(2) == "k"})
     n["profile"] = prof
-    n["bpf_native"] = [{k: (v if k == "build" else num(v)) for k, v in r.items()}
-                       for r in res.get("bpf_native", [])]
+    n["bpf_native"] = [{k: (v if k in ("build", "floor_at", "bpf_at", "bpftrace_at") else num(v))
+                        for k, v in r.items()} for r in res.get("bpf_native", [])]
+    for raw, r in zip(res.get("bpf_native", []), n["bpf_native"]):
+        r["floor_seen_text"] = raw.get("floor_seen")
     n["bpf_native_skip"] = info.get("bpf_native_skip")
     delays = sorted(num(r.get("delay_ms")) for r in res.get("live_view", []))
     if delays:
@@ -381,6 +446,8 @@ def native_report(path, profile_path):
         n["live_view"]["stages"] = [{"stage": k, "runs": len(v), "median_ms": statistics.median(v),
                                      "max_ms": max(v)} for k, v in by_stage.items()]
     n["counters"] = counters_of(res, cmds)
+    n["sqlite"] = sqlite_of(res, cmds, "sqlite.native")
+    n["bpf_native_commands"] = {k: v for k, v in cmds.items() if k.startswith("bpf_native.")}
     n["profile_stages"] = stages(prof)
     hp, _ = median_of(res.get("host.bpftrace_plain", []), "ns")
     hc, _ = median_of(res.get("host.bpftrace_cet", []), "ns")
@@ -390,6 +457,34 @@ def native_report(path, profile_path):
                               "command_cet": cmds.get("host.bpftrace_cet", "")}
     n["profile_command"] = cmds.get("collector_profile", "")
     return n
+
+
+def native_floor(native):
+    """bench/bpf-native.sh per build: bftrace (BPF backend), the floor
+    (empty programs) and bpftrace, per traced call, as ratios to the floor
+    at the same site."""
+    out = {}
+    for r in (native or {}).get("bpf_native", []):
+        if r.get("floor_ns") is None:
+            continue
+        b = r["build"]
+        bpf_at_func = r.get("floor_func_ns") if b == "cet" else r.get("floor_ns")
+        d = {"calls": r.get("calls"), "untraced_ns": r.get("untraced_ns"),
+             "floor_ns": r.get("floor_ns"), "floor_at": r.get("floor_at"),
+             "floor_func_ns": r.get("floor_func_ns"),
+             "bftrace_ns": r.get("bpf_ns"), "bpftrace_empty_ns": r.get("bpftrace_empty_ns"),
+             "bpftrace_ns": r.get("bpftrace_ns"), "bpftrace_calls": r.get("bpftrace_calls"),
+             "bftrace_vs_floor": ratio(r.get("bpf_ns"), r.get("floor_ns")),
+             "bftrace_cost_vs_floor_cost": ratio(r.get("bpf_cost_ns"), r.get("floor_cost_ns")),
+             # bpftrace probes func; its floor is the floor at func
+             "bpftrace_empty_vs_floor": ratio(r.get("bpftrace_empty_ns"), bpf_at_func),
+             "bpftrace_vs_floor": ratio(r.get("bpftrace_ns"), bpf_at_func),
+             "bftrace_vs_bpftrace_empty": ratio(r.get("bpf_ns"), r.get("bpftrace_empty_ns")),
+             "seen": f"{fmt(r.get('bpf_seen'))} of {fmt(r.get('bpf_expect'))}, "
+                     f"{fmt(r.get('bpf_lost'))} lost",
+             "floor_seen": r.get("floor_seen_text"), "floor_expect": r.get("floor_expect")}
+        out[b] = d
+    return out if "plain" in out else None
 
 
 def targets(guests, native):
@@ -404,8 +499,18 @@ def targets(guests, native):
         r = b["ratio_to_floor"]
         return {"value": r, "text": f"{fmt_ratio(r)} floor, bpftrace {fmt_ratio(g['per_call']['bpftrace']['ratio_to_floor'])}",
                 "holds": (r is not None and r <= 1.10 and bp is not None and b["ns_per_call"] < bp)}
-    out.append({"target": "bftrace <= 1.10x the floor per traced call, and below bpftrace",
-                "per_kernel": each(t1)})
+    t = {"target": "bftrace <= 1.10x the floor per traced call, and below bpftrace",
+         "per_kernel": each(t1)}
+    nat = native_floor(native)
+    if nat:
+        p = nat["plain"]
+        t["native"] = {"value": p["bftrace_vs_floor"],
+                       "text": f"{fmt_ratio(p['bftrace_vs_floor'])} floor, bpftrace "
+                               f"{fmt_ratio(p['bpftrace_empty_vs_floor'])} (BPF backend, plain build)",
+                       "holds": (p["bftrace_vs_floor"] is not None and p["bftrace_vs_floor"] <= 1.10
+                                 and p["bpftrace_empty_ns"] is not None
+                                 and p["bftrace_ns"] < p["bpftrace_empty_ns"])}
+    out.append(t)
 
     def t2(g):
         r = g["cet"]["bpftrace"]["ratio_to_bftrace_func4"]
@@ -477,6 +582,123 @@ def code(s):
     return "`" + s.replace("`", "'") + "`" if s else ""
 
 
+def native_floor_md(L, doc):
+    """The native floor (bench/bpf-native.sh), beside the guests' ratios."""
+    n = doc.get("native") or {}
+    nf = native_floor(n)
+    if not nf:
+        return
+    cmds = n.get("bpf_native_commands", {})
+    L.append("## Per-call cost against the bare trap, natively and in the guests\n")
+    L.append(f"Natively: this machine's kernel ({n.get('host', {}).get('host_kernel', '?')}), traps "
+             "on the hardware, the BPF backend (`bench/bpf-native.sh`). The floor is the same "
+             "uprobe + uretprobe with BPF programs that do nothing (`bench/tools/bench_bpffloor.c`, "
+             "`bench/tools/bench_floor.bpf.c`): the trap, the uprobe core and the BPF dispatch. "
+             "Medians of the repetitions, the tracers interleaved within each.\n")
+    for b, label in (("plain", "plain build (push %rbp at func)"),
+                     ("cet", "CET build (endbr64 at func, push %rbp at func+4)")):
+        d = nf.get(b)
+        if not d:
+            continue
+        cid = f"bpf_native.{b}."
+        rows = [["untraced", fmt(d["untraced_ns"], 1), "", "", code(cmds.get(cid + "untraced", ""))],
+                [f"floor at {d['floor_at']}", fmt(d["floor_ns"], 1), "1.00x",
+                 f"{d['floor_seen'] or 'n/a'} of {fmt(d['floor_expect'])} (entries/returns)",
+                 code(cmds.get(cid + "floor", ""))]]
+        if d.get("floor_func_ns") is not None:
+            rows.append(["floor at func (single-steps endbr64)", fmt(d["floor_func_ns"], 1),
+                         fmt_ratio(ratio(d["floor_func_ns"], d["floor_ns"])), "",
+                         code(cmds.get(cid + "floor_func", ""))])
+        rows.append([f"bftrace, BPF backend, at {d['floor_at']}", fmt(d["bftrace_ns"], 1),
+                     fmt_ratio(d["bftrace_vs_floor"]), d["seen"], code(cmds.get(cid + "bpf", ""))])
+        fl = "" if b == "plain" else " (vs the floor at func)"
+        rows.append([f"bpftrace, empty actions, at func", fmt(d["bpftrace_empty_ns"], 1),
+                     fmt_ratio(d["bpftrace_empty_vs_floor"]) + fl, "",
+                     code(cmds.get(cid + "bpftrace_empty", ""))])
+        rows.append([f"bpftrace, counting, at func", fmt(d["bpftrace_ns"], 1),
+                     fmt_ratio(d["bpftrace_vs_floor"]) + fl, "",
+                     code(cmds.get(cid + "bpftrace", ""))])
+        L.append(f"### Native, {label}, {fmt(d['calls'])} calls"
+                 + (f" ({fmt(d['bpftrace_calls'])} for the rows at func)" if b == "cet" else "") + "\n")
+        L.append(md_table(rows, ["", "ns/call", "vs floor", "events seen", "command"]))
+        L.append(f"\nbftrace / bpftrace (empty): {fmt_ratio(d['bftrace_vs_bpftrace_empty'])}; "
+                 f"bftrace's own cost over the floor's: {fmt_ratio(d['bftrace_cost_vs_floor_cost'])} "
+                 "(each minus the untraced loop).\n")
+    rows = []
+    for k, g in doc["kernels"].items():
+        pc = g["per_call"]
+        rows.append([f"guest {k} (TCG, bftrace.ko)", fmt_ratio(pc["bftrace"]["ratio_to_floor"]),
+                     fmt_ratio(pc["bpftrace"]["ratio_to_floor"]),
+                     fmt_ratio(g["cet"]["bftrace_func4"]["ratio_to_floor"]),
+                     fmt_ratio(g["cet"]["bpftrace"]["ratio_to_floor"])])
+    p, c = nf.get("plain", {}), nf.get("cet", {})
+    rows.append(["native (BPF backend)", fmt_ratio(p.get("bftrace_vs_floor")),
+                 fmt_ratio(p.get("bpftrace_empty_vs_floor")), fmt_ratio(c.get("bftrace_vs_floor")),
+                 fmt_ratio(c.get("bpftrace_empty_vs_floor"))])
+    L.append("Side by side, per traced call as a ratio to the floor at the same site "
+             "(the guests' floor is `bft_floor.ko`, natively the empty BPF programs; "
+             "bpftrace with empty actions; CET: bftrace at func+4, bpftrace at func):\n")
+    L.append(md_table(rows, ["where", "bftrace / floor (plain)", "bpftrace / floor (plain)",
+                             "bftrace / floor (CET)", "bpftrace / floor (CET)"]))
+    L.append("")
+
+
+def sqlite_md(L, doc):
+    """The real library (bench/sqlite-api.sh), natively and in the guests."""
+    where = []
+    n = doc.get("native") or {}
+    if n.get("sqlite"):
+        where.append(("native, BPF backend", n["sqlite"]))
+    for k, g in doc["kernels"].items():
+        if g.get("sqlite"):
+            where.append((f"guest {k}, bftrace.ko", g["sqlite"]))
+    if not where:
+        return
+    L.append("## A real library: libsqlite3's API under a fixed SQL workload\n")
+    L.append("`bench/targets/bench_sqlite.c` fills an in-memory table through a prepared INSERT "
+             "and reads it back; both tools probe entry and return of the same `sqlite3_*` "
+             "functions, the ones the workload calls. Cost per traced API call = (traced - "
+             "untraced workload time) / the calls the probes counted (the library calls some of "
+             "them itself); medians of the repetitions.\n")
+    rows = []
+    for w, q in where:
+        rows.append([w, fmt(q["rows"]), fmt(q["probes"]), fmt(q["api_calls"]), fmt(q["hits"]),
+                     fmt(q["untraced_ns"] / 1e6 if q["untraced_ns"] else None, 2),
+                     fmt(q["bftrace_cost_ns"]), fmt(q["bpftrace_empty_cost_ns"]),
+                     fmt(q["bpftrace_cost_ns"]), fmt_ratio(q["bftrace_vs_bpftrace_empty"]),
+                     "right" if q["counts_right"] else "**WRONG**: " + "; ".join(q["count_errors"][:3])])
+    L.append(md_table(rows, ["where", "rows", "probed functions", "calls the workload makes",
+                             "calls traced", "untraced ms", "bftrace ns/call", "bpftrace empty ns/call",
+                             "bpftrace counting ns/call", "bftrace / bpftrace empty",
+                             "counts (bftrace = 2 x calls = bpftrace's)"]))
+    L.append("\nCommands:\n")
+    for w, q in where:
+        for k, c in q["commands"].items():
+            if c:
+                L.append(f"- {w}, {k}: {code(c)}")
+    L.append("")
+    ss = (n.get("sqlite") or {}).get("single_step")
+    if ss:
+        L.append("Which of these probes uprobes single-step (`bench/singlestep-share.py`, the "
+                 "library's code, weighed by the calls the native run counted): today "
+                 f"{ss['probes_single_stepped']} of {ss['probes']} probed functions and "
+                 f"{fmt(ss['calls_single_stepped'])} of {fmt(ss['calls'])} calls "
+                 f"({fmt(100 * ratio(ss['calls_single_stepped'], ss['calls']) if ss['calls'] else None, 1)} %); "
+                 f"with the generalised endbr64 rule {ss['probes_after_rule']} functions and "
+                 f"{fmt(ss['calls_after_rule'])} calls would be.")
+        lib = ss.get("library")
+        if lib:
+            L.append(f"Over all {fmt(lib['functions'])} exported `sqlite3_*` functions: "
+                     f"{fmt(lib['emulated_at_entry'])} start with an emulated instruction, "
+                     f"{fmt(lib['moved_by_rule'])} more would with the rule, "
+                     f"{fmt(lib['still_single_stepped'])} stay single-stepped.")
+        L.append("")
+        L.append(md_table([[code(f["name"]), f["class"], fmt(f["hits"])] for f in
+                           sorted(ss["functions"], key=lambda f: -(f["hits"] or 0))],
+                          ["function", "first instruction", "calls traced (native)"]))
+        L.append("")
+
+
 def write_md(doc, path, notes):
     L = []
     L.append("# bftrace benchmark results\n")
@@ -500,23 +722,22 @@ def write_md(doc, path, notes):
     L.append("## Targets\n")
     rows = []
     ks = list(doc["kernels"])
-    cols = ks or ["measured"]
     for t in doc["targets"]:
-        if "native" in t:
-            v = t["native"]
-            rows.append([t["target"], v["text"] + " (native)"] + [""] * (len(cols) - 1) +
-                        ["yes" if v["holds"] else "**no**"])
-        else:
-            cells = [t["per_kernel"][k]["text"] for k in ks] or [""]
-            if not ks:
-                verdict = "not measured"
-            elif all(t["per_kernel"][k]["holds"] for k in ks):
-                verdict = "yes"
-            else:
-                verdict = "**no**"
-            rows.append([t["target"]] + cells + [verdict])
-    L.append(md_table(rows, ["target"] + cols + ["holds"]))
+        cells = [t["per_kernel"][k]["text"] if "per_kernel" in t else "" for k in ks]
+        verdicts = []
+        if "per_kernel" in t:
+            verdicts.append("not measured" if not ks else
+                            "yes" if all(t["per_kernel"][k]["holds"] for k in ks) else "**no**")
+        v = t.get("native")
+        if v:
+            verdicts.append(("natively: " if "per_kernel" in t else "") +
+                            ("yes" if v["holds"] else "**no**"))
+        rows.append([t["target"]] + cells + [v["text"] if v else ""] + ["; ".join(verdicts)])
+    L.append(md_table(rows, ["target"] + ks + ["native (this machine)", "holds"]))
     L.append("")
+
+    native_floor_md(L, doc)
+    sqlite_md(L, doc)
 
     for k, g in doc["kernels"].items():
         L.append(f"## Per-call cost, plain build ({k})\n")
@@ -709,8 +930,9 @@ def write_md(doc, path, notes):
                               ["build", "calls", "untraced ns", "BPF backend ns", "bpftrace ns",
                                "BPF vs bpftrace", "ring bytes/call", "collector CPU s",
                                "collector % of a core (flat out)"]))
-            L.append("\nNo floor or module here: this kernel loads no module. "
-                     "The guests' sections compare the BPF backend with both.")
+            L.append("\nThe floor (empty BPF programs) and the ratios to it are in \"Per-call cost "
+                     "against the bare trap\" above; this kernel loads no module, so the guests' "
+                     "sections compare the BPF backend with it.")
             L.append("")
         elif n.get("bpf_native_skip"):
             L.append(f"\nThe BPF backend was not measured: {n['bpf_native_skip']}\n")
