@@ -25,12 +25,19 @@ const bft = {
 };
 window.bft = bft;
 
+// Everything is drawn again only when lines or names came (model.changed);
+// the frontier and meta.json, every flush, redraw the status alone.
 let pending = false;
 function schedule() {
   if (pending) return;
   pending = true;
   setTimeout(() => {
     pending = false;
+    if (!bft.model.changed) {
+      bft.view.light(bft.model, bft.trace);
+      return;
+    }
+    bft.model.changed = false;
     bft.view.render(bft.model, bft.trace);
     bft.model.stamp();
     bft.renders++;
@@ -69,6 +76,7 @@ function open(traceNo) {
   });
   es.addEventListener("end", () => {
     bft.model.ended = true;
+    bft.model.changed = true;
     es.close();
     schedule();
     listTraces();

@@ -37,6 +37,13 @@ class BftView {
     document.getElementById("calls-txt").textContent = model.ended ? model.callsTxt() : "";
   }
 
+  // What meta.json and the frontier change: cheap, unlike the trees and
+  // the flame graph, which under a slow CPU (TCG) take a second to redraw.
+  light(model, traceNo) {
+    this.status(model, traceNo);
+    this.losses(model);
+  }
+
   status(model, traceNo) {
     const m = model.meta || {};
     const st = m.state || "waiting";
