@@ -181,9 +181,10 @@ class Browser:
         return r["result"].get("value")
 
     def close(self):
+        # a browser that died (seen under TCG) has nothing left to close
         try:
             self.call("Browser.close", timeout=10)
-        except Fail:
+        except (Fail, OSError):
             pass
         try:
             self.proc.wait(10)
