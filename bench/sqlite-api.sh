@@ -15,7 +15,8 @@
 # repetition; times are the workload's whole elapsed ns) and
 # "@res sqlite_fn.WHERE name=F class=C hits=N" (natively, the class from
 # bench/singlestep-share.py).  Root; scripts/bench builds
-# build/bench/bench-sqlite first.
+# build/bench/bench-sqlite first.  No process substitution: the guests
+# have no /dev/fd.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -86,9 +87,9 @@ fi
 
 for rep in $(seq "$reps"); do
 	timeout "$tool_timeout" "$bin" "$rows" >"$tmp/u" 2>&1
-	read -r p0 l0 < <(ring_counters)
+	read -r p0 l0 <<<"$(ring_counters)"
 	timeout "$tool_timeout" "$bfctl" run "${pats[@]}" -- "$bin" "$rows" >"$tmp/b" 2>"$tmp/berr"
-	read -r p1 l1 < <(ring_counters)
+	read -r p1 l1 <<<"$(ring_counters)"
 	[[ -n $(field elapsed_ns "$tmp/b") ]] || sed 's/^/# bfctl: /' "$tmp/berr" | tail -n 5
 	timeout "$tool_timeout" bpftrace -q -e "$empty" -c "$bin $rows" >"$tmp/e" 2>"$tmp/eerr"
 	[[ -n $(field elapsed_ns "$tmp/e") ]] || sed 's/^/# bpftrace: /' "$tmp/eerr" | tail -n 5
@@ -117,7 +118,7 @@ if [[ $where == native ]]; then
 	python3 bench/singlestep-share.py --only "$only" "$lib" >"$tmp/cls" || true
 	while read -r _ name class; do
 		echo "@res sqlite_fn.$where name=$name class=$class hits=$(awk -v n="$name" '$1 == n { print $2 }' "$tmp/hits")"
-	done < <(grep '^@fn ' "$tmp/cls")
+	done <<<"$(grep "^@fn " "$tmp/cls")"
 	grep '^@res singlestep' "$tmp/cls" | sed "s/^@res singlestep /@res sqlite_share.$where /"
 	python3 bench/singlestep-share.py "$lib" | grep '^@res singlestep' |
 		sed "s/^@res singlestep /@res sqlite_share_all.$where /"
