@@ -17,7 +17,8 @@ selftests.  Headless Chromium is driven through its DevTools protocol
   - each later run's calls appear on the open page (the delay from the
     run's start, when the test tells the target to go, to the first render
     that shows its first call is measured: printed, and written to --json
-    for `make bench`; never asserted).  With bfhq --live-stamps and the
+    for `make bench`; never asserted; each run starts once the page has
+    drawn the one before, see settle()).  With bfhq --live-stamps and the
     page's ?stamps, the delay is split in stages (STAGES), their medians
     printed and written to --json too;
   - after the trace ends, the page's call tree in calls.txt's canonical
@@ -431,6 +432,24 @@ def stages_of(t0, call, stamp):
             for (name, _), a, b in zip(STAGES, marks, marks[1:])}
 
 
+def settle(browser, session, delays):
+    """Wait until the page has drawn what the runs before sent (its event
+    count still for twice the last delay, at least 0.5 s, 10 s at most):
+    a run's delay is that of a page with nothing else to draw.  Under TCG
+    a page still drawing the last run's tail makes the next run wait for
+    it, a second or more."""
+    quiet = min(10.0, max(0.5, 2 * delays[-1] / 1000 if delays else 0.5))
+    end = time.monotonic() + 60
+    last, since = None, time.monotonic()
+    while time.monotonic() < end:
+        n = browser.eval(session, "bft.model.events")
+        if n != last:
+            last, since = n, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.05)
+
+
 def calls_of(browser, session):
     return browser.eval(session, f"bft.appear({json.dumps(FN)}).length")
 
@@ -499,6 +518,7 @@ def main():
 
         shown = True
         for run in range(1, args.runs + 1):
+            settle(browser, page, delays)
             t0 = pipe.run_target()
             want = (run + 1) * CT_NEST_REPS
             try:
