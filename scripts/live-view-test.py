@@ -201,6 +201,7 @@ class Pipeline:
 
     def __init__(self, out):
         self.out = out
+        self.hqbase = None
         self.procs = []
         self.env = dict(os.environ, BFT_BACKEND=BACKEND, BFT_BPF_PIN_DIR=PIN_DIR)
         shutil.rmtree(PIN_DIR, ignore_errors=True)   # a failed run's
@@ -220,7 +221,12 @@ class Pipeline:
 
     def start(self):
         port = free_port()
-        self.hqout = os.path.join(self.out, "hqout")
+        # A guest's --out is the exchange directory, on 9p: every write and
+        # sync of the live copy would be a round trip to the host (300 ms
+        # a flush under TCG).  There bfhq writes to the guest's tmpfs, and
+        # its files are copied out at the end.
+        self.hqbase = tempfile.mkdtemp() if os.environ.get("BFT_GUEST") else None
+        self.hqout = os.path.join(self.hqbase or self.out, "hqout")
         shutil.rmtree(self.hqout, ignore_errors=True)
         self.hq = self.spawn([os.path.join(TOOLS, "bfhq"), "--port", str(port),
                               "--output", self.hqout, "--start", "--timeout", "600",
@@ -294,6 +300,10 @@ class Pipeline:
                     p.kill()
                     p.wait()
         shutil.rmtree(PIN_DIR, ignore_errors=True)
+        if self.hqbase and os.path.isdir(self.hqout):
+            shutil.copytree(self.hqout, os.path.join(self.out, "hqout"),
+                            dirs_exist_ok=True)
+            shutil.rmtree(self.hqbase, ignore_errors=True)
 
 
 # Every kind of line of the live format, in the order bfhq routes them:
