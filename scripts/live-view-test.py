@@ -62,6 +62,9 @@ PIN_DIR = "/sys/fs/bpf/bftrace-live-view"
 # In a test guest (scripts/guest-selftests.sh has loaded bftrace.ko), the
 # module; on this machine, BPF.
 BACKEND = "kmod" if os.environ.get("BFT_GUEST") else "bpf"
+# How long the browser may take to answer: a guest's first Chromium, cold
+# over 9p under TCG, once took more than 30 s to open its first tab.
+CDP_TIMEOUT = 120 if os.environ.get("BFT_GUEST") else 30
 
 
 class Skipped(Exception):
@@ -139,7 +142,8 @@ class Browser:
         os.close(fd)
         return high
 
-    def call(self, method, session=None, timeout=30, **params):
+    def call(self, method, session=None, timeout=None, **params):
+        timeout = timeout or CDP_TIMEOUT
         self.next_id += 1
         msg = {"id": self.next_id, "method": method, "params": params}
         if session:
