@@ -75,9 +75,12 @@ struct live {
 	uint64_t micro_bad;	/* malformed ones, ignored */
 	int names_fd;
 	struct bft_buf names;	/* lines not yet written */
-	struct lstream *streams[LIVE_MARKERS + 1];
-	uint32_t *order;	/* stream ids in order of appearance */
-	uint32_t nstreams;
+	/* by slot (the markers' 0, a thread's id + 1), grown to the largest
+	 * id seen: a trace has a few threads, not 65,536 */
+	struct lstream **slots;
+	uint32_t nslots;
+	struct lstream **order;	/* in order of appearance */
+	uint32_t nstreams, order_cap;
 	uint64_t frontier_us;	/* the latest event time routed */
 	bool dirty;		/* lines to write at the next flush */
 	bool broken;		/* an I/O error: no more live copy */
@@ -143,12 +146,41 @@ static void clear_dir(const char *dir)
 	closedir(d);
 }
 
+/* Room for slot in l->slots and for one more stream in l->order. */
+static int make_room(struct live *l, uint32_t slot)
+{
+	if (slot >= l->nslots) {
+		uint32_t n = l->nslots ? l->nslots : 16;
+		struct lstream **v;
+
+		while (n <= slot)
+			n *= 2;
+		v = realloc(l->slots, n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memset(v + l->nslots, 0, (n - l->nslots) * sizeof(*v));
+		l->slots = v;
+		l->nslots = n;
+	}
+	if (l->nstreams == l->order_cap) {
+		uint32_t n = l->order_cap ? 2 * l->order_cap : 8;
+		struct lstream **v = realloc(l->order, n * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->order = v;
+		l->order_cap = n;
+	}
+	return 0;
+}
+
 static struct lstream *stream_get(struct live *l, uint32_t id)
 {
-	struct lstream *s = l->streams[id];
+	uint32_t slot = id == LIVE_MARKERS ? 0 : id + 1;
+	struct lstream *s = slot < l->nslots ? l->slots[slot] : NULL;
 	char name[64];
 
-	if (s || l->broken)
+	if (s || l->broken || id > LIVE_MARKERS || make_room(l, slot))
 		return s;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -170,8 +202,8 @@ static struct lstream *stream_get(struct live *l, uint32_t id)
 		free(s);
 		return NULL;
 	}
-	l->streams[id] = s;
-	l->order[l->nstreams++] = id;
+	l->slots[slot] = s;
+	l->order[l->nstreams++] = s;
 	return s;
 }
 
@@ -341,7 +373,7 @@ static void format_ready(struct live *l, bool final)
 		done = i + 1;
 		if (r->op == '|') {
 			for (k = 0; k < l->nstreams; k++) {
-				s = l->streams[l->order[k]];
+				s = l->order[k];
 				if (s->id == LIVE_MARKERS)
 					continue;
 				line_start(l, s, s->last_us);
@@ -579,7 +611,7 @@ static void flush(struct live *l, bool final)
 		fds[nfds++] = l->names_fd;
 	}
 	for (i = 0; i < l->nstreams; i++) {
-		struct lstream *s = l->streams[l->order[i]];
+		struct lstream *s = l->order[i];
 
 		if (!s->buf.len)
 			continue;
@@ -595,7 +627,7 @@ static void flush(struct live *l, bool final)
 		return broken(l, "stream data", err);
 	/* Only now may the index point at it. */
 	for (i = 0; i < l->nstreams; i++) {
-		struct lstream *s = l->streams[l->order[i]];
+		struct lstream *s = l->order[i];
 
 		put_le(rec, s->off, 8);
 		put_le(rec + 8, s->buf.len, 8);
@@ -672,15 +704,13 @@ struct live *live_open(const struct hq *hq, const struct trace *t,
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
-	l->order = calloc(LIVE_MARKERS + 1, sizeof(*l->order));
 	l->names_fd = -1;
 	l->stamps_fd = -1;
 	snprintf(l->dir, sizeof(l->dir), "%s/live", trace_dir);
 	l->o = &hq->o;
 	l->last_flush_ms = hq_now_ms();
-	if (!l->order || (mkdir(l->dir, 0755) && errno != EEXIST)) {
+	if (mkdir(l->dir, 0755) && errno != EEXIST) {
 		hq_log("cannot create %s: %s", l->dir, strerror(errno));
-		free(l->order);
 		free(l);
 		return NULL;
 	}
@@ -702,7 +732,7 @@ void live_close(struct live *l)
 	if (!l)
 		return;
 	for (i = 0; i < l->nstreams; i++) {
-		struct lstream *s = l->streams[l->order[i]];
+		struct lstream *s = l->order[i];
 
 		close(s->data_fd);
 		close(s->index_fd);
@@ -719,6 +749,7 @@ void live_close(struct live *l)
 		free(l->recs[i].text);
 	free(l->recs);
 	free(l->order);
+	free(l->slots);
 	free(l->meta);
 	free(l);
 }
