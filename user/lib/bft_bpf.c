@@ -73,6 +73,7 @@ struct bft_bpf {
 	int enter_fd, exit_fd, prog_ctl_fd;
 	unsigned int nr_cpus;
 	bool own;		/* this handle started the session, not persist */
+	bool count_owed;	/* reaped while the lock was taken: recount */
 	char err[512];
 };
 
@@ -453,6 +454,9 @@ static void close_pins(struct bft_bpf *b)
 
 static int reap_dead_owner(struct bft_bpf *b);
 static void reap_exited(struct bft_bpf *b);
+static int session_lock(struct bft_bpf *b);
+static void session_unlock(int fd);
+static void count_changed(struct bft_bpf *b);
 
 /*
  * The pins, opened by the first call that needs them; with create, the
@@ -530,6 +534,15 @@ void bft_bpf_close(struct bft_bpf *b)
 		return;
 	if (b->own)
 		end_own_session(b);
+	if (b->count_owed && b->ctl_fd >= 0) {
+		/* reaped while the lock was taken: the last one counts */
+		int fd = session_lock(b);
+
+		if (fd >= 0) {
+			count_changed(b);
+			session_unlock(fd);
+		}
+	}
 	close_pins(b);
 	free(b);
 }
@@ -1621,22 +1634,27 @@ static void reap_exited(struct bft_bpf *b)
 	size_t n = list_targets(t, BFT_MAX_TARGETS), i;
 	int fd;
 
-	/* the lock only when there is something to reap: a flush must not
-	 * wait for an attach of a thousand probes */
+	/*
+	 * Unpinning a dead target's links takes long (each one unregisters
+	 * its uprobe: seconds for hundreds under TCG) and needs no lock: no
+	 * one can attach to a dead tgid.  Only the count takes the lock,
+	 * and only if it is free: a reader's flush must not wait behind an
+	 * attach or a stop, which count at their end anyway; if it is
+	 * taken, the next flush counts, or closing this handle.
+	 */
 	for (i = 0; i < n && i < BFT_MAX_TARGETS; i++)
-		if (!tgid_alive(t[i]))
-			break;
-	if (i >= n || i >= BFT_MAX_TARGETS)
+		if (!tgid_alive(t[i]) && unpin_target(b, t[i]) != -ENOENT)
+			b->count_owed = true;
+	if (!b->count_owed)
 		return;
-	fd = session_lock(b);
+	fd = open(bft_bpf_pin_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	n = list_targets(t, BFT_MAX_TARGETS);
-	for (i = 0; i < n && i < BFT_MAX_TARGETS; i++)
-		if (!tgid_alive(t[i]))
-			unpin_target(b, t[i]);
-	count_changed(b);
-	session_unlock(fd);
+	if (!flock(fd, LOCK_EX | LOCK_NB)) {
+		count_changed(b);
+		b->count_owed = false;
+	}
+	close(fd);
 }
 
 static int do_flush(struct bft_bpf *b, bool heartbeat)
