@@ -113,6 +113,10 @@ struct entry {
 	char *sig;
 	uint32_t renames;	/* methods.renames when arg was checked */
 	int64_t last_iv;
+	/* what the inspector last got, for BFC_CHANGES */
+	bool sent;
+	uint8_t sent_size;
+	uint8_t sent_bytes[8];
 	/* rates: the count and time of the last sample */
 	uint64_t last, last_ns;
 };
@@ -127,6 +131,7 @@ struct counters {
 	unsigned int backoff_ms;
 	bool bye;		/* Good Bye: no reconnecting */
 	bool dropping;		/* logged that samples are dropped */
+	bool changes_only;	/* BFC_CHANGES 1: send what changed */
 	struct entry *set;
 	uint32_t nset;
 	int16_t next_index;
@@ -326,6 +331,7 @@ static void hello(struct coll *c)
 
 	set_clear(t);
 	t->next_index = 0;
+	t->changes_only = false;
 	for (i = K_EV_IN_RATE; i <= K_LOST; i++)
 		if (!set_add(t, (enum kind)i, 0))
 			break;
@@ -476,6 +482,18 @@ static void on_remove(struct coll *c, int16_t index)
 	send_msg(c, &m);
 }
 
+static void on_changes(struct coll *c, uint8_t on)
+{
+	struct counters *t = c->ctr;
+	struct bfc_msg m = { .cmd = BFC_CHANGES, .status = BFC_OK };
+
+	t->changes_only = on;
+	/* the next sample carries every value: a base to apply changes to */
+	for (uint32_t i = 0; i < t->nset; i++)
+		t->set[i].sent = false;
+	send_msg(c, &m);
+}
+
 static void handle(struct coll *c)
 {
 	struct counters *t = c->ctr;
@@ -508,6 +526,9 @@ static void handle(struct coll *c)
 			break;
 		case BFC_REMOVE:
 			on_remove(c, m.index);
+			break;
+		case BFC_CHANGES:
+			on_changes(c, m.changes);
 			break;
 		case BFC_BYE:
 			coll_log("counters: the inspector said good bye");
@@ -765,23 +786,10 @@ static void sample(struct coll *c, uint64_t now)
 		}
 		t->vcap = t->nset;
 	}
-	m.values = t->vals;
-	bytes = t->bytes;
-	for (i = 0; i < t->nset; i++) {
-		int64_t iv;
-		double dv;
-
-		value_of(c, &t->set[i], now, have_st, &iv, &dv);
-		t->set[i].last_iv = iv;
-		m.values[i].index = t->set[i].index;
-		m.values[i].data = bytes + 8 * i;
-		m.values[i].size = (uint16_t)bfc_value_put(
-			defs[t->set[i].kind].type, iv, dv, bytes + 8 * i);
-	}
-	m.nvalues = t->nset;
-	t->cpu_ns = cpu_time_ns();
-	t->cpu_at_ns = now;
-	/* an inspector slower than the samples loses samples, not us */
+	/*
+	 * An inspector slower than the samples loses samples, not us; and
+	 * before any value counts as sent.
+	 */
 	if (t->out.len > OUT_MAX / 2) {
 		t->dropped++;
 		if (!t->dropping)
@@ -791,6 +799,32 @@ static void sample(struct coll *c, uint64_t now)
 		return;
 	}
 	t->dropping = false;
+	m.values = t->vals;
+	bytes = t->bytes;
+	for (i = 0; i < t->nset; i++) {
+		struct entry *e = &t->set[i];
+		struct bfc_value *v = &m.values[m.nvalues];
+		uint8_t *at = bytes + 8 * m.nvalues;
+		int64_t iv;
+		double dv;
+
+		value_of(c, e, now, have_st, &iv, &dv);
+		e->last_iv = iv;
+		v->index = e->index;
+		v->data = at;
+		v->size = (uint16_t)bfc_value_put(defs[e->kind].type, iv, dv,
+						  at);
+		if (t->changes_only && e->sent && e->sent_size == v->size &&
+		    !memcmp(e->sent_bytes, at, v->size))
+			continue;
+		/* a failed send drops the connection and the set with it */
+		e->sent = true;
+		e->sent_size = (uint8_t)v->size;
+		memcpy(e->sent_bytes, at, v->size);
+		m.nvalues++;
+	}
+	t->cpu_ns = cpu_time_ns();
+	t->cpu_at_ns = now;
 	t->samples++;
 	send_msg(c, &m);
 	t->sample_ns += thread_cpu_ns() - t0;

@@ -84,6 +84,12 @@ int insp_remove(struct insp *s, int16_t index)
 					     .index = index });
 }
 
+int insp_changes(struct insp *s, bool on)
+{
+	return request(s, &(struct bfc_msg){ .cmd = BFC_CHANGES,
+					     .changes = on });
+}
+
 int insp_bye(struct insp *s)
 {
 	s->bye = true;
@@ -102,6 +108,8 @@ int insp_command(struct insp *s, const char *line)
 		return insp_bye(s);
 	if (!strncmp(line, "add ", 4))
 		return insp_add(s, line + 4 + strspn(line + 4, " \t"));
+	if (!strcmp(line, "changes on") || !strcmp(line, "changes off"))
+		return insp_changes(s, line[9] == 'n');
 	if (!strncmp(line, "remove ", 7)) {
 		v = strtol(line + 7, &end, 10);
 		if (end == line + 7 || v < -1 || v > INT16_MAX)
@@ -208,7 +216,7 @@ static void table(struct insp *s)
 
 static void on_sample(struct insp *s, const struct bfc_msg *m)
 {
-	json_t *vals = s->json ? json_object() : NULL;
+	json_t *vals;
 
 	s->samples++;
 	s->last_ticks = m->timestamp;
@@ -217,7 +225,6 @@ static void on_sample(struct insp *s, const struct bfc_msg *m)
 		uint32_t k = (uint16_t)v->index;
 		struct insp_counter *c = k < s->nc && s->c[k].used ? &s->c[k] :
 					 NULL;
-		char key[BFC_MAX_STRING + 80];
 
 		/* a value of a counter never described, or of the wrong size:
 		 * counted and left out, the rest is good */
@@ -227,7 +234,19 @@ static void on_sample(struct insp *s, const struct bfc_msg *m)
 			continue;
 		}
 		c->have = true;
-		if (!vals)
+	}
+	if (!s->json) {
+		table(s);
+		return;
+	}
+	/* every counter's latest value, whether or not this sample had it
+	 * (BFC_CHANGES leaves out what did not change) */
+	vals = json_object();
+	for (uint32_t k = 0; vals && k < s->nc; k++) {
+		const struct insp_counter *c = &s->c[k];
+		char key[BFC_MAX_STRING + 80];
+
+		if (!c->used || !c->have)
 			continue;
 		snprintf(key, sizeof(key), "%s:%s",
 			 bfc_category_name(c->h.category) ?: "?", c->h.name);
@@ -235,14 +254,10 @@ static void on_sample(struct insp *s, const struct bfc_msg *m)
 					       json_real(c->value) :
 					       json_integer(c->ivalue));
 	}
-	if (!vals) {
-		table(s);
-		return;
-	}
-	emit(s, json_pack("{s:s,s:I,s:f,s:o}", "event", "sample", "n",
+	emit(s, json_pack("{s:s,s:I,s:f,s:I,s:o}", "event", "sample", "n",
 			  (json_int_t)s->samples, "time",
 			  (double)bfc_ticks_to_unix_ns(m->timestamp) / 1e9,
-			  "values", vals));
+			  "carried", (json_int_t)m->nvalues, "values", vals));
 }
 
 static int on_msg(struct insp *s, const struct bfc_msg *m)
@@ -337,6 +352,16 @@ static int on_msg(struct insp *s, const struct bfc_msg *m)
 	case BFC_SAMPLE:
 		on_sample(s, m);
 		return 0;
+	case BFC_CHANGES:
+		if (s->json)
+			emit(s, json_pack("{s:s,s:s}", "event", "changes",
+					  "status", bfc_status_name(m->status)));
+		else if (m->status != BFC_OK) {
+			fprintf(s->out, "changes only: %s\n",
+				bfc_status_name(m->status));
+			fflush(s->out);
+		}
+		return 0;
 	}
 	return 0;
 }
@@ -398,10 +423,13 @@ static void usage(FILE *f)
 "                              unless --samples)\n"
 "      --samples N             leave after N samples (say Good Bye)\n"
 "      --json                  JSON lines instead of a table\n"
+"      --every-value           do not ask the agent to send only the values\n"
+"                              that changed (a bftrace extension)\n"
 "      --timeout SECONDS       exit after this long, whatever happens\n"
 "  -v, --verbose\n"
 "  -h, --help\n"
-"Lines on stdin: list, add CATEGORY:NAME, remove INDEX, bye.\n");
+"Lines on stdin: list, add CATEGORY:NAME, remove INDEX, changes on|off,\n"
+"bye.\n");
 }
 
 struct iopts {
@@ -411,7 +439,7 @@ struct iopts {
 	unsigned int nadds;
 	int16_t removes[64];
 	unsigned int nremoves;
-	bool list, json;
+	bool list, json, every_value;
 	unsigned long samples, timeout_s;
 	int verbose;
 };
@@ -425,6 +453,7 @@ static int parse(struct iopts *o, int argc, char **argv)
 		{ "list", no_argument, NULL, 'L' },
 		{ "samples", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "every-value", no_argument, NULL, 'E' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -497,6 +526,9 @@ static int parse(struct iopts *o, int argc, char **argv)
 		case 'j':
 			o->json = true;
 			break;
+		case 'E':
+			o->every_value = true;
+			break;
 		case 't':
 			o->timeout_s = strtoul(optarg, &end, 10);
 			if (end == optarg || *end) {
@@ -551,6 +583,9 @@ static int listen_on(const struct iopts *o)
 /* What the command line asks of every agent, once it said Hello. */
 static void ask(struct insp *s, const struct iopts *o)
 {
+	/* 1000 counters at 10 Hz are 12 KB a sample, mostly unchanged */
+	if (!o->every_value)
+		insp_changes(s, true);
 	for (unsigned int i = 0; i < o->nremoves; i++)
 		insp_remove(s, o->removes[i]);
 	for (unsigned int i = 0; i < o->nadds; i++)

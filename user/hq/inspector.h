@@ -49,8 +49,11 @@ int insp_list(struct insp *s);
 /* "CATEGORY:NAME" */
 int insp_add(struct insp *s, const char *spec);
 int insp_remove(struct insp *s, int16_t index);
+/* BFC_CHANGES: on, Samples carry only the values that changed */
+int insp_changes(struct insp *s, bool on);
 int insp_bye(struct insp *s);
-/* A line typed at the inspector: list, add C:N, remove I, bye. */
+/* A line typed at the inspector: list, add C:N, remove I, changes on|off,
+ * bye. */
 int insp_command(struct insp *s, const char *line);
 
 int inspector_main(int argc, char **argv);

@@ -390,6 +390,12 @@ int bfc_decode(const uint8_t *buf, size_t len, enum bfc_dir dir,
 			if (!failed(&r) && m->index < -1)
 				bad(&r, "remove: index %d", m->index);
 			break;
+		case BFC_CHANGES:
+			m->changes = rd_u8(&r);
+			if (!failed(&r) && m->changes > 1)
+				bad(&r, "changes: %u is neither 0 nor 1",
+				    m->changes);
+			break;
 		default:
 			bad(&r, "unknown request %u", m->cmd);
 		}
@@ -417,6 +423,11 @@ int bfc_decode(const uint8_t *buf, size_t len, enum bfc_dir dir,
 			m->status = rd_u8(&r);
 			if (!failed(&r) && m->status > BFC_EXISTING)
 				bad(&r, "remove: status %u", m->status);
+			break;
+		case BFC_CHANGES:
+			m->status = rd_u8(&r);
+			if (!failed(&r) && m->status > BFC_EXISTING)
+				bad(&r, "changes: status %u", m->status);
 			break;
 		case BFC_SAMPLE:
 			m->timestamp = (int64_t)rd_le(&r, 8);
@@ -536,6 +547,8 @@ static int encode(struct bft_buf *b, enum bfc_dir dir, const struct bfc_msg *m)
 			return put_str(b, m->name) ?: put_str(b, m->category);
 		case BFC_REMOVE:
 			return put(b, (uint16_t)m->index, 2);
+		case BFC_CHANGES:
+			return m->changes > 1 ? -EINVAL : put(b, m->changes, 1);
 		}
 		return -EINVAL;
 	}
@@ -564,6 +577,7 @@ static int encode(struct bft_buf *b, enum bfc_dir dir, const struct bfc_msg *m)
 			e = put_header(b, &m->headers[0]);
 		return e;
 	case BFC_REMOVE:
+	case BFC_CHANGES:
 		return m->status > BFC_EXISTING ? -EINVAL : put(b, m->status, 1);
 	case BFC_SAMPLE:
 		return encode_sample(b, m);

@@ -30,12 +30,23 @@ enum bfc_cmd {
 	BFC_ADD = 2,		/* request and response */
 	BFC_REMOVE = 3,		/* request and response */
 	BFC_SAMPLE = 4,		/* agent -> inspector */
+	/*
+	 * Request and response, a bftrace extension (the seed has no way to
+	 * ask for it): "05 01" asks that from the next Sample on, a Sample
+	 * carry only the values that differ, byte for byte, from those the
+	 * agent last sent (the first one after it carries them all, and so
+	 * does a counter's first after its Add); "05 00" asks for every value
+	 * again.  The agent answers "05" and a status (OK).  An inspector
+	 * keeps each counter's last value.  A Sample with no value still
+	 * says when the agent sampled.
+	 */
+	BFC_CHANGES = 5,
 	BFC_BYE = 127,		/* inspector -> agent */
 };
 
 /* Who reads: requests and responses share ids 1..3. */
 enum bfc_dir {
-	BFC_TO_AGENT,		/* List, Add, Remove requests; Good Bye */
+	BFC_TO_AGENT,		/* List, Add, Remove, Changes; Good Bye */
 	BFC_TO_INSPECTOR,	/* Hello, responses, Samples */
 };
 
@@ -120,7 +131,8 @@ struct bfc_msg {
 	struct bfc_counter *counters;	/* List response */
 	uint32_t ncounters;
 	char *name, *category;	/* Add request (either may be NULL) */
-	uint8_t status;		/* Add, Remove responses */
+	uint8_t status;		/* Add, Remove, Changes responses */
+	uint8_t changes;	/* Changes request: 1 changed only, 0 all */
 	int16_t index;		/* Remove request; -1: every counter */
 	int64_t timestamp;	/* Sample: 100 ns ticks since 0001-01-01 */
 	struct bfc_value *values;

@@ -196,6 +196,40 @@ static bool value_at(const struct bfc_msg *s, int16_t index, int32_t type,
 	return false;
 }
 
+/* BFC_CHANGES on or off; the agent's status, or 0xff for no answer */
+static uint8_t changes(int fd, struct bft_buf *in, uint8_t on)
+{
+	struct bfc_msg m;
+	uint8_t st = 0xff;
+
+	send_req(fd, &(struct bfc_msg){ .cmd = BFC_CHANGES, .changes = on });
+	if (next_reply(fd, in, &m) == 1) {
+		if (m.cmd == BFC_CHANGES)
+			st = m.status;
+		bfc_msg_free(&m);
+	}
+	return st;
+}
+
+/* Whether the next Sample carries the counter at index. */
+static bool next_sample_has(int fd, struct bft_buf *in, int16_t index)
+{
+	struct bfc_msg m;
+	int64_t v;
+	bool has = false;
+
+	while (next_msg(fd, in, &m, 10000) == 1) {
+		bool sample = m.cmd == BFC_SAMPLE;
+
+		if (sample)
+			has = value_at(&m, index, BFC_TYPE_INT, &v);
+		bfc_msg_free(&m);
+		if (sample)
+			break;
+	}
+	return has;
+}
+
 static bool listed(const struct bfc_msg *l, const char *name, const char *cat)
 {
 	for (uint32_t i = 0; i < l->ncounters; i++)
@@ -327,6 +361,17 @@ TEST_F(ctr, sampled_calls_equal_the_true_count)
 	EXPECT_FALSE(value_at(&m, calls.index, BFC_TYPE_LONG, &v));
 	EXPECT_TRUE(value_at(&m, input_open, BFC_TYPE_INT, &open));
 	bfc_msg_free(&m);
+
+	/* changed values only: the first sample after the answer carries
+	 * them all, the next leaves out "input open" (0 since the end),
+	 * and asking for every value brings it back */
+	EXPECT_EQ(BFC_OK, changes(self->fd, &self->in, 1));
+	EXPECT_TRUE(next_sample_has(self->fd, &self->in, input_open));
+	EXPECT_FALSE(next_sample_has(self->fd, &self->in, input_open));
+	EXPECT_EQ(BFC_OK, changes(self->fd, &self->in, 0));
+	EXPECT_TRUE(next_sample_has(self->fd, &self->in, input_open));
+	EXPECT_TRUE(next_sample_has(self->fd, &self->in, input_open));
+
 	send_req(self->fd, &list);
 	ASSERT_EQ(1, next_reply(self->fd, &self->in, &m));
 	EXPECT_TRUE(listed(&m, "prog!fn_1 calls", "Method"));

@@ -160,6 +160,29 @@ TEST(remove_request_and_response)
 	bfc_msg_free(&d);
 }
 
+/* bftrace's extension: a Sample with the changed values only */
+TEST(changes_request_and_response)
+{
+	struct bfc_msg req = { .cmd = BFC_CHANGES, .changes = 1 }, d;
+	struct bfc_msg resp = { .cmd = BFC_CHANGES, .status = BFC_OK };
+	struct bft_buf b = { 0 };
+
+	golden(_metadata, BFC_TO_AGENT, &req, "05 01", &d);
+	EXPECT_EQ(1, d.changes);
+	bfc_msg_free(&d);
+	req.changes = 0;
+	golden(_metadata, BFC_TO_AGENT, &req, "05 00", &d);
+	EXPECT_EQ(0, d.changes);
+	bfc_msg_free(&d);
+	golden(_metadata, BFC_TO_INSPECTOR, &resp, "05 00", &d);
+	EXPECT_EQ(BFC_OK, d.status);
+	bfc_msg_free(&d);
+	req.changes = 2;
+	EXPECT_EQ(-EINVAL, bfc_encode(&b, BFC_TO_AGENT, &req));
+	EXPECT_EQ(0u, b.len);
+	bft_buf_free(&b);
+}
+
 TEST(sample_of_every_type)
 {
 	uint8_t i32[8], i64[8], word[8], dbl[8];
@@ -221,7 +244,9 @@ TEST(malformed_input_is_refused_with_a_reason)
 		enum bfc_dir dir;
 		const char *hex, *why;
 	} bad[] = {
-		{ BFC_TO_AGENT, "05", "unknown request" },
+		{ BFC_TO_AGENT, "06", "unknown request" },
+		{ BFC_TO_AGENT, "05 02", "neither 0 nor 1" },
+		{ BFC_TO_INSPECTOR, "05 04", "changes: status" },
 		{ BFC_TO_AGENT, "00", "unknown request" },	/* hello */
 		{ BFC_TO_AGENT, "04", "unknown request" },	/* sample */
 		{ BFC_TO_INSPECTOR, "7f", "unknown message" },

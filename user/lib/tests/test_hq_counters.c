@@ -105,11 +105,62 @@ TEST(json_lines_of_hello_add_sample_remove)
 	EXPECT_STREQ("remove", json_string_value(json_object_get(j, "event")));
 	EXPECT_EQ(5, json_integer_value(json_object_get(j, "index")));
 	json_decref(j);
-	/* after the remove, index 5 is nobody's: left out, counted */
+	/* after the remove, index 5 is nobody's: left out, counted; the
+	 * values are every counter's latest, RSS's from the sample before */
 	j = line(&o, 4);
-	EXPECT_EQ(0u, json_object_size(json_object_get(j, "values")));
+	EXPECT_EQ(1u, json_object_size(json_object_get(j, "values")));
+	EXPECT_EQ(4096, json_integer_value(json_object_get(
+		json_object_get(j, "values"), "Collector:RSS")));
+	EXPECT_EQ(NULL, json_object_get(json_object_get(j, "values"),
+					"Method:prog!f calls"));
+	EXPECT_EQ(1, json_integer_value(json_object_get(j, "carried")));
 	json_decref(j);
 	EXPECT_EQ(2u, o.s.bad_values);
+	close_out(&o);
+}
+
+/* BFC_CHANGES: asked for in bytes, and a sample without a counter's
+ * value leaves that counter's last value standing */
+TEST(changes_only_samples_keep_the_last_values)
+{
+	struct out o;
+	json_t *j;
+
+	open_out(&o, true);
+	ASSERT_EQ(0, insp_changes(&o.s, true));
+	ASSERT_EQ(2u, o.s.out_buf.len);
+	EXPECT_EQ(BFC_CHANGES, o.s.out_buf.data[0]);
+	EXPECT_EQ(1, o.s.out_buf.data[1]);
+	ASSERT_EQ(0, insp_command(&o.s, "changes off"));
+	ASSERT_EQ(4u, o.s.out_buf.len);
+	EXPECT_EQ(0, o.s.out_buf.data[3]);
+	EXPECT_EQ(-EINVAL, insp_command(&o.s, "changes maybe"));
+	ASSERT_EQ(0, feed_hex(&o.s, HELLO));
+	ASSERT_EQ(0, feed_hex(&o.s, ADD_OK));
+	ASSERT_EQ(0, feed_hex(&o.s, "05 00"));
+	ASSERT_EQ(0, feed_hex(&o.s, "04 " TS " 0000 0800 0010000000000000"
+			      " 0500 0800 5802000000000000 ffff"));
+	/* only calls changed, then nothing did */
+	ASSERT_EQ(0, feed_hex(&o.s, "04 " TS " 0500 0800 5902000000000000"
+			      " ffff"));
+	ASSERT_EQ(0, feed_hex(&o.s, "04 " TS " ffff"));
+	EXPECT_EQ(0u, o.s.bad_values);
+
+	j = line(&o, 2);
+	EXPECT_STREQ("changes", json_string_value(json_object_get(j, "event")));
+	EXPECT_STREQ("OK", json_string_value(json_object_get(j, "status")));
+	json_decref(j);
+	for (int i = 4; i <= 5; i++) {
+		j = line(&o, i);
+		ASSERT_NE(NULL, j);
+		EXPECT_EQ(4096, json_integer_value(json_object_get(
+			json_object_get(j, "values"), "Collector:RSS")));
+		EXPECT_EQ(601, json_integer_value(json_object_get(
+			json_object_get(j, "values"), "Method:prog!f calls")));
+		EXPECT_EQ(5 - i, json_integer_value(json_object_get(j,
+								"carried")));
+		json_decref(j);
+	}
 	close_out(&o);
 }
 
