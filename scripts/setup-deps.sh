@@ -17,6 +17,8 @@ packages=(
 	"linux-image-$KVER_612-unsigned" "linux-headers-$KVER_612"
 	linux-source-6.1
 	libmnl-dev libelf-dev libdw-dev libbpf-dev libiberty-dev libjansson-dev
+	# bfctl's entry probe placement decodes x86-64 instructions
+	libcapstone-dev
 	# bfhq --http, the live viewer
 	libmicrohttpd-dev
 	# make fuzz: libFuzzer harnesses (clang -fsanitize=fuzzer)

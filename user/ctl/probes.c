@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bft_entry.h"
 #include "bft_symclass.h"
 #include "output.h"
 #include "probes.h"
@@ -240,6 +241,11 @@ int probes_build(struct ctl *c, pid_t pid, const struct bft_plan *pl,
 			.path = ob->open_path, .offset = f->probe_offset,
 			.flags = flags, .name = r->sig,
 		};
+		if (f->probe_offset != f->offset + (f->endbr64 ? 4 : 0) ||
+		    f->entry_rule > BFT_ENTRY_OFF)
+			vlog(c, 2, "%s: probe at +%#llx: %s", r->sig,
+			     (unsigned long long)(f->probe_offset - f->offset),
+			     bft_entry_rule_why(f->entry_rule));
 		if (row_stat(ob->open_path, &r->dev, &r->ino))
 			r->dev = r->ino = 0;
 		if (s->fallback)
@@ -318,6 +324,8 @@ static void print_row(const struct probe_row *r, bool attached, bool verbose)
 		out_str("path", NULL, r->path);
 		out_u64("entry_offset", NULL, r->f ? r->f->offset : r->hook->offset);
 		out_bool("endbr64", NULL, r->f ? r->f->endbr64 : r->hook->endbr64);
+		out_str("placement", NULL, r->f ? bft_entry_rule_name(r->f->entry_rule) :
+			bft_entry_rule_name(BFT_ENTRY_HOOK));
 		out_str("signature", NULL, r->sig);
 	}
 	out_u64("flags", NULL, r->p.flags);

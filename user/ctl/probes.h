@@ -38,8 +38,11 @@ struct probe_opts {
 	{ .name = "max-probes", .short_name = 'm', .kind = ARG_UINT,	\
 	  .dest = &(o)->max_probes, .meta = "N", .min = 1,		\
 	  .help = "refuse selections of more than N functions (1000)" }, \
+	{ .name = "at-entry", .kind = ARG_FLAG, .dest = &(o)->no_endbr,	\
+	  .help = "probe each function at its first byte, even where "	\
+		  "a later one is not single-stepped" },		\
 	{ .name = "no-endbr", .kind = ARG_FLAG, .dest = &(o)->no_endbr,	\
-	  .help = "probe at the endbr64 itself, not just after it" },	\
+	  .help = "the same as --at-entry (its older name)" },		\
 	{ .name = "entry-only", .kind = ARG_FLAG,			\
 	  .dest = &(o)->entry_only,					\
 	  .help = "no return probes: record entries only" },		\

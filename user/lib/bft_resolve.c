@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bft_demangle.h"
+#include "bft_entry.h"
 #include "bft_resolve.h"
 #include "bft_symclass.h"
 
@@ -595,6 +596,7 @@ static int merge(struct bft_object *o, struct raw_syms *s,
 			     image_read(img, head, 4, f->offset) &&
 			     !memcmp(head, BFT_ENDBR64_BYTES, 4);
 		f->probe_offset = f->offset + (f->endbr64 && !opts->no_endbr ? 4 : 0);
+		f->entry_rule = opts->no_endbr ? BFT_ENTRY_OFF : BFT_ENTRY_AT_START;
 		f->traits = func_traits(f, main->entry);
 		if (f->traits & BFT_TRAIT_COLD) {
 			if (!o->left_out) {
@@ -929,6 +931,8 @@ int bft_plan_pid(struct bft_plan *pl, pid_t pid,
 		pl->nobjs++;
 	}
 	rc = plan_select(pl, ps);
+	if (!rc)
+		rc = bft_plan_place(pl, &o);
 	if (rc)
 		goto nomem;
 	bft_maps_free(&maps);
@@ -963,6 +967,8 @@ int bft_plan_files(struct bft_plan *pl, const char *const *paths, size_t n,
 		pl->nobjs++;
 	}
 	rc = plan_select(pl, ps);
+	if (!rc)
+		rc = bft_plan_place(pl, opts);
 	if (rc)
 		fail(err, errlen, rc, "out of memory");
 out:

@@ -24,12 +24,10 @@
  *   - the file offset from the program headers:
  *         offset = st_value - p_vaddr + p_offset
  *     and the probe offset: offset + 4 when the function starts with
- *     endbr64 (f3 0f 1e fa), since uprobes emulate the next instruction but
- *     single-step endbr64, about ten times slower; the return address is
- *     still at the stack pointer there, so return probes work.  (A function
- *     whose body jumps back to its own start + 4 would count once per jump:
- *     compilers place no such loop head on x86-64 builds we know of, and
- *     no_endbr turns the placement off.)
+ *     endbr64 (f3 0f 1e fa), since uprobes single-step endbr64; for the
+ *     functions a plan selects, further on where bft_entry.h's rule finds
+ *     an emulated instruction that sees every entry and only entries
+ *     (bft_plan_place); no_endbr turns both off.
  *
  * A struct bft_plan is the selection over a process (its /proc/N/maps
  * objects, bft_maps.h) or over files: the objects in scope of the patterns
@@ -75,6 +73,7 @@ struct bft_func {
 	uint64_t offset;	/* file offset of the first byte */
 	uint64_t probe_offset;	/* where the probe goes */
 	bool endbr64;
+	unsigned char entry_rule; /* enum bft_entry_rule: why it goes there */
 	unsigned int src;	/* BFT_SRC_* of all its names */
 	unsigned int traits;	/* BFT_TRAIT_* */
 	struct bft_fname *names;/* names[0] is the display name */
@@ -111,6 +110,15 @@ struct bft_resolve_opts {
 	bool no_debug;		/* never look for separate debug files */
 	bool no_endbr;		/* probe_offset = offset, always */
 };
+
+/*
+ * Move the entry probes of the plan's picks off single-step where
+ * bft_entry.h's rule allows (probe_offset, entry_rule); the exception
+ * hooks' functions stay where bft_hooks puts their probes.  Done by
+ * bft_plan_pid and bft_plan_files; nothing with opts->no_endbr.  -ENOMEM.
+ */
+struct bft_plan;
+int bft_plan_place(struct bft_plan *pl, const struct bft_resolve_opts *opts);
 
 /*
  * Read the function table of one ELF file.  path is the name shown and
