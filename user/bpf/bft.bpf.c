@@ -182,23 +182,42 @@ static __always_inline void *cpu_ring(void)
 	return bpf_map_lookup_elem(&bft_rings, &cpu);
 }
 
-static __always_inline __u64 ring_wake_flag(void *ring, struct bft_bpf_ctl *ctl)
-{
-	__u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
+/* ring_put()'s wake_at for the flush work: wake the reader now. */
+#define WAKE_NOW	0
 
-	return avail >= ctl->watermark ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+/*
+ * A wakeup is an irq_work, which on x86 is a self-IPI: asking for one on
+ * every record cost a fifth of a traced thread's time.  Without a flag
+ * the kernel wakes whenever the reader has caught up, i.e. at the first
+ * record after every drain, which at a modest rate is every record.  So
+ * the reader is woken once, by the record that makes the ring cross
+ * wake_at bytes; below that, and above it until the reader drains, it
+ * reads on its own timer (bft_bpf_rings_poll()).  A sample takes its
+ * length plus the header, rounded up to 8, as the kernel reserves it.
+ */
+static __always_inline __u64 wake_flag(void *ring, __u32 wake_at, __u32 n)
+{
+	__u64 before, after;
+
+	if (wake_at == WAKE_NOW)
+		return BPF_RB_FORCE_WAKEUP;
+	before = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
+	after = before + ((n + BPF_RINGBUF_HDR_SZ + 7) & ~7U);
+	if (before < wake_at && after >= wake_at)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
 }
 
 /* Publish buf[0, len) as one sample; false if the ring has no room. */
 static __always_inline bool ring_put(struct bft_bpf_cpu *c, void *ring,
-				     __u64 flags)
+				     __u32 wake_at)
 {
 	__u32 n = c->len & MASK;
 
 	c->len = 0;
 	if (!n)
 		return true;
-	if (bpf_ringbuf_output(ring, c->buf, n, flags))
+	if (bpf_ringbuf_output(ring, c->buf, n, wake_flag(ring, wake_at, n)))
 		return false;
 	c->bytes_written += n;
 	return true;
@@ -211,13 +230,12 @@ static __always_inline void ring_drop(struct bft_bpf_cpu *c, __u64 n)
 }
 
 static __always_inline void ring_seal(struct bft_bpf_cpu *c, void *ring,
-				      __u64 flags)
+				      __u32 wake_at)
 {
-
 	if (!c->run)
 		return;
 	put_exits(c, c->run, c->run_units);
-	if (ring_put(c, ring, flags))
+	if (ring_put(c, ring, wake_at))
 		c->written += c->run;
 	else
 		ring_drop(c, c->run);
@@ -296,7 +314,8 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 	struct task_struct *tsk = (void *)bpf_get_current_task();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid, tgid = pid_tgid >> 32;
-	__u64 now, nsw, units, time, flags;
+	__u32 wake_at = ctl->watermark;
+	__u64 now, nsw, units, time;
 	bool new_thread, sync;
 	__u8 inline_units = 0;
 	void *ring;
@@ -327,7 +346,6 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 	new_thread = !c->have_thread || c->need_sync || c->pending_break ||
 		     c->tid != tid || c->nsw != nsw;
 	c->produced++;
-	flags = ring_wake_flag(ring, ctl);
 
 	if (!new_thread && !c->pending_lost) {
 		units = units_of(c, now - c->time);
@@ -339,7 +357,7 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 			put_exits(c, c->run, c->run_units);
 		inline_units = put_lead_time(c, kind, units);
 		put_event(c, kind, id, inline_units);
-		if (ring_put(c, ring, flags)) {
+		if (ring_put(c, ring, wake_at)) {
 			c->written += c->run;
 			c->run = 0;
 			c->time += units * c->res;
@@ -353,7 +371,7 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 		/* no room for all: the run goes alone, as the module's */
 	}
 
-	ring_seal(c, ring, flags);
+	ring_seal(c, ring, wake_at);
 	time = c->time;
 	put_owed(c, now, &time);
 	if (new_thread) {
@@ -368,7 +386,7 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 		time += units * c->res;
 	}
 	put_event(c, kind, id, inline_units);
-	if (!ring_put(c, ring, flags)) {
+	if (!ring_put(c, ring, wake_at)) {
 		ring_drop(c, 1);
 		return;
 	}
@@ -489,7 +507,7 @@ static __always_inline void mark(struct bft_bpf_cpu *c, void *ring, __u8 brk)
 {
 	__u64 now = bpf_ktime_get_ns(), time;
 
-	ring_seal(c, ring, BPF_RB_FORCE_WAKEUP);
+	ring_seal(c, ring, WAKE_NOW);
 	time = c->time;
 	c->need_sync = 1;
 	if (brk)
@@ -497,7 +515,7 @@ static __always_inline void mark(struct bft_bpf_cpu *c, void *ring, __u8 brk)
 	if (now < c->time)
 		now = c->time;
 	put_owed(c, now, &time);
-	if (ring_put(c, ring, BPF_RB_FORCE_WAKEUP)) {
+	if (ring_put(c, ring, WAKE_NOW)) {
 		commit_owed(c, time);
 		c->last_sync = now;
 		/* a reader may start at any SYNC: name the thread again */
@@ -521,7 +539,7 @@ int bft_ctl(struct bpf_raw_tracepoint_args *ctx)
 	take_nested(c);
 	switch (op) {
 	case BFT_BPF_OP_SEAL:
-		ring_seal(c, ring, BPF_RB_FORCE_WAKEUP);
+		ring_seal(c, ring, WAKE_NOW);
 		ret = c->produced != c->sync_written;
 		break;
 	case BFT_BPF_OP_RESTART:

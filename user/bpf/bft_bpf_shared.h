@@ -55,7 +55,7 @@ struct bft_bpf_ctl {
 	__u32 mode;		/* enum bft_mode */
 	__u32 max_depth;	/* BFT_OPT_MAX_DEPTH, 0: no limit */
 	__u32 time_res_ns;	/* BFT_OPT_TIME_RES_NS, taken at start */
-	__u32 watermark;	/* wake the reader from this fill, bytes */
+	__u32 watermark;	/* crossing this fill wakes the reader; never 0 */
 	__u32 flags;		/* BFT_BPF_F_* (user space only) */
 	__u32 sync_ms;		/* a busy CPU writes a SYNC this often */
 	__u64 opts[16];		/* BFT_OPT_* values by id (user space only) */

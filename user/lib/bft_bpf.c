@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -1870,8 +1872,20 @@ struct ring_ctx {
 	uint64_t bytes;
 	uint64_t bytes_stored;	/* what the bft_read map says */
 	struct bft_buf pend;	/* gathered, not yet delivered */
+	int fd;			/* the ring's map, in the wakeup set */
+	/* the kernel's consumer and producer positions, a page each */
+	const volatile uint64_t *pos;
+	uint64_t size;
 };
 
+/*
+ * The programs wake a reader only when a ring crosses its watermark and
+ * when the flush work seals (user/bpf/bft.bpf.c, wake_flag()), so a read
+ * takes every ring, woken or not.  The rings are in two epoll sets:
+ * libbpf's, level-triggered, which ring_buffer__consume() does not use,
+ * and @wake_fd, edge-triggered, which becomes readable at a wakeup only:
+ * a ring holding a few bytes does not keep a poller spinning.
+ */
 struct bft_bpf_rings {
 	struct bft_bpf *b;
 	struct ring_buffer *rb;
@@ -1880,6 +1894,8 @@ struct bft_bpf_rings {
 	struct ring_ctx *cpus;
 	ssize_t got;
 	int cb_ret;
+	int wake_fd;
+	size_t page;
 };
 
 static int on_sample(void *ctx, void *data, size_t len)
@@ -1918,21 +1934,68 @@ static int deliver(struct bft_bpf_rings *r)
 	return 0;
 }
 
-/* One pass over the rings (poll or consume), then the delivery. */
-static int rings_pass(struct bft_bpf_rings *r, int timeout_ms, bool poll)
+/* Rings woken since the last look, after waiting up to timeout_ms. */
+static int take_wakeups(struct bft_bpf_rings *r, int timeout_ms)
+{
+	struct epoll_event ev[16];
+	int n, woken = 0;
+
+	do {
+		n = epoll_wait(r->wake_fd, ev, (int)(sizeof(ev) / sizeof(ev[0])),
+			       timeout_ms);
+		if (n < 0)
+			return errno == EINTR ? woken : -errno;
+		woken += n;
+		timeout_ms = 0;
+	} while (n == (int)(sizeof(ev) / sizeof(ev[0])));
+	return woken;
+}
+
+/* One pass over every ring, after waiting for a wakeup, then delivery. */
+static int rings_pass(struct bft_bpf_rings *r, int timeout_ms)
 {
 	int err, ret;
 
 	r->got = 0;
 	r->cb_ret = 0;
-	err = poll ? ring_buffer__poll(r->rb, timeout_ms) :
-		     ring_buffer__consume(r->rb);
+	if (timeout_ms && bft_bpf_rings_half_full(r))
+		timeout_ms = 0;
+	err = take_wakeups(r, timeout_ms);
+	if (err >= 0)
+		err = ring_buffer__consume(r->rb);
 	ret = deliver(r);
 	if (r->cb_ret)
 		return r->cb_ret;
 	if (ret)
 		return ret;
 	return err < 0 ? err : 0;
+}
+
+/*
+ * A ring into the wakeup set, and its positions mapped read-only (the
+ * first two pages of the map: the consumer's, then the producer's) so
+ * that its fill costs no system call.
+ */
+static int watch_ring(struct bft_bpf_rings *r, struct ring_ctx *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = c->cpu };
+	struct bpf_map_info info = { 0 };
+	uint32_t len = sizeof(info);
+	void *pos;
+
+	if (bpf_obj_get_info_by_fd(c->fd, &info, &len))
+		return fail(r->b, -errno, "the ring of CPU %u: %s", c->cpu,
+			    strerror(errno));
+	c->size = info.max_entries;
+	pos = mmap(NULL, 2 * r->page, PROT_READ, MAP_SHARED, c->fd, 0);
+	if (pos == MAP_FAILED)
+		return fail(r->b, -errno, "mapping the ring of CPU %u: %s",
+			    c->cpu, strerror(errno));
+	c->pos = pos;
+	if (epoll_ctl(r->wake_fd, EPOLL_CTL_ADD, c->fd, &ev))
+		return fail(r->b, -errno, "watching the ring of CPU %u: %s",
+			    c->cpu, strerror(errno));
+	return 0;
 }
 
 int bft_bpf_rings_open(struct bft_bpf *b, struct bft_bpf_rings **rp,
@@ -1952,10 +2015,19 @@ int bft_bpf_rings_open(struct bft_bpf *b, struct bft_bpf_rings **rp,
 	r->b = b;
 	r->cb = cb;
 	r->arg = arg;
+	r->page = (size_t)sysconf(_SC_PAGESIZE);
 	r->cpus = calloc(b->nr_cpus, sizeof(*r->cpus));
 	if (!r->cpus) {
 		free(r);
 		return -ENOMEM;
+	}
+	for (unsigned int cpu = 0; cpu < b->nr_cpus; cpu++)
+		r->cpus[cpu].fd = -1;
+	r->wake_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (r->wake_fd < 0) {
+		err = fail(b, -errno, "epoll_create1: %s", strerror(errno));
+		bft_bpf_rings_close(r);
+		return err;
 	}
 	for (unsigned int cpu = 0; cpu < b->nr_cpus && !err; cpu++) {
 		uint32_t id = 0;
@@ -1978,6 +2050,7 @@ int bft_bpf_rings_open(struct bft_bpf *b, struct bft_bpf_rings **rp,
 				   strerror(errno));
 			break;
 		}
+		r->cpus[cpu].fd = fd;
 		if (!r->rb) {
 			r->rb = ring_buffer__new(fd, on_sample, &r->cpus[cpu],
 						 NULL);
@@ -1989,7 +2062,8 @@ int bft_bpf_rings_open(struct bft_bpf *b, struct bft_bpf_rings **rp,
 			err = fail(b, -errno, "ring_buffer__add: %s",
 				   strerror(errno));
 		}
-		close(fd);	/* the ring buffer keeps its own mapping */
+		if (!err)
+			err = watch_ring(r, &r->cpus[cpu]);
 	}
 	if (err) {
 		bft_bpf_rings_close(r);
@@ -2004,10 +2078,45 @@ void bft_bpf_rings_close(struct bft_bpf_rings *r)
 	if (!r)
 		return;
 	ring_buffer__free(r->rb);
-	for (unsigned int cpu = 0; cpu < r->b->nr_cpus; cpu++)
-		bft_buf_free(&r->cpus[cpu].pend);
+	for (unsigned int cpu = 0; cpu < r->b->nr_cpus; cpu++) {
+		struct ring_ctx *c = &r->cpus[cpu];
+
+		bft_buf_free(&c->pend);
+		if (c->pos)
+			munmap((void *)c->pos, 2 * r->page);
+		if (c->fd >= 0)
+			close(c->fd);
+	}
+	if (r->wake_fd >= 0)
+		close(r->wake_fd);
 	free(r->cpus);
 	free(r);
+}
+
+int bft_bpf_rings_fd(const struct bft_bpf_rings *r)
+{
+	return r->wake_fd;
+}
+
+int bft_bpf_rings_woken(struct bft_bpf_rings *r)
+{
+	return take_wakeups(r, 0);
+}
+
+bool bft_bpf_rings_half_full(const struct bft_bpf_rings *r)
+{
+	for (unsigned int cpu = 0; cpu < r->b->nr_cpus; cpu++) {
+		const struct ring_ctx *c = &r->cpus[cpu];
+		uint64_t cons, prod;
+
+		if (!c->pos)
+			continue;
+		cons = __atomic_load_n(&c->pos[0], __ATOMIC_ACQUIRE);
+		prod = __atomic_load_n(&c->pos[r->page / 8], __ATOMIC_ACQUIRE);
+		if (prod - cons >= c->size / 2)
+			return true;
+	}
+	return false;
 }
 
 uint64_t bft_bpf_rings_bytes_read(const struct bft_bpf_rings *r,
@@ -2018,7 +2127,7 @@ uint64_t bft_bpf_rings_bytes_read(const struct bft_bpf_rings *r,
 
 ssize_t bft_bpf_rings_poll(struct bft_bpf_rings *r, int timeout_ms)
 {
-	int err = rings_pass(r, timeout_ms, true);
+	int err = rings_pass(r, timeout_ms);
 
 	if (err < 0 && err != -EINTR)
 		return err;
@@ -2043,7 +2152,7 @@ ssize_t bft_bpf_rings_drain(struct bft_bpf_rings *r, int quiet_ms, int max_ms)
 		err = bft_bpf_flush(r->b, false);
 		if (err)
 			return err;
-		err = rings_pass(r, 0, false);
+		err = rings_pass(r, 0);
 		if (err < 0)
 			return err;
 		got = r->got;

@@ -118,8 +118,24 @@ struct bft_bpf_rings;
 int bft_bpf_rings_open(struct bft_bpf *b, struct bft_bpf_rings **rp,
 		       bft_rings_cb cb, void *arg);
 void bft_bpf_rings_close(struct bft_bpf_rings *r);
-/* Wait up to timeout_ms for data, deliver it; bytes delivered or -errno. */
+/*
+ * Wait up to timeout_ms for a wakeup (not at all when a ring is half
+ * full), then read every ring, woken or not, and deliver what it holds.
+ * The programs wake a reader only when a ring crosses its watermark and
+ * when a flush seals, so a reader must also come by on a timer: at least
+ * every flush interval.  Bytes delivered or -errno.
+ */
 ssize_t bft_bpf_rings_poll(struct bft_bpf_rings *r, int timeout_ms);
+/*
+ * For a caller's own poll(): readable once a ring was woken since the
+ * last bft_bpf_rings_poll() or bft_bpf_rings_woken(); a ring that holds
+ * data but was not woken does not make it readable.
+ */
+int bft_bpf_rings_fd(const struct bft_bpf_rings *r);
+/* How many rings were woken since the last look (and re-arm the fd). */
+int bft_bpf_rings_woken(struct bft_bpf_rings *r);
+/* Whether a ring holds half its size unread: read it now. */
+bool bft_bpf_rings_half_full(const struct bft_bpf_rings *r);
 /*
  * Flush (seal runs) and read until no byte came for quiet_ms; max_ms
  * bounds the call (-ETIME).  Bytes delivered or -errno.
