@@ -6,7 +6,10 @@
 # calls.  The library also calls some of them itself, so the calls traced
 # are what the probes count (bpftrace's per-function counts; natively also
 # the empty floor programs' run counts, bench-bpffloor -c), and bftrace's
-# events must be twice that.  A benchmark, not a test.
+# events must be twice that.  bftrace runs twice: with its probes where
+# bfctl places them (off single-step where it can, bfctl(8) "Probes"), and
+# with --at-entry, on each function's first byte as bpftrace's are.  A
+# benchmark, not a test.
 #
 #   bench/sqlite-api.sh native ROWS REPS   (the BPF backend, this machine)
 #   bench/sqlite-api.sh KVER ROWS REPS     (bftrace.ko, inside a guest)
@@ -74,6 +77,7 @@ echo "@info sqlite_lib $lib"
 echo "@info sqlite_funcs ${funcs[*]}"
 echo "@cmd $id.untraced $bin $rows"
 echo "@cmd $id.bftrace $bfctl run ${pats[*]} -- $bin $rows  ($setup)"
+echo "@cmd $id.bftrace_at_entry $bfctl run --at-entry ${pats[*]} -- $bin $rows  ($setup)"
 echo "@cmd $id.bpftrace_empty bpftrace -e '$empty' -c '$bin $rows'"
 echo "@cmd $id.bpftrace bpftrace -e '$counting' -c '$bin $rows'"
 floor=$root/build/bench/bench-bpffloor
@@ -91,6 +95,8 @@ for rep in $(seq "$reps"); do
 	timeout "$tool_timeout" "$bfctl" run "${pats[@]}" -- "$bin" "$rows" >"$tmp/b" 2>"$tmp/berr"
 	read -r p1 l1 <<<"$(ring_counters)"
 	[[ -n $(field elapsed_ns "$tmp/b") ]] || sed 's/^/# bfctl: /' "$tmp/berr" | tail -n 5
+	timeout "$tool_timeout" "$bfctl" run --at-entry "${pats[@]}" -- "$bin" "$rows" >"$tmp/a" 2>"$tmp/aerr"
+	[[ -n $(field elapsed_ns "$tmp/a") ]] || sed 's/^/# bfctl --at-entry: /' "$tmp/aerr" | tail -n 5
 	timeout "$tool_timeout" bpftrace -q -e "$empty" -c "$bin $rows" >"$tmp/e" 2>"$tmp/eerr"
 	[[ -n $(field elapsed_ns "$tmp/e") ]] || sed 's/^/# bpftrace: /' "$tmp/eerr" | tail -n 5
 	# Counting, natively in every repetition; in a guest, where each
@@ -107,6 +113,7 @@ for rep in $(seq "$reps"); do
 	fi
 	echo "@res $id rep=$rep rows=$rows api_calls=$(field api_calls "$tmp/u")" \
 		"untraced_ns=$(field elapsed_ns "$tmp/u") bftrace_ns=$(field elapsed_ns "$tmp/b")" \
+		"bftrace_at_entry_ns=$(field elapsed_ns "$tmp/a")" \
 		"bpftrace_empty_ns=$(field elapsed_ns "$tmp/e") bpftrace_ns=$(field elapsed_ns "$tmp/c")" \
 		"hits=$hits returns=$returns" \
 		"bftrace_seen=$((${p1:-0} - ${p0:-0})) bftrace_lost=$((${l1:-0} - ${l0:-0}))" \
