@@ -338,7 +338,7 @@ static int loop(struct coll *c)
 
 	while (!(c->exit_code && c->hq == HQ_NONE)) {
 		struct pollfd p[COLL_MAX_SENDERS + 8];
-		int n, nc, timeout = 100;
+		int n, ns = 0, nc, timeout = 100;
 		uint64_t now = coll_now_ms();
 		uint64_t budget = (uint64_t)(c->config.buffer_budget > 4096 ?
 					     c->config.buffer_budget : 4096);
@@ -364,14 +364,16 @@ static int loop(struct coll *c)
 			timeout = (int)(c->next_connect_ms > now ?
 					c->next_connect_ms - now : 0);
 		if (!ended && hq_pending(c) < budget)
-			source_pollfds(c->src, p + n, 4, &timeout);
+			ns = source_pollfds(c->src, p + n, 4, &timeout);
 		if (timeout > 100)
 			timeout = 100;
-		nc = counters_pollfds(c, p + n, 1, &timeout);
-		if (poll(p, (nfds_t)(n + nc), timeout) < 0 && errno != EINTR)
+		nc = counters_pollfds(c, p + n + ns, 1, &timeout);
+		if (poll(p, (nfds_t)(n + ns + nc), timeout) < 0 &&
+		    errno != EINTR)
 			return die(c, "poll", errno);
 		hq_io(c, p, n);
-		counters_io(c, p + n, nc);
+		/* the source is read below whether or not its fds woke us */
+		counters_io(c, p + n + ns, nc);
 		if (c->exit_code && c->hq == HQ_NONE)
 			break;
 		/* Back-pressure: HQ slower than the input leaves data in the

@@ -564,26 +564,48 @@ static int replay_read(struct coll *c)
 
 /* ---- both ---- */
 
+/* Lower *timeout_ms so that the poll ends by at_ms. */
+static void wait_until(uint64_t at_ms, int *timeout_ms)
+{
+	uint64_t now = coll_now_ms();
+	int wait = now >= at_ms ? 0 : (int)(at_ms - now);
+
+	if (*timeout_ms < 0 || *timeout_ms > wait)
+		*timeout_ms = wait;
+}
+
 int source_pollfds(struct source *s, struct pollfd *p, int max,
 		   int *timeout_ms)
 {
-	(void)p;
-	(void)max;
+	int n = 0, fd;
+
+	if (s->kernel && !s->bpf) {
+		/*
+		 * Sleep until a ring is readable (a watermark's worth, or what
+		 * the flush timer sealed) or the kernel says something: an idle
+		 * collector must not wake to look at empty rings.
+		 */
+		fd = s->draining ? -1 : bft_rings_wait_fd(s->rings);
+		if (fd >= 0 && n < max)
+			p[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		fd = s->ev ? bft_nl_fd(s->ev) : -1;
+		if (fd >= 0 && n < max)
+			p[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		/* the method table is looked at on a clock of its own */
+		wait_until(s->next_refresh_ms, timeout_ms);
+		if (!n && (*timeout_ms < 0 || *timeout_ms > 20))
+			*timeout_ms = 20;
+		return n;
+	}
 	if (s->kernel) {
-		/* bft_rings polls its own descriptors: look again soon */
+		/* bft_bpf polls its own descriptors: look again soon */
 		if (*timeout_ms < 0 || *timeout_ms > 20)
 			*timeout_ms = 20;
 		return 0;
 	}
 	if (!s->ended && !s->draining &&
-	    (s->mode == BFT_MODE_TRACING || s->mode == BFT_MODE_SUSPENDED)) {
-		uint64_t now = coll_now_ms();
-		int wait = now >= s->next_read_ms ? 0 :
-			   (int)(s->next_read_ms - now);
-
-		if (*timeout_ms < 0 || *timeout_ms > wait)
-			*timeout_ms = wait;
-	}
+	    (s->mode == BFT_MODE_TRACING || s->mode == BFT_MODE_SUSPENDED))
+		wait_until(s->next_read_ms, timeout_ms);
 	return 0;
 }
 

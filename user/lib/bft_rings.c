@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@
 struct ring {
 	int fd;			/* -1: no ring on this CPU */
 	bool at_end;
+	bool in_epoll;
 	uint64_t bytes_read;
 	/* Buffered data, when reading without a callback: [head, len). */
 	uint8_t *buf;
@@ -43,6 +45,7 @@ struct bft_rings {
 	struct ring *rings;
 	struct pollfd *pfds;	/* scratch, nr_cpus entries */
 	unsigned int *pfd_cpu;	/* CPU of each pfds entry */
+	int epfd;		/* bft_rings_wait_fd(), -1 until asked for */
 	uint8_t *chunk;		/* scratch for callback mode */
 	char errmsg[512];
 };
@@ -151,6 +154,7 @@ int bft_rings_open(struct bft_rings **rp, const char *dev,
 	if (!r)
 		goto nomem;
 	r->nr_cpus = nr_cpus;
+	r->epfd = -1;
 	r->rings = calloc(nr_cpus, sizeof(*r->rings));
 	r->pfds = calloc(nr_cpus, sizeof(*r->pfds));
 	r->pfd_cpu = calloc(nr_cpus, sizeof(*r->pfd_cpu));
@@ -192,6 +196,8 @@ void bft_rings_close(struct bft_rings *r)
 			close(r->rings[cpu].fd);
 		free(r->rings[cpu].buf);
 	}
+	if (r->epfd >= 0)
+		close(r->epfd);
 	free(r->rings);
 	free(r->pfds);
 	free(r->pfd_cpu);
@@ -219,10 +225,55 @@ bool bft_rings_at_end(const struct bft_rings *r, unsigned int cpu)
 	return cpu < r->nr_cpus && r->rings[cpu].at_end;
 }
 
+/* Keep the wait fd's set equal to the rings poll() would look at. */
+static void watch(struct bft_rings *r, unsigned int cpu, bool on)
+{
+	struct ring *g = &r->rings[cpu];
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = cpu };
+
+	if (r->epfd < 0 || g->fd < 0 || g->in_epoll == on)
+		return;
+	if (!epoll_ctl(r->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, g->fd, &ev))
+		g->in_epoll = on;
+}
+
+static void set_at_end(struct bft_rings *r, unsigned int cpu)
+{
+	r->rings[cpu].at_end = true;
+	watch(r, cpu, false);
+}
+
 void bft_rings_rearm(struct bft_rings *r)
 {
-	for (unsigned int cpu = 0; cpu < r->nr_cpus; cpu++)
+	for (unsigned int cpu = 0; cpu < r->nr_cpus; cpu++) {
 		r->rings[cpu].at_end = false;
+		watch(r, cpu, true);
+	}
+}
+
+int bft_rings_wait_fd(struct bft_rings *r)
+{
+	if (r->epfd >= 0)
+		return r->epfd;
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (r->epfd < 0)
+		return set_err(r, -errno, "epoll_create1: %s", strerror(errno));
+	for (unsigned int cpu = 0; cpu < r->nr_cpus; cpu++) {
+		if (r->rings[cpu].at_end)
+			continue;
+		watch(r, cpu, true);
+		if (r->rings[cpu].fd >= 0 && !r->rings[cpu].in_epoll) {
+			int err = -errno;
+
+			close(r->epfd);
+			r->epfd = -1;
+			for (unsigned int c = 0; c < r->nr_cpus; c++)
+				r->rings[c].in_epoll = false;
+			return set_err(r, err, "watching CPU %u's ring: %s",
+				       cpu, strerror(-err));
+		}
+	}
+	return r->epfd;
 }
 
 uint64_t bft_rings_bytes_read(const struct bft_rings *r, unsigned int cpu)
@@ -322,7 +373,7 @@ static int read_ring(struct bft_rings *r, unsigned int cpu, bft_rings_cb cb,
 				       strerror(errno));
 		}
 		if (n == 0) {
-			g->at_end = true;
+			set_at_end(r, cpu);
 			return 0;
 		}
 		g->bytes_read += (uint64_t)n;
@@ -391,7 +442,7 @@ ssize_t bft_rings_poll(struct bft_rings *r, int timeout_ms, bft_rings_cb cb,
 			return ret;
 		/* Hung up and read dry: nothing more will come. */
 		if ((ev & POLLHUP) && !(ev & POLLIN))
-			r->rings[cpu].at_end = true;
+			set_at_end(r, cpu);
 	}
 	return total;
 }

@@ -57,6 +57,16 @@ bool bft_rings_bound(const struct bft_rings *r, unsigned int cpu);
 bool bft_rings_at_end(const struct bft_rings *r, unsigned int cpu);
 void bft_rings_rearm(struct bft_rings *r);
 
+/*
+ * One descriptor (an epoll set of the rings bft_rings_poll() would look at)
+ * that a caller's own poll loop can wait on: readable when a ring is, by
+ * the same rule (a watermark's worth, or sealed by the flush timer).  Then
+ * call bft_rings_poll() with timeout 0.  It is created on the first call,
+ * follows at_end and bft_rings_rearm(), and is closed with the rings.
+ * -errno if it cannot be made.
+ */
+int bft_rings_wait_fd(struct bft_rings *r);
+
 /* Total bytes read from the CPU's ring since open. */
 uint64_t bft_rings_bytes_read(const struct bft_rings *r, unsigned int cpu);
 
