@@ -31,6 +31,7 @@
 #include <linux/bftrace.h>
 
 #include "bft_demangle.h"
+#include "bft_entry.h"
 #include "bft_hooks.h"
 #include "bft_maps.h"
 #include "bft_pattern.h"
@@ -325,6 +326,85 @@ TEST_F(fx, cet_functions_are_probed_after_endbr64)
 	ASSERT_NE(NULL, f);
 	EXPECT_FALSE(f->endbr64);
 	EXPECT_EQ(f->offset, f->probe_offset);
+}
+
+/* What the kernel emulates, by the bytes (bft_entry.h): the place of a move. */
+static bool emulated_at(const unsigned char *b)
+{
+	if (b[0] == 0xf2)
+		b++;
+	return b[0] == 0x90 || (b[0] >= 0x50 && b[0] <= 0x57) ||
+	       (b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57) ||
+	       b[0] == 0xeb || b[0] == 0xe9 || b[0] == 0xe8 ||
+	       (b[0] >= 0x70 && b[0] <= 0x7f) ||
+	       (b[0] == 0x0f && b[1] >= 0x80 && b[1] <= 0x8f);
+}
+
+/*
+ * A plan moves the probes of its picks onto emulated instructions where
+ * the rule allows, says why elsewhere, leaves the exception hooks' functions
+ * past endbr64, and with no_endbr puts every probe on the first byte.  The
+ * static binary brings libc's -O2 code and its hand-written functions.
+ */
+TEST_F(fx, plans_move_entry_probes_off_single_step)
+{
+	struct bft_resolve_opts off = { .no_endbr = true };
+	const char *pats[] = { "*" };
+	size_t moved = 0, hooks = 0;
+	char path[PATH_MAX], err[512];
+	const char *pv[] = { path };
+	struct bft_patterns ps;
+	struct bft_plan pl;
+	int fd;
+
+	fx_path(path, sizeof(path), "fx_static");
+	ASSERT_EQ(0, bft_patterns_init(&ps, pats, 1, false, err, sizeof(err)));
+	ASSERT_EQ(0, bft_plan_files(&pl, pv, 1, &ps, NULL, err, sizeof(err)));
+	fd = open(path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_LT(100, pl.npicks);
+	for (size_t i = 0; i < pl.npicks; i++) {
+		const struct bft_func *f = &pl.objs[0].funcs[pl.picks[i].func];
+		uint64_t skip = f->probe_offset - f->offset;
+		unsigned char b[2];
+
+		ASSERT_EQ(2, pread(fd, b, 2, (off_t)f->probe_offset));
+		ASSERT_NE(BFT_ENTRY_OFF, f->entry_rule);
+		if (f->entry_rule == BFT_ENTRY_MOVED) {
+			moved++;
+			EXPECT_LT(f->endbr64 ? 4u : 0u, skip);
+			/* at most 8 instructions of at most 15 bytes */
+			EXPECT_GE(15u * BFT_ENTRY_MAX_WALK + 4, skip);
+			EXPECT_TRUE(emulated_at(b)) {
+				TH_LOG("%s: moved onto %02x %02x", bft_func_name(f), b[0], b[1]);
+			}
+			continue;
+		}
+		hooks += f->entry_rule == BFT_ENTRY_HOOK;
+		EXPECT_TRUE(skip == 0 || (skip == 4 && f->endbr64)) {
+			TH_LOG("%s: %s at +%llu", bft_func_name(f),
+			       bft_entry_rule_name(f->entry_rule),
+			       (unsigned long long)skip);
+		}
+		if (f->entry_rule == BFT_ENTRY_AT_START)
+			EXPECT_TRUE(emulated_at(b)) {
+				TH_LOG("%s: at the start on %02x %02x", bft_func_name(f), b[0], b[1]);
+			}
+	}
+	close(fd);
+	EXPECT_LT(20u, moved);
+	EXPECT_LT(0u, hooks);
+	bft_plan_free(&pl);
+
+	ASSERT_EQ(0, bft_plan_files(&pl, pv, 1, &ps, &off, err, sizeof(err)));
+	for (size_t i = 0; i < pl.npicks; i++) {
+		const struct bft_func *f = &pl.objs[0].funcs[pl.picks[i].func];
+
+		EXPECT_EQ(BFT_ENTRY_OFF, f->entry_rule);
+		EXPECT_EQ(f->offset, f->probe_offset);
+	}
+	bft_plan_free(&pl);
+	bft_patterns_free(&ps);
 }
 
 TEST_F(fx, aliases_are_one_function_with_every_name)
