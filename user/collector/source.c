@@ -598,10 +598,19 @@ int source_pollfds(struct source *s, struct pollfd *p, int max,
 		return n;
 	}
 	if (s->kernel) {
-		/* bft_bpf polls its own descriptors: look again soon */
-		if (*timeout_ms < 0 || *timeout_ms > 20)
-			*timeout_ms = 20;
-		return 0;
+		/*
+		 * A BPF ring wakes us only when it crosses its watermark;
+		 * below that it is read at each flush (bpf_read()).
+		 */
+		if (!s->draining && n < max)
+			p[n++] = (struct pollfd){
+				.fd = bft_bpf_rings_fd(s->brings),
+				.events = POLLIN };
+		if (bft_bpf_rings_half_full(s->brings))
+			*timeout_ms = 0;
+		wait_until(s->next_flush_ms, timeout_ms);
+		wait_until(s->next_refresh_ms, timeout_ms);
+		return n;
 	}
 	if (!s->ended && !s->draining &&
 	    (s->mode == BFT_MODE_TRACING || s->mode == BFT_MODE_SUSPENDED))
@@ -614,6 +623,7 @@ static int bpf_read(struct coll *c)
 {
 	struct source *s = c->src;
 	ssize_t n;
+	bool due;
 
 	if (s->draining) {
 		n = bft_bpf_rings_drain(s->brings, (int)(2 * s->flush_ms + 50),
@@ -624,7 +634,8 @@ static int bpf_read(struct coll *c)
 		s->ended = true;
 		return 1;
 	}
-	if (coll_now_ms() >= s->next_flush_ms) {
+	due = coll_now_ms() >= s->next_flush_ms;
+	if (due) {
 		s->next_flush_ms = coll_now_ms() + s->flush_ms;
 		if (bft_bpf_flush(s->bpf, s->mode == BFT_MODE_TRACING ||
 				  s->mode == BFT_MODE_PAUSED))
@@ -635,6 +646,10 @@ static int bpf_read(struct coll *c)
 		if (s->mode == BFT_MODE_TRACING)
 			look_at_methods(c);
 	}
+	/* every flush, every wakeup, and before a ring can overflow */
+	if (!due && bft_bpf_rings_woken(s->brings) <= 0 &&
+	    !bft_bpf_rings_half_full(s->brings))
+		return 0;
 	n = bft_bpf_rings_poll(s->brings, 0);
 	if (n < 0 && n != -EINTR) {
 		coll_log("reading the BPF rings: %s", bft_bpf_errmsg(s->bpf));
