@@ -147,7 +147,7 @@ else
 	rmmod bftrace || echo "guest-counters: rmmod bftrace failed" >&2
 fi
 # where the time goes, from the collector's -v lines at its end
-per_sample=$(sed -n 's/.* \([0-9]*\) us CPU a sample, \([0-9]*\) of it reading the status, and \([0-9]*\) writing.*/\1 \2 \3/p' "$tmp/coll.log")
+per_sample=$(sed -n 's/.* \([0-9]*\) us a sample, \([0-9]*\) of it reading the status, and \([0-9]*\) writing.*/\1 \2 \3/p' "$tmp/coll.log")
 dumps=$(sed -n 's/.*method table read \([0-9]*\) times (\([0-9]*\) us CPU each), \([0-9]*\) looks.*/\1 \2 \3/p' "$tmp/coll.log")
 read -r sample_us status_us write_us <<<"${per_sample:-- - -}"
 read -r ndumps dump_us nlooks <<<"${dumps:-- - -}"
