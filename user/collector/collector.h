@@ -289,6 +289,8 @@ void source_close(struct source *s);
 /* Poll descriptors the loop waits on; returns how many were filled. */
 int source_pollfds(struct source *s, struct pollfd *p, int max,
 		   int *timeout_ms);
+/* What the poll said of those fds (n: how many source_pollfds() gave). */
+void source_woke(struct source *s, const struct pollfd *p, int n);
 /* Read what is there into the merge; 1 when every input has ended. */
 int source_read(struct coll *c);
 /* Stop reading (stop, signal): what remains is drained. */

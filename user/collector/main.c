@@ -372,7 +372,7 @@ static int loop(struct coll *c)
 		    errno != EINTR)
 			return die(c, "poll", errno);
 		hq_io(c, p, n);
-		/* the source is read below whether or not its fds woke us */
+		source_woke(c->src, p + n, ns);
 		counters_io(c, p + n + ns, nc);
 		if (c->exit_code && c->hq == HQ_NONE)
 			break;

@@ -59,6 +59,10 @@ struct source {
 	uint32_t st_probes, st_targets;
 	uint64_t st_ms;
 	uint64_t dumps, dump_ns, checks;	/* for -v */
+	/* what the loop's poll said of the module's fds (source_woke());
+	 * without it, source_read() looks at both */
+	bool gated, ring_woke, ev_woke;
+	int ring_slot, ev_slot;
 	/* replay */
 	int *fd;
 	bool *eof;
@@ -585,12 +589,17 @@ int source_pollfds(struct source *s, struct pollfd *p, int max,
 		 * the flush timer sealed) or the kernel says something: an idle
 		 * collector must not wake to look at empty rings.
 		 */
+		s->ring_slot = s->ev_slot = -1;
 		fd = s->draining ? -1 : bft_rings_wait_fd(s->rings);
-		if (fd >= 0 && n < max)
+		if (fd >= 0 && n < max) {
+			s->ring_slot = n;
 			p[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		}
 		fd = s->ev ? bft_nl_fd(s->ev) : -1;
-		if (fd >= 0 && n < max)
+		if (fd >= 0 && n < max) {
+			s->ev_slot = n;
 			p[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		}
 		/* the method table is looked at on a clock of its own */
 		wait_until(s->next_refresh_ms, timeout_ms);
 		if (!n && (*timeout_ms < 0 || *timeout_ms > 20))
@@ -616,6 +625,19 @@ int source_pollfds(struct source *s, struct pollfd *p, int max,
 	    (s->mode == BFT_MODE_TRACING || s->mode == BFT_MODE_SUSPENDED))
 		wait_until(s->next_read_ms, timeout_ms);
 	return 0;
+}
+
+void source_woke(struct source *s, const struct pollfd *p, int n)
+{
+	int r = s->ring_slot, e = s->ev_slot;
+
+	/* only a wait on both of the module's fds says where nothing is */
+	s->ring_slot = s->ev_slot = -1;
+	s->gated = s->kernel && !s->bpf && r >= 0 && e >= 0 && r < n && e < n;
+	if (s->gated) {
+		s->ring_woke = p[r].revents != 0;
+		s->ev_woke = p[e].revents != 0;
+	}
 }
 
 /* source_read() for the BPF backend, which is its own flush timer. */
@@ -665,9 +687,14 @@ int source_read(struct coll *c)
 	if (s->ended)
 		return 1;
 	if (s->kernel) {
+		/* what the poll said is true once: an empty ring or event
+		 * socket costs no system call */
+		bool gated = s->gated;
 		ssize_t n;
 
-		kernel_events(c);
+		s->gated = false;
+		if (!gated || s->ev_woke)
+			kernel_events(c);
 		if (s->bpf)
 			return bpf_read(c);
 		if (s->draining) {
@@ -689,6 +716,8 @@ int source_read(struct coll *c)
 			if (s->mode == BFT_MODE_TRACING)
 				look_at_methods(c);
 		}
+		if (gated && !s->ring_woke)
+			return 0;
 		n = bft_rings_poll(s->rings, 0, ring_cb, c);
 		if (n < 0 && n != -EINTR) {
 			coll_log("reading the rings: %s",
