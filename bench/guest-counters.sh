@@ -96,6 +96,11 @@ c0=$(cpu_ns "$coll_pid")
 sleep "$window"
 c1=$(cpu_ns "$coll_pid")
 samples_in_window=$(($(grep -c '"event":"sample"' "$tmp/insp.json") - s0))
+# values a sample carried in the window (the inspector asks for changes only)
+carried=$(grep '"event":"sample"' "$tmp/insp.json" | tail -n "$samples_in_window" |
+	python3 -c 'import json, sys
+c = [json.loads(l).get("carried", 0) for l in sys.stdin]
+print(round(sum(c) / len(c), 1) if c else "-")')
 echo bye >&3
 wait "$hq_pid"
 c2=$(cpu_ns "$coll_pid")
@@ -160,7 +165,7 @@ echo "@cmd counters.10hz bfcollector --counters 127.0.0.1:$port --counters-inter
 	"(bfhq --counters $port adds 1000 'Method:bench-many!cf_NNN calls' + 7; bfctl run -p" \
 	"'bench-many:cf_*' -- bench-many $rounds ...)"
 echo "@res counters.10hz cpu_pct=$(pct "$c0" "$c1" "$window") window_s=$window" \
-	"samples=$samples_in_window correct=$correct" \
+	"samples=$samples_in_window carried=$carried correct=$correct" \
 	"counters=$(( $(grep -c '"status":"OK"' "$tmp/insp.json") + 15 ))" \
 	"sample_us=$sample_us status_us=$status_us write_us=$write_us"
 echo "@res counters.none cpu_pct=$(pct "$c2" "$c3" "$window") window_s=$window" \

@@ -107,6 +107,7 @@ struct methods {
 	/* changes of what an id names (a start, a signature replaced): an
 	 * id checked against a signature since stays good until it moves */
 	uint32_t renames;
+	uint64_t counted;	/* events counted into calls and exits */
 };
 
 /* ---- exceptions.c ---- */

@@ -132,6 +132,11 @@ struct counters {
 	bool bye;		/* Good Bye: no reconnecting */
 	bool dropping;		/* logged that samples are dropped */
 	bool changes_only;	/* BFC_CHANGES 1: send what changed */
+	/* methods.counted and .renames at the last sample: with neither
+	 * moved, no method's count did */
+	uint64_t last_counted;
+	uint32_t last_renames;
+	uint64_t next_lookup_ms;	/* an Add that misses reads the table */
 	struct entry *set;
 	uint32_t nset;
 	int16_t next_index;
@@ -145,8 +150,9 @@ struct counters {
 	int statm_fd;		/* for RSS */
 	/* -v: the CPU time samples took, and reading the status in them */
 	uint64_t sample_ns, status_ns, write_ns;
-	/* CPU %: process CPU time at the last sample */
-	uint64_t cpu_ns, cpu_at_ns;
+	/* CPU %: process CPU time at the last sample, and at this one
+	 * (a system call: read once a sample) */
+	uint64_t cpu_ns, cpu_at_ns, cpu_now_ns;
 };
 
 static void prime(struct coll *c, struct entry *e);
@@ -425,6 +431,17 @@ static void on_add(struct coll *c, const struct bfc_msg *req)
 	uint32_t arg, i;
 	struct entry *e;
 
+	/*
+	 * A method attached since the last look at the table: look now,
+	 * once in a while at most, so that a burst of unknown names costs
+	 * one read.
+	 */
+	if (!lookup(c, req->name, req->category, &k, &arg) &&
+	    bfc_category_id(req->category) == BFC_CAT_METHOD &&
+	    coll_now_ms() >= t->next_lookup_ms) {
+		t->next_lookup_ms = coll_now_ms() + 250;
+		source_refresh_methods(c);
+	}
 	if (!lookup(c, req->name, req->category, &k, &arg)) {
 		coll_log("counters: the inspector asked for \"%s\" (%s): no "
 			 "such counter", req->name ? req->name : "(null)",
@@ -724,8 +741,8 @@ static void value_of(struct coll *c, struct entry *e, uint64_t now,
 		break;
 	case K_CPU:
 		/* the share of one core since the last sample */
-		*dv = now > t->cpu_at_ns && cpu_time_ns() >= t->cpu_ns ?
-		      100.0 * (double)(cpu_time_ns() - t->cpu_ns) /
+		*dv = now > t->cpu_at_ns && t->cpu_now_ns >= t->cpu_ns ?
+		      100.0 * (double)(t->cpu_now_ns - t->cpu_ns) /
 		      (double)(now - t->cpu_at_ns) : 0;
 		break;
 	case K_RSS:
@@ -762,7 +779,7 @@ static void sample(struct coll *c, uint64_t now)
 	struct counters *t = c->ctr;
 	struct bfc_msg m = { .cmd = BFC_SAMPLE };
 	struct timespec rt;
-	bool need_st = false, have_st = false;
+	bool need_st = false, have_st = false, quiet;
 	uint64_t t0 = stamp_ns(), t1;
 	uint8_t *bytes;
 	uint32_t i;
@@ -776,6 +793,7 @@ static void sample(struct coll *c, uint64_t now)
 	t1 = stamp_ns();
 	t->status_ns += t1 - t0;
 	clock_gettime(CLOCK_REALTIME, &rt);
+	t->cpu_now_ns = cpu_time_ns();
 	m.timestamp = bfc_ticks_from_unix_ns((int64_t)rt.tv_sec * 1000000000 +
 					     rt.tv_nsec);
 	if (t->nset > t->vcap) {
@@ -807,6 +825,10 @@ static void sample(struct coll *c, uint64_t now)
 	t->dropping = false;
 	m.values = t->vals;
 	bytes = t->bytes;
+	quiet = t->changes_only && c->methods.counted == t->last_counted &&
+		c->methods.renames == t->last_renames;
+	t->last_counted = c->methods.counted;
+	t->last_renames = c->methods.renames;
 	for (i = 0; i < t->nset; i++) {
 		struct entry *e = &t->set[i];
 		struct bfc_value *v = &m.values[m.nvalues];
@@ -814,6 +836,11 @@ static void sample(struct coll *c, uint64_t now)
 		int64_t iv;
 		double dv;
 
+		/* nothing counted since the last sample: the method counts
+		 * it sent stand (a thousand of them are most of a sample) */
+		if (quiet && e->sent && (e->kind == K_CALLS ||
+					 e->kind == K_EXITS))
+			continue;
 		value_of(c, e, now, have_st, &iv, &dv);
 		e->last_iv = iv;
 		v->index = e->index;
@@ -829,7 +856,7 @@ static void sample(struct coll *c, uint64_t now)
 		memcpy(e->sent_bytes, at, v->size);
 		m.nvalues++;
 	}
-	t->cpu_ns = cpu_time_ns();
+	t->cpu_ns = t->cpu_now_ns;
 	t->cpu_at_ns = now;
 	t->samples++;
 	send_msg(c, &m);

@@ -434,6 +434,7 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 		me->calls++;
 	else if (ev->kind == BFT_CALL_EXIT)
 		me->exits++;
+	c->methods.counted++;
 	if (methods_excluded(&c->methods, me)) {
 		c->excluded++;
 		return 0;

@@ -600,8 +600,11 @@ int source_pollfds(struct source *s, struct pollfd *p, int max,
 			s->ev_slot = n;
 			p[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 		}
-		/* the method table is looked at on a clock of its own */
-		wait_until(s->next_refresh_ms, timeout_ms);
+		/*
+		 * The look at the method table waits for a wake-up the loop
+		 * has anyway (its timeout is 100 ms at most): late by that
+		 * much, it costs no wake-up of its own.
+		 */
 		if (!n && (*timeout_ms < 0 || *timeout_ms > 20))
 			*timeout_ms = 20;
 		return n;
@@ -615,7 +618,7 @@ int source_pollfds(struct source *s, struct pollfd *p, int max,
 			p[n++] = (struct pollfd){
 				.fd = bft_bpf_rings_fd(s->brings),
 				.events = POLLIN };
-		if (bft_bpf_rings_half_full(s->brings))
+		if (bft_bpf_rings_behind(s->brings))
 			*timeout_ms = 0;
 		wait_until(s->next_flush_ms, timeout_ms);
 		wait_until(s->next_refresh_ms, timeout_ms);
@@ -670,7 +673,7 @@ static int bpf_read(struct coll *c)
 	}
 	/* every flush, every wakeup, and before a ring can overflow */
 	if (!due && bft_bpf_rings_woken(s->brings) <= 0 &&
-	    !bft_bpf_rings_half_full(s->brings))
+	    !bft_bpf_rings_behind(s->brings))
 		return 0;
 	n = bft_bpf_rings_poll(s->brings, 0);
 	if (n < 0 && n != -EINTR) {
