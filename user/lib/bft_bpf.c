@@ -1896,6 +1896,7 @@ struct bft_bpf_rings {
 	int cb_ret;
 	int wake_fd;
 	size_t page;
+	uint64_t watermark;	/* the session's, as of the last pass */
 };
 
 static int on_sample(void *ctx, void *data, size_t len)
@@ -1954,11 +1955,15 @@ static int take_wakeups(struct bft_bpf_rings *r, int timeout_ms)
 /* One pass over every ring, after waiting for a wakeup, then delivery. */
 static int rings_pass(struct bft_bpf_rings *r, int timeout_ms)
 {
+	struct bft_bpf_ctl ctl;
 	int err, ret;
 
 	r->got = 0;
 	r->cb_ret = 0;
-	if (timeout_ms && bft_bpf_rings_half_full(r))
+	/* one lookup a pass keeps bft_bpf_rings_behind() system-call free */
+	if (!read_ctl(r->b, &ctl))
+		r->watermark = ctl.watermark;
+	if (timeout_ms && bft_bpf_rings_behind(r))
 		timeout_ms = 0;
 	err = take_wakeups(r, timeout_ms);
 	if (err >= 0)
@@ -2103,17 +2108,27 @@ int bft_bpf_rings_woken(struct bft_bpf_rings *r)
 	return take_wakeups(r, 0);
 }
 
-bool bft_bpf_rings_half_full(const struct bft_bpf_rings *r)
+/*
+ * A ring's programs wake the reader when a record makes it cross the
+ * watermark.  One that still holds the watermark's worth after a read
+ * (the reader fell behind a fast producer) never crosses it again, so no
+ * wakeup comes until the next flush, and a fast producer fills the rest
+ * before then: such a ring must be read again now, as must one half
+ * full (the watermark is not known before the first pass).
+ */
+bool bft_bpf_rings_behind(const struct bft_bpf_rings *r)
 {
 	for (unsigned int cpu = 0; cpu < r->b->nr_cpus; cpu++) {
 		const struct ring_ctx *c = &r->cpus[cpu];
-		uint64_t cons, prod;
+		uint64_t cons, prod, at = c->size / 2;
 
 		if (!c->pos)
 			continue;
 		cons = __atomic_load_n(&c->pos[0], __ATOMIC_ACQUIRE);
 		prod = __atomic_load_n(&c->pos[r->page / 8], __ATOMIC_ACQUIRE);
-		if (prod - cons >= c->size / 2)
+		if (r->watermark && r->watermark < at)
+			at = r->watermark;
+		if (prod - cons >= at)
 			return true;
 	}
 	return false;

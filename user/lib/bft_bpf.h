@@ -134,8 +134,11 @@ ssize_t bft_bpf_rings_poll(struct bft_bpf_rings *r, int timeout_ms);
 int bft_bpf_rings_fd(const struct bft_bpf_rings *r);
 /* How many rings were woken since the last look (and re-arm the fd). */
 int bft_bpf_rings_woken(struct bft_bpf_rings *r);
-/* Whether a ring holds half its size unread: read it now. */
-bool bft_bpf_rings_half_full(const struct bft_bpf_rings *r);
+/*
+ * Whether a ring holds its watermark's worth (or half its size) unread:
+ * no wakeup will come for it, read it now.
+ */
+bool bft_bpf_rings_behind(const struct bft_bpf_rings *r);
 /*
  * Flush (seal runs) and read until no byte came for quiet_ms; max_ms
  * bounds the call (-ETIME).  Bytes delivered or -errno.
