@@ -8,59 +8,13 @@
  * Property: after each read no whole message is left unread while HQ is
  * still up.
  */
-#include <ftw.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "bft_util.h"
-#include "collector.h"
 #include "fuzz.h"
-
-/* main.c's, which is not linked here: the clock, and a quiet log. */
-uint64_t coll_mono_ns(void)
-{
-	return bft_mono_ns();
-}
-
-uint64_t coll_now_ms(void)
-{
-	return bft_mono_ms();
-}
-
-void coll_log(const char *fmt, ...)
-{
-	(void)fmt;
-}
-
-static char dir[64];
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void cleanup(void)
-{
-	if (dir[0])
-		nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-static void write_file(const char *name, const void *p, size_t n)
-{
-	char path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (!f || fwrite(p, 1, n, f) != n)
-		fuzz_fail("collector: cannot write %s", path);
-	fclose(f);
-}
+#include "fuzz_coll.h"
+#include "fuzz_scratch.h"
 
 /* A replay directory: one CPU's SYNC, one method. */
 static void make_replay_dir(void)
@@ -68,15 +22,10 @@ static void make_replay_dir(void)
 	static const uint8_t sync[] = { 0x41, 0, 0, 0xc0, 0x84, 0x3d, 0xe8,
 					0x07 };
 	static const char methods[] = "1\t/bin/prog\tmain\n";
-	const char *tmp = getenv("TMPDIR");
 
-	snprintf(dir, sizeof(dir), "%s/bft-fuzz-coll-XXXXXX",
-		 tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-	if (!mkdtemp(dir))
-		fuzz_fail("collector: cannot create %s", dir);
-	atexit(cleanup);
-	write_file("cpu0.bft", sync, sizeof(sync));
-	write_file("methods", methods, strlen(methods));
+	fuzz_scratch("coll");
+	fuzz_write_file("cpu0.bft", sync, sizeof(sync));
+	fuzz_write_file("methods", methods, strlen(methods));
 }
 
 /* Nothing whole may wait in the input while HQ is up. */
@@ -99,9 +48,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t cut = size ? (size_t)(sel >> 2) * size / 64 : 0;
 	char err[256];
 
-	if (!dir[0])
+	if (!fuzz_dir[0])
 		make_replay_dir();
-	c.o.replay_dir = dir;
+	c.o.replay_dir = fuzz_dir;
 	c.o.protocol = sel & 1 ? 2 : 1;
 	bfp_config_init(&c.config);
 	if (exc_types_init(&c.exc) ||

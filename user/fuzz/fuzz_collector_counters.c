@@ -8,60 +8,14 @@
  * it says it sampled is what Hello and Add described.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "bfc_wire.h"
-#include "bft_util.h"
-#include "collector.h"
 #include "fuzz.h"
-
-/* main.c's, which is not linked here: the clock, and a quiet log. */
-uint64_t coll_mono_ns(void)
-{
-	return bft_mono_ns();
-}
-
-uint64_t coll_now_ms(void)
-{
-	return bft_mono_ms();
-}
-
-void coll_log(const char *fmt, ...)
-{
-	(void)fmt;
-}
-
-static char dir[64];
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void cleanup(void)
-{
-	if (dir[0])
-		nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-static void write_file(const char *name, const void *p, size_t n)
-{
-	char path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (!f || fwrite(p, 1, n, f) != n)
-		fuzz_fail("counters: cannot write %s", path);
-	fclose(f);
-}
+#include "fuzz_coll.h"
+#include "fuzz_scratch.h"
 
 /* A replay directory: two CPUs, two methods. */
 static void make_replay_dir(void)
@@ -70,16 +24,11 @@ static void make_replay_dir(void)
 					0x07 };
 	static const char methods[] = "1\t/bin/prog\tmain\n"
 				      "2\t/bin/prog\twork\n";
-	const char *tmp = getenv("TMPDIR");
 
-	snprintf(dir, sizeof(dir), "%s/bft-fuzz-ctr-XXXXXX",
-		 tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-	if (!mkdtemp(dir))
-		fuzz_fail("counters: cannot create %s", dir);
-	atexit(cleanup);
-	write_file("cpu0.bft", sync, sizeof(sync));
-	write_file("cpu1.bft", sync, sizeof(sync));
-	write_file("methods", methods, strlen(methods));
+	fuzz_scratch("ctr");
+	fuzz_write_file("cpu0.bft", sync, sizeof(sync));
+	fuzz_write_file("cpu1.bft", sync, sizeof(sync));
+	fuzz_write_file("methods", methods, strlen(methods));
 }
 
 /* What the agent wrote so far, and how much of it was checked. */
@@ -145,10 +94,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 	int sv[2];
 
-	if (!dir[0])
+	if (!fuzz_dir[0])
 		make_replay_dir();
 	memset(described, 0, sizeof(described));
-	c.o.replay_dir = dir;
+	c.o.replay_dir = fuzz_dir;
 	c.o.counters_host = "127.0.0.1";
 	c.o.counters_port = "1";
 	/* no sample falls due: Samples come from the final one only */

@@ -13,32 +13,15 @@
  * bounded reorder queue; property: what bfhq wrote there reads back whole,
  * without a torn record, a bad entry or a line that does not parse.
  */
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "fuzz_scratch.h"
 #include "hq.h"
 #include "live.h"
-
-static char outdir[64];
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void cleanup(void)
-{
-	if (outdir[0])
-		nftw(outdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static struct conn *slot_conn(struct hq *hq, struct conn **slots, int i)
 {
@@ -64,7 +47,7 @@ static void check_live(unsigned int ntraces)
 		struct live_line l;
 		size_t k;
 
-		snprintf(dir, sizeof(dir), "%s/trace-%u/live", outdir, i);
+		snprintf(dir, sizeof(dir), "%s/trace-%u/live", fuzz_dir, i);
 		if (live_read(dir, &v))
 			continue;	/* a trace refused before its copy */
 		if (v.torn || v.bad)
@@ -103,19 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t later = 0;
 	unsigned int i;
 
-	if (!outdir[0]) {
-		const char *tmp = getenv("TMPDIR");
-
-		/* the live copy syncs what it writes: memory is faster */
-		if (!tmp || strlen(tmp) >= 32)
-			tmp = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
-		snprintf(outdir, sizeof(outdir), "%s/bft-fuzz-hq-XXXXXX", tmp);
-		if (!mkdtemp(outdir))
-			fuzz_fail("hq: cannot create %s", outdir);
-		atexit(cleanup);
-		hq_log_quiet = true;
-	}
-	hq.o.outdir = outdir;
+	hq_log_quiet = true;
+	hq.o.outdir = fuzz_scratch("hq");
 	hq.o.gap_ms = 100;
 	hq.o.live_flush_ms = 1;
 	hq.o.reorder_bound = 64;
