@@ -85,7 +85,8 @@ struct bft_ring {
 
 	/* counters */
 	u64 produced, written, lost, bytes_written;
-	u64 sync_written;	/* @written at the last flush, for activity */
+	u64 sync_written;	/* @produced a flush's SYNC covers, for activity */
+	u64 flush_seen;		/* @produced when the flush began */
 	u64 suspended;
 	u64 bytes_read;
 

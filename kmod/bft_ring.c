@@ -513,7 +513,12 @@ static void bft_ring_flush_fn(struct bft_ring_op *op)
 	bft_ring_seal(r);
 	if (op->active && op->heartbeat) {
 		bft_ring_mark(r, op->now, 0);
-		r->sync_written = r->produced;
+		/*
+		 * Not @produced now: a hit since the flush began may be later
+		 * than the SYNC written into the rings marked before this one,
+		 * and only an active next flush moves those rings past it.
+		 */
+		r->sync_written = r->flush_seen;
 	} else if (bft_ring_owes(r)) {
 		bft_ring_mark(r, op->now, 0);
 	}
@@ -530,23 +535,24 @@ static void bft_ring_flush_fn(struct bft_ring_op *op)
  */
 bool bft_rings_flush(bool heartbeat)
 {
-	struct bft_ring_op op = {
-		.now = ktime_get_ns(),
-		.heartbeat = heartbeat,
-	};
+	struct bft_ring_op op = { .heartbeat = heartbeat };
 	bool pending = false;
 	unsigned int cpu;
 
 	/*
 	 * Read from here, racing with the handlers: a hit counted too late
-	 * for this flush makes the next one active.
+	 * for this flush makes the next one active.  The time is taken after
+	 * the counts, so that every hit they include is older than the SYNC.
 	 */
 	for_each_possible_cpu(cpu) {
 		struct bft_ring *r = bft_ring_get(cpu);
+		u64 produced = READ_ONCE(r->produced);
 
-		if (READ_ONCE(r->produced) != READ_ONCE(r->sync_written))
+		WRITE_ONCE(r->flush_seen, produced);
+		if (produced != READ_ONCE(r->sync_written))
 			op.active = true;
 	}
+	op.now = ktime_get_ns();
 	for_each_possible_cpu(cpu) {
 		bft_ring_on_cpu(cpu, bft_ring_flush_fn, &op);
 		pending |= op.busy;
