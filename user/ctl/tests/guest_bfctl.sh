@@ -446,8 +446,8 @@ EOF
 	bounded_wait "$sq" 60
 	sleep 0.5	# the module retires the exited target's probes at a flush
 	# a bound, not a timing: on 6.1 the BPF backend closes one link a
-	# probe, each a uprobe unregistered with its own RCU wait, and under
-	# TCG 560 of them took more than 30 s on a busy host
+	# probe, each unregistering one uprobe, and under TCG 560 of them
+	# took more than 30 s on a busy host
 	timeout 180 "$BFCTL" stop >"$T/stop.out" 2>&1 || echo "bfctl stop: exit $?" >>"$T/stop.out"
 	bounded_wait "$rec" 180
 	# the final hits, sqlite3's shutdown included, from the retired entries
