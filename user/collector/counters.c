@@ -430,19 +430,20 @@ static void on_add(struct coll *c, const struct bfc_msg *req)
 	enum kind k;
 	uint32_t arg, i;
 	struct entry *e;
+	bool found = lookup(c, req->name, req->category, &k, &arg);
 
 	/*
 	 * A method attached since the last look at the table: look now,
 	 * once in a while at most, so that a burst of unknown names costs
 	 * one read.
 	 */
-	if (!lookup(c, req->name, req->category, &k, &arg) &&
-	    bfc_category_id(req->category) == BFC_CAT_METHOD &&
+	if (!found && bfc_category_id(req->category) == BFC_CAT_METHOD &&
 	    coll_now_ms() >= t->next_lookup_ms) {
 		t->next_lookup_ms = coll_now_ms() + 250;
 		source_refresh_methods(c);
+		found = lookup(c, req->name, req->category, &k, &arg);
 	}
-	if (!lookup(c, req->name, req->category, &k, &arg)) {
+	if (!found) {
 		coll_log("counters: the inspector asked for \"%s\" (%s): no "
 			 "such counter", req->name ? req->name : "(null)",
 			 req->category ? req->category : "(null)");

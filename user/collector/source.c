@@ -601,9 +601,9 @@ int source_pollfds(struct source *s, struct pollfd *p, int max,
 			p[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 		}
 		/*
-		 * The look at the method table waits for a wake-up the loop
-		 * has anyway (its timeout is 100 ms at most): late by that
-		 * much, it costs no wake-up of its own.
+		 * No timer for the look at the method table: it waits for a
+		 * wake-up the loop has anyway (its timeout is 100 ms at most).
+		 * Without fds to sleep on, look at the rings every 20 ms.
 		 */
 		if (!n && (*timeout_ms < 0 || *timeout_ms > 20))
 			*timeout_ms = 20;
