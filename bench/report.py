@@ -227,6 +227,7 @@ def guest_report(kver, path):
     g["counters"] = counters_of(res, cmds)
     g["bpf"] = bpf_of(res, cmds, info, g, fig)
     g["sqlite"] = sqlite_of(res, cmds, "sqlite." + kver)
+    g["live_view"] = live_view_of(res, cmds)
     return g
 
 
@@ -432,19 +433,7 @@ def native_report(path, profile_path):
     for raw, r in zip(res.get("bpf_native", []), n["bpf_native"]):
         r["floor_seen_text"] = raw.get("floor_seen")
     n["bpf_native_skip"] = info.get("bpf_native_skip")
-    delays = sorted(num(r.get("delay_ms")) for r in res.get("live_view", []))
-    if delays:
-        n["live_view"] = {"runs": len(delays), "median_ms": statistics.median(delays),
-                          "max_ms": delays[-1], "delays_ms": delays,
-                          "command": cmds.get("live_view", "")}
-        sse = [num(r.get("delay_ms")) for r in res.get("live_view_sse", [])]
-        if sse:
-            n["live_view"]["sse_median_ms"] = statistics.median(sse)
-        by_stage = {}
-        for r in res.get("live_view_stage", []):
-            by_stage.setdefault(r.get("stage"), []).append(num(r.get("ms")))
-        n["live_view"]["stages"] = [{"stage": k, "runs": len(v), "median_ms": statistics.median(v),
-                                     "max_ms": max(v)} for k, v in by_stage.items()]
+    n["live_view"] = live_view_of(res, cmds)
     n["counters"] = counters_of(res, cmds)
     n["sqlite"] = sqlite_of(res, cmds, "sqlite.native")
     n["bpf_native_commands"] = {k: v for k, v in cmds.items() if k.startswith("bpf_native.")}
@@ -457,6 +446,24 @@ def native_report(path, profile_path):
                               "command_cet": cmds.get("host.bpftrace_cet", "")}
     n["profile_command"] = cmds.get("collector_profile", "")
     return n
+
+
+def live_view_of(res, cmds):
+    """scripts/live-view-test.py's delays and stages, or None."""
+    delays = sorted(num(r.get("delay_ms")) for r in res.get("live_view", []))
+    if not delays:
+        return None
+    lv = {"runs": len(delays), "median_ms": statistics.median(delays),
+          "max_ms": delays[-1], "delays_ms": delays, "command": cmds.get("live_view", "")}
+    sse = [num(r.get("delay_ms")) for r in res.get("live_view_sse", [])]
+    if sse:
+        lv["sse_median_ms"] = statistics.median(sse)
+    by_stage = {}
+    for r in res.get("live_view_stage", []):
+        by_stage.setdefault(r.get("stage"), []).append(num(r.get("ms")))
+    lv["stages"] = [{"stage": k, "runs": len(v), "median_ms": statistics.median(v),
+                     "max_ms": max(v)} for k, v in by_stage.items()]
+    return lv
 
 
 def native_floor(native):
@@ -573,6 +580,18 @@ def targets(guests, native):
                 "per_kernel": each(t6)})
     if (native or {}).get("counters"):
         out.append({"target": "the same, the BPF backend natively", "native": t6(native)})
+
+    # the median: a benchmark of a pipeline with a 100 ms flush, not a bound
+    def t7(g):
+        lv = g.get("live_view")
+        v = lv["median_ms"] if lv else None
+        return {"value": v, "text": f"median {fmt(v)} ms, at most {fmt(lv['max_ms'] if lv else None)} "
+                f"({lv['runs'] if lv else 0} runs)", "holds": v is not None and v <= 200}
+    t = {"target": "live viewer: a call on the page within 2x the flush interval (200 ms)",
+         "per_kernel": each(t7)}
+    if (native or {}).get("live_view"):
+        t["native"] = t7(native)
+    out.append(t)
     return out
 
 
@@ -716,6 +735,40 @@ def sqlite_md(L, doc):
                            sorted(ss["functions"], key=lambda f: -(f["hits"] or 0))],
                           ["function", "first instruction", "calls traced (native)"]))
         L.append("")
+
+
+def live_view_md(L, doc):
+    places = [(f"{k} guest, module", g.get("live_view")) for k, g in doc["kernels"].items()]
+    places.append(("native, BPF backend", (doc.get("native") or {}).get("live_view")))
+    places = [(w, lv) for w, lv in places if lv]
+    if not places:
+        return
+    L.append("\n### The live viewer (bfhq --http)\n")
+    L.append("From the moment the test tells the calltree target to run to the first render that "
+             "shows the run's first call in headless Chromium (goal: at most twice the flush "
+             "interval, 200 ms at the defaults). bfhq and Chromium run on this machine; in the "
+             "guests' rows the target, the module and bfcollector run in the guest, which streams "
+             "to bfhq through a forwarded port, and a run starts when the command to run leaves "
+             "this machine.\n")
+    L.append(md_table([[w, str(lv["runs"]), fmt(lv["median_ms"]), fmt(lv["max_ms"]),
+                        fmt(lv.get("sse_median_ms")), code(lv["command"])] for w, lv in places],
+                      ["where", "runs", "median ms", "max ms", "median to the SSE handler, ms",
+                       "command"]))
+    names = []
+    for _, lv in places:
+        names += [st["stage"] for st in lv["stages"] if st["stage"] not in names]
+    if names:
+        L.append("\nWhere that time goes, median ms per stage (`bfhq --live-stamps`, the page's "
+                 "`?stamps`; docs/live-format.md):\n")
+        rows = []
+        for name in names:
+            cells = []
+            for _, lv in places:
+                st = [x for x in lv["stages"] if x["stage"] == name]
+                cells.append(fmt(st[0]["median_ms"], 1) if st else "")
+            rows.append([code(name)] + cells)
+        L.append(md_table(rows, ["stage"] + [w for w, _ in places]))
+    L.append("")
 
 
 def write_md(doc, path, notes):
@@ -955,22 +1008,7 @@ def write_md(doc, path, notes):
             L.append("")
         elif n.get("bpf_native_skip"):
             L.append(f"\nThe BPF backend was not measured: {n['bpf_native_skip']}\n")
-        lv = n.get("live_view")
-        if lv:
-            L.append("\n### The live viewer (bfhq --http), native, BPF backend\n")
-            L.append(f"From the moment the test tells the calltree target to run to the first render "
-                     f"that shows the run's first call in headless Chromium, {lv['runs']} runs: median "
-                     f"{fmt(lv['median_ms'])} ms, at most {fmt(lv['max_ms'])} ms (goal: at most twice the "
-                     f"flush interval, 200 ms at the defaults). {code(lv['command'])}\n")
-            if lv.get("sse_median_ms") is not None:
-                L.append(f"To the page's handler of the Server-Sent Event that carries it: median "
-                         f"{fmt(lv['sse_median_ms'])} ms.\n")
-            if lv.get("stages"):
-                L.append("Where that time goes, stage by stage (`bfhq --live-stamps`, the page's "
-                         "`?stamps`; docs/live-format.md):\n")
-                L.append(md_table([[code(st["stage"]), fmt(st["median_ms"], 1), fmt(st["max_ms"], 1)]
-                                   for st in lv["stages"]], ["stage", "median ms", "max ms"]))
-                L.append("")
+        live_view_md(L, doc)
         if n["codec"]:
             L.append("\nThe library alone (`user/lib/tests/bench_codec.c`, its own synthetic stream, same event count): "
                      + code(n["commands"].get("codec", "")) + "\n")

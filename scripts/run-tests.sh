@@ -4,7 +4,8 @@
 # selftests, run the native unit tests and the packaging checks (make
 # install, DKMS, the flame graph in headless Chromium), the exact-trace tests
 # through the BPF backend on this machine, then the selftests in a guest on
-# each kernel.  Every TAP result line of every suite is counted; a
+# each kernel, and the live viewer in Chromium here while a guest of that
+# kernel traces.  Every TAP result line of every suite is counted; a
 # step that fails without a failing TAP line of its own (build error, crash,
 # guest that does not boot, kernel log with warnings) counts as one failure.  The last line is
 # "N passed, M failed"; the exit status is non-zero if M > 0.
@@ -251,6 +252,13 @@ for k in "${kernels[@]}"; do
 	status=$(sed -E 's/.*exit status ([0-9]+).*/\1/' <<<"$last")
 	if ((status != 0 && step_nok == 0)); then
 		fail "guest $k: exit $status with no failing test reported (log $log)"
+	fi
+	# bfhq --http in headless Chromium here, the module tracing in a guest
+	# that streams to it through a forwarded port (its guest logs: the test's
+	# build/live-view-KVER/guest/)
+	if ((user_ok)); then
+		packaging_step "live viewer in chromium ($k guest, module)" \
+			python3 scripts/live-view-test.py --guest "$k"
 	fi
 done
 
