@@ -47,6 +47,8 @@ struct live_stream {
 
 struct live_view {
 	json_t *meta;		/* meta.json, NULL if absent or unreadable */
+	char *meta_text;	/* its text, NUL-ended; NULL if absent */
+	size_t meta_len;
 	bool have_frontier;	/* some stream has an index entry */
 	uint64_t frontier_us;	/* min over streams of end_us */
 	struct live_stream *streams;	/* by id */
@@ -62,6 +64,8 @@ struct live_view {
  * dir cannot be read at all; anything wrong inside is counted, not fatal.
  */
 int live_read(const char *dir, struct live_view *v);
+/* The same but meta.json's text is left unparsed (meta stays NULL). */
+int live_read_streams(const char *dir, struct live_view *v);
 void live_view_free(struct live_view *v);
 
 /* One line of a stream, parsed. */

@@ -196,7 +196,7 @@ static long stream_id(const char *name)
 	return id;
 }
 
-int live_read(const char *dir, struct live_view *v)
+int live_read_streams(const char *dir, struct live_view *v)
 {
 	struct dirent *e;
 	size_t cap = 0, k;
@@ -259,14 +259,19 @@ int live_read(const char *dir, struct live_view *v)
 		v->names_len = whole;
 		v->names[whole] = 0;
 	}
-	{
-		char path[4200];
-
-		snprintf(path, sizeof(path), "%s/meta.json", dir);
-		v->meta = json_load_file(path, 0, NULL);
-	}
+	v->meta_text = slurp(fd, "meta.json", SIZE_MAX, &v->meta_len);
 	closedir(d);
 	return 0;
+}
+
+int live_read(const char *dir, struct live_view *v)
+{
+	int err = live_read_streams(dir, v);
+
+	/* from memory: jansson reads a file a getc() at a time */
+	if (!err && v->meta_text)
+		v->meta = json_loadb(v->meta_text, v->meta_len, 0, NULL);
+	return err;
 }
 
 void live_view_free(struct live_view *v)
@@ -277,6 +282,7 @@ void live_view_free(struct live_view *v)
 		free(v->streams[k].data);
 	free(v->streams);
 	free(v->names);
+	free(v->meta_text);
 	json_decref(v->meta);
 	memset(v, 0, sizeof(*v));
 }

@@ -65,6 +65,8 @@ struct lstamp {
 	uint64_t routed_us, ready_us;
 };
 
+#define LIVE_META_KEYS	23
+
 struct live {
 	char dir[4096];
 	struct lrec *recs;	/* in routing order */
@@ -88,6 +90,9 @@ struct live {
 	uint64_t last_flush_ms, flushes, agent_lost;
 	const struct hq_opts *o;	/* bfhq's, which outlive the trace */
 	char *meta;		/* what meta.json holds now */
+	/* what meta.json was made from: the same values make the same text,
+	 * so a period without news skips building and comparing it */
+	uint64_t meta_key[LIVE_META_KEYS];
 	int stamps_fd;		/* --live-stamps: the stamps file, else -1 */
 	struct bft_buf stamps;	/* struct lstamp of the lines not indexed */
 };
@@ -424,65 +429,148 @@ static void format_ready(struct live *l, bool final)
 	l->nrecs -= done;
 }
 
+/*
+ * s as a JSON string, quotes included; NULL: none.  Printable ASCII but
+ * quote and backslash (what bfhq's messages are) stands as it is; jansson
+ * escapes anything else.
+ */
+static char *json_quoted(const char *s)
+{
+	const char *c;
+	json_t *j;
+	char *q;
+
+	for (c = s; *c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\'; c++)
+		;
+	if (!*c)
+		return asprintf(&q, "\"%s\"", s) < 0 ? NULL : q;
+	j = json_string(s);
+	q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+	json_decref(j);
+	return q;
+}
+
+/*
+ * Printed, not built as a jansson object and dumped: bfhq writes it at
+ * every period with news, for every trace, and the object cost a hundred
+ * allocations a time.  Its two free-text strings still go through jansson.
+ */
 static char *meta_text(struct live *l, const struct trace *t)
 {
-	json_t *j = json_pack(
-		"{s:i,s:I,s:i,s:i,s:s,s:s,s:i,s:I,s:I,s:I,s:I,s:I,s:I,"
-		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
-		"format", LIVE_FORMAT,
-		"trace", (json_int_t)t->index,
-		"run", (int)t->run_id,
-		"protocol", (int)t->version,
-		"state", !l->ended ? "running" :
-			 t->failed ? "failed" : "finished",
-		"message", l->ended ? t->fail_msg : "",
-		"resolution_us", l->micro ? 1 : 1000,
-		"flush_ms", (json_int_t)l->o->live_flush_ms,
-		"reorder_bound", (json_int_t)l->o->reorder_bound,
-		"gap_timeout_ms", (json_int_t)l->o->gap_ms,
-		"start_wall_us", (json_int_t)t->start_wall_us,
-		"flushes", (json_int_t)l->flushes,
-		"frontier_us", (json_int_t)l->frontier_us,
-		"counters",
-		"routed", (json_int_t)t->routed,
-		"gaps", (json_int_t)t->gaps,
-		"gap_missing", (json_int_t)t->gap_missing,
-		"lost", (json_int_t)t->lost_bound,
-		"lost_missing", (json_int_t)t->lost_missing,
-		"late", (json_int_t)t->late,
-		"breaks", (json_int_t)t->breaks_seen,
-		"breaks_late", (json_int_t)t->breaks_late,
-		"heartbeats", (json_int_t)t->heartbeats,
-		"agent_lost", (json_int_t)l->agent_lost,
-		"us_malformed", (json_int_t)l->micro_bad);
-	json_t *c = json_object_get(j, "counters");
 	char mode[2] = { (char)t->last_mode, 0 };
-	char *text;
+	char *msg = json_quoted(l->ended ? t->fail_msg : "");
+	char *last = json_quoted(mode);
+	char *text = NULL;
+	int n;
 
-	/* the rest of what the summary says */
-	json_object_set_new(j, "last_mode", json_string(mode));
-	json_object_set_new(c, "classes_transformed",
-			    json_integer((json_int_t)t->classes[0]));
-	json_object_set_new(c, "classes_ignored",
-			    json_integer((json_int_t)t->classes[1]));
-	json_object_set_new(c, "classes_failed",
-			    json_integer((json_int_t)t->classes[2]));
-	json_object_set_new(c, "agent_errors",
-			    json_integer((json_int_t)t->agent_errors));
-	text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+	if (!last)		/* not UTF-8: no mode to tell */
+		last = json_quoted("");
 
-	json_decref(j);
+	if (!msg || !last)
+		goto out;
+	n = asprintf(&text,
+		"{\n"
+		"  \"format\": %d,\n"
+		"  \"trace\": %u,\n"
+		"  \"run\": %u,\n"
+		"  \"protocol\": %u,\n"
+		"  \"state\": \"%s\",\n"
+		"  \"message\": %s,\n"
+		"  \"resolution_us\": %d,\n"
+		"  \"flush_ms\": %u,\n"
+		"  \"reorder_bound\": %u,\n"
+		"  \"gap_timeout_ms\": %u,\n"
+		"  \"start_wall_us\": %" PRIu64 ",\n"
+		"  \"flushes\": %" PRIu64 ",\n"
+		"  \"frontier_us\": %" PRIu64 ",\n"
+		"  \"counters\": {\n"
+		"    \"routed\": %" PRIu64 ",\n"
+		"    \"gaps\": %" PRIu64 ",\n"
+		"    \"gap_missing\": %" PRIu64 ",\n"
+		"    \"lost\": %" PRIu64 ",\n"
+		"    \"lost_missing\": %" PRIu64 ",\n"
+		"    \"late\": %" PRIu64 ",\n"
+		"    \"breaks\": %" PRIu64 ",\n"
+		"    \"breaks_late\": %" PRIu64 ",\n"
+		"    \"heartbeats\": %" PRIu64 ",\n"
+		"    \"agent_lost\": %" PRIu64 ",\n"
+		"    \"us_malformed\": %" PRIu64 ",\n"
+		"    \"classes_transformed\": %" PRIu64 ",\n"
+		"    \"classes_ignored\": %" PRIu64 ",\n"
+		"    \"classes_failed\": %" PRIu64 ",\n"
+		"    \"agent_errors\": %" PRIu64 "\n"
+		"  },\n"
+		"  \"last_mode\": %s\n"
+		"}",
+		LIVE_FORMAT, t->index, (unsigned int)t->run_id,
+		(unsigned int)t->version,
+		!l->ended ? "running" : t->failed ? "failed" : "finished",
+		msg, l->micro ? 1 : 1000,
+		l->o->live_flush_ms, l->o->reorder_bound,
+		l->o->gap_ms, t->start_wall_us, l->flushes,
+		l->frontier_us, t->routed, t->gaps, t->gap_missing,
+		t->lost_bound, t->lost_missing, t->late, t->breaks_seen,
+		t->breaks_late, t->heartbeats, l->agent_lost, l->micro_bad,
+		t->classes[0], t->classes[1], t->classes[2], t->agent_errors,
+		last);
+	if (n < 0)
+		text = NULL;
+out:
+	free(msg);
+	free(last);
 	return text;
+}
+
+/*
+ * Every value meta_text() prints but the message, which it prints only
+ * once the trace ended (the last write).  bfhq's options are the same for
+ * all of its traces.
+ */
+static void meta_key(const struct live *l, const struct trace *t,
+		     uint64_t *k)
+{
+	unsigned int i = 0;
+
+	k[i++] = t->index;
+	k[i++] = t->run_id;
+	k[i++] = t->version;
+	k[i++] = (uint64_t)l->ended << 2 | (uint64_t)t->failed << 1 | l->micro;
+	k[i++] = t->start_wall_us;
+	k[i++] = l->flushes;
+	k[i++] = l->frontier_us;
+	k[i++] = t->routed;
+	k[i++] = t->gaps;
+	k[i++] = t->gap_missing;
+	k[i++] = t->lost_bound;
+	k[i++] = t->lost_missing;
+	k[i++] = t->late;
+	k[i++] = t->breaks_seen;
+	k[i++] = t->breaks_late;
+	k[i++] = t->heartbeats;
+	k[i++] = l->agent_lost;
+	k[i++] = l->micro_bad;
+	k[i++] = t->classes[0];
+	k[i++] = t->classes[1];
+	k[i++] = t->classes[2];
+	k[i++] = t->agent_errors;
+	k[i++] = t->last_mode;
 }
 
 /* meta.json through a rename: readers see the old file or the new one. */
 static void write_meta(struct live *l, const struct trace *t)
 {
 	char tmp[4200], path[4200];
-	char *text = meta_text(l, t);
+	uint64_t key[LIVE_META_KEYS];
+	char *text;
 	int fd;
 
+	meta_key(l, t, key);
+	if (l->meta && !l->ended && !memcmp(key, l->meta_key, sizeof(key)))
+		return;
+	text = meta_text(l, t);
 	if (!text || (l->meta && !strcmp(text, l->meta))) {
+		if (text)
+			memcpy(l->meta_key, key, sizeof(key));
 		free(text);
 		return;
 	}
@@ -500,6 +588,7 @@ static void write_meta(struct live *l, const struct trace *t)
 	}
 	free(l->meta);
 	l->meta = text;
+	memcpy(l->meta_key, key, sizeof(key));
 }
 
 static void put_le(unsigned char *p, uint64_t v, unsigned int n)

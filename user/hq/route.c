@@ -740,10 +740,14 @@ void route_free(struct route *r)
 		bft_buf_free(&th->canon);
 		free(th);
 	}
+	/* the tables are mostly empty slots: a sanitizer's free() of NULL
+	 * still records where it came from */
 	for (i = 0; i < r->mcap; i++)
-		free(r->methods[i].sig);
+		if (r->methods[i].sig)
+			free(r->methods[i].sig);
 	for (i = 0; i < r->ecap; i++)
-		free(r->exceptions[i].sig);
+		if (r->exceptions[i].sig)
+			free(r->exceptions[i].sig);
 	for (i = 0; i < r->nretired; i++)
 		free(r->retired[i]);
 	free(r->retired);
@@ -752,7 +756,8 @@ void route_free(struct route *r)
 	free(r->nodes);
 	free(r->order);
 	for (i = 0; i < THREAD_PAGES; i++)
-		free(r->thread_pages[i]);
+		if (r->thread_pages[i])
+			free(r->thread_pages[i]);
 	if (r->chrome)
 		fclose(r->chrome);
 	free(r);

@@ -165,8 +165,16 @@ size_t bfp_mutf8_encode(const char *s, size_t n, uint8_t *out, size_t cap)
 
 	while (i < n) {
 		uint8_t tmp[6];
-		unsigned int k = mutf8_char(utf8_next(u, n, &i), tmp);
+		unsigned int k;
 
+		if (u[i] && u[i] < 0x80) {	/* most of them: as they are */
+			if (out && len < cap)
+				out[len] = u[i];
+			len++;
+			i++;
+			continue;
+		}
+		k = mutf8_char(utf8_next(u, n, &i), tmp);
 		if (out && len + k <= cap)
 			memcpy(out + len, tmp, k);
 		len += k;
@@ -263,7 +271,9 @@ int bfp_put_utf(struct bft_buf *b, const char *s, size_t n, bool truncate)
 	size_t i = 0, len = 0, at;
 	int err;
 
-	if (!truncate && bfp_mutf8_encode(s, n, NULL, 0) > BFP_UTF_MAX)
+	/* a byte takes 3 at most: only a long string may not fit */
+	if (!truncate && n > BFP_UTF_MAX / 3 &&
+	    bfp_mutf8_encode(s, n, NULL, 0) > BFP_UTF_MAX)
 		return -EMSGSIZE;
 	/*
 	 * At most 3 bytes per byte of @s (an invalid byte becomes U+FFFD):
@@ -277,8 +287,16 @@ int bfp_put_utf(struct bft_buf *b, const char *s, size_t n, bool truncate)
 	b->len += 2;
 	while (i < n) {
 		uint8_t tmp[6];
-		unsigned int k = mutf8_char(utf8_next(u, n, &i), tmp);
+		unsigned int k;
 
+		if (u[i] && u[i] < 0x80) {	/* most of them: as they are */
+			if (len + 1 > BFP_UTF_MAX)
+				break;
+			b->data[b->len++] = u[i++];
+			len++;
+			continue;
+		}
+		k = mutf8_char(utf8_next(u, n, &i), tmp);
 		if (len + k > BFP_UTF_MAX)
 			break;
 		memcpy(b->data + b->len, tmp, k);

@@ -432,6 +432,44 @@ static void marker(FIXTURE_DATA(live) *self, uint32_t seq, const char *key,
 	hq_test_send(&self->hq, self->data, &m);
 }
 
+/*
+ * meta.json is printed, not built, and skipped while nothing in it
+ * changed: a counter that moves still reaches it, and a message of any
+ * text still reads back as it was.
+ */
+TEST_F(live, meta_json_follows_its_counters_and_quotes_any_message)
+{
+	const char *msg = "a \"quoted\" C:\\path,\ta tab, caf\xc3\xa9";
+	struct live_view v;
+	json_t *c;
+
+	flush_now(self);
+	ASSERT_EQ(0, live_read(self->live, &v));
+	ASSERT_NE(NULL, v.meta) TH_LOG("%s", v.meta_text);
+	c = json_object_get(v.meta, "counters");
+	EXPECT_EQ(0, json_integer_value(json_object_get(c, "heartbeats")));
+	EXPECT_STREQ("running", json_string_value(json_object_get(v.meta,
+								  "state")));
+	EXPECT_STREQ("", json_string_value(json_object_get(v.meta,
+							   "message")));
+	live_view_free(&v);
+	self->t->heartbeats = 7;
+	flush_now(self);
+	ASSERT_EQ(0, live_read(self->live, &v));
+	c = json_object_get(v.meta, "counters");
+	EXPECT_EQ(7, json_integer_value(json_object_get(c, "heartbeats")));
+	live_view_free(&v);
+	hq_trace_fail(&self->hq, self->t, NULL, "%s", msg);
+	hq_free(&self->hq);
+	ASSERT_EQ(0, live_read(self->live, &v));
+	ASSERT_NE(NULL, v.meta) TH_LOG("%s", v.meta_text);
+	EXPECT_STREQ("failed", json_string_value(json_object_get(v.meta,
+								 "state")));
+	EXPECT_STREQ(msg, json_string_value(json_object_get(v.meta,
+							    "message")));
+	live_view_free(&v);
+}
+
 TEST_F(live, bfcollector_microseconds_reach_the_live_copy_only)
 {
 	struct live_view v;
