@@ -48,11 +48,18 @@ static void check_live(unsigned int ntraces)
 		size_t k;
 
 		snprintf(dir, sizeof(dir), "%s/trace-%u/live", fuzz_dir, i);
-		if (live_read(dir, &v))
+		/* meta.json by its text: bfhq prints it in one layout */
+		if (live_read_streams(dir, &v))
 			continue;	/* a trace refused before its copy */
 		if (v.torn || v.bad)
 			fuzz_fail("live: trace-%u: %" PRIu64 " torn, %" PRIu64
 				  " bad", i, v.torn, v.bad);
+		if (!v.meta_text ||
+		    (!strstr(v.meta_text, "\"state\": \"finished\"") &&
+		     !strstr(v.meta_text, "\"state\": \"failed\"")))
+			fuzz_fail("live: trace-%u: meta.json does not say it "
+				  "ended: %s", i, v.meta_text ? v.meta_text :
+				  "(none)");
 		for (k = 0; k < v.nstreams; k++) {
 			const char *p = v.streams[k].data, *nl;
 
