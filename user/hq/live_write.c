@@ -66,6 +66,8 @@ struct lstamp {
 };
 
 #define LIVE_META_KEYS	23
+#define LIVE_PAGE	256
+#define LIVE_PAGES	(LIVE_MARKERS / LIVE_PAGE + 1)
 
 struct live {
 	char dir[4096];
@@ -77,10 +79,10 @@ struct live {
 	uint64_t micro_bad;	/* malformed ones, ignored */
 	int names_fd;
 	struct bft_buf names;	/* lines not yet written */
-	/* by slot (the markers' 0, a thread's id + 1), grown to the largest
-	 * id seen: a trace has a few threads, not 65,536 */
-	struct lstream **slots;
-	uint32_t nslots;
+	/* by slot (the markers' 0, a thread's id + 1) in pages of
+	 * LIVE_PAGE, a page made with its first stream: a trace has a few
+	 * threads, and their ids may be anywhere in 16 bits */
+	struct lstream **pages[LIVE_PAGES];
 	struct lstream **order;	/* in order of appearance */
 	uint32_t nstreams, order_cap;
 	uint64_t frontier_us;	/* the latest event time routed */
@@ -151,21 +153,15 @@ static void clear_dir(const char *dir)
 	closedir(d);
 }
 
-/* Room for slot in l->slots and for one more stream in l->order. */
+/* Room for slot in its page and for one more stream in l->order. */
 static int make_room(struct live *l, uint32_t slot)
 {
-	if (slot >= l->nslots) {
-		uint32_t n = l->nslots ? l->nslots : 16;
-		struct lstream **v;
+	struct lstream ***page = &l->pages[slot / LIVE_PAGE];
 
-		while (n <= slot)
-			n *= 2;
-		v = realloc(l->slots, n * sizeof(*v));
-		if (!v)
+	if (!*page) {
+		*page = calloc(LIVE_PAGE, sizeof(**page));
+		if (!*page)
 			return -ENOMEM;
-		memset(v + l->nslots, 0, (n - l->nslots) * sizeof(*v));
-		l->slots = v;
-		l->nslots = n;
 	}
 	if (l->nstreams == l->order_cap) {
 		uint32_t n = l->order_cap ? 2 * l->order_cap : 8;
@@ -182,7 +178,9 @@ static int make_room(struct live *l, uint32_t slot)
 static struct lstream *stream_get(struct live *l, uint32_t id)
 {
 	uint32_t slot = id == LIVE_MARKERS ? 0 : id + 1;
-	struct lstream *s = slot < l->nslots ? l->slots[slot] : NULL;
+	struct lstream **page = id <= LIVE_MARKERS ?
+				l->pages[slot / LIVE_PAGE] : NULL;
+	struct lstream *s = page ? page[slot % LIVE_PAGE] : NULL;
 	char name[64];
 
 	if (s || l->broken || id > LIVE_MARKERS || make_room(l, slot))
@@ -207,7 +205,7 @@ static struct lstream *stream_get(struct live *l, uint32_t id)
 		free(s);
 		return NULL;
 	}
-	l->slots[slot] = s;
+	l->pages[slot / LIVE_PAGE][slot % LIVE_PAGE] = s;
 	l->order[l->nstreams++] = s;
 	return s;
 }
@@ -838,7 +836,9 @@ void live_close(struct live *l)
 		free(l->recs[i].text);
 	free(l->recs);
 	free(l->order);
-	free(l->slots);
+	for (i = 0; i < LIVE_PAGES; i++)
+		if (l->pages[i])	/* free(NULL) costs a sanitizer a stack */
+			free(l->pages[i]);
 	free(l->meta);
 	free(l);
 }
