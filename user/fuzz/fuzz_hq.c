@@ -11,7 +11,8 @@
  * What bfhq sends back is thrown away.  Everything ends with hq_free(),
  * which writes every trace out.  The live copy is written too, with a
  * bounded reorder queue; property: what bfhq wrote there reads back whole,
- * without a torn record, a bad entry or a line that does not parse.
+ * without a torn record, a bad entry or a line that does not parse, and
+ * its meta.json says the trace ended.
  */
 #include <inttypes.h>
 #include <stdbool.h>
