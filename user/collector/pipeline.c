@@ -180,13 +180,27 @@ void pipeline_check_renames(struct coll *c)
 static void note_us(struct coll *c, uint64_t t_ns)
 {
 	uint64_t us = t_ns > c->base_ns ? (t_ns - c->base_ns) / 1000 : 0;
-	char tmp[8];
+	unsigned int v = (unsigned int)(us % 1000);
+	uint8_t *p;
 
 	if (c->o.ms_only)
 		return;
-	snprintf(tmp, sizeof(tmp), &",%u"[!c->us_n], (unsigned int)(us % 1000));
-	if (bft_buf_append(&c->us, tmp, strlen(tmp)))
+	/*
+	 * Every event comes here: the digits are written by hand, as "%u"
+	 * would (no leading zeros); an snprintf() was a quarter of the
+	 * collector's time.
+	 */
+	if (c->us.cap - c->us.len < 4 && bft_buf_reserve(&c->us, 4))
 		return;
+	p = c->us.data + c->us.len;
+	if (c->us_n)
+		*p++ = ',';
+	if (v >= 100)
+		*p++ = (uint8_t)('0' + v / 100);
+	if (v >= 10)
+		*p++ = (uint8_t)('0' + v / 10 % 10);
+	*p++ = (uint8_t)('0' + v % 10);
+	c->us.len = (size_t)(p - c->us.data);
 	c->us_n++;
 	if (c->us_n >= US_BATCH)
 		pipeline_report_us(c);
