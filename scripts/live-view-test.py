@@ -24,6 +24,9 @@ forwarded ports (scripts/guest-run --forward): the remote viewing of seed
     page's ?stamps, the delay is split in stages (STAGES), their medians
     printed and written to --json too.  With --guest, a run starts when
     the command to run leaves this machine;
+  - the page of an inspector (bfhq --counters --http) plots the calls of
+    the target's ct_a as bfcollector --counters sampled them, and its last
+    value is the calls made (a screenshot of the plots: counters.png);
   - after the trace ends, the page's call tree in calls.txt's canonical
     form equals bfhq's calls.txt exactly, and so does that of a second page
     opened on the finished trace;
@@ -217,16 +220,18 @@ class Agent:
         self.procs.append(p)
         return p
 
-    def start(self, hq, tracing):
-        """Trace the target into the HQ at hq (HOST:PORT); tracing()
-        returns once that HQ has told the collector to start."""
+    def start(self, hq, counters, tracing):
+        """Trace the target into the HQ at hq (HOST:PORT), the counters to
+        the inspector at counters; tracing() returns once that HQ has
+        told the collector to start."""
         self.target = subprocess.Popen([os.path.join(TARGETS, "calltree")],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=self.log("target"))
         self.procs.append(self.target)
         self.expect_line("ready")
         self.coll = self.spawn([os.path.join(TOOLS, "bfcollector"), "--hq", hq,
-                                "--protocol", "2", "--until-exit"], "bfcollector")
+                                "--protocol", "2", "--until-exit", "--counters",
+                                counters, "--counters-interval", "100"], "bfcollector")
         tracing()
         ctl = subprocess.run([os.path.join(TOOLS, "bfctl"), "attach", "--pid",
                               str(self.target.pid), "-p", "calltree:ct_*",
@@ -297,16 +302,17 @@ class GuestAgent:
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(1)
 
-    def start(self, hq, tracing):
+    def start(self, hq, counters, tracing):
         port = hq.rsplit(":", 1)[1]
+        cport = counters.rsplit(":", 1)[1]
         ctl = self.listener.getsockname()[1]
         self.logf = open(os.path.join(self.out, "guest.log"), "wb")
         self.guest = subprocess.Popen(
             [os.path.join(ROOT, "scripts", "guest-run"), "--kernel", self.kver,
              "--timeout", "900", "--out", os.path.join(self.out, "guest"),
              "--export", os.path.join(self.out, "guest"),
-             "--forward", port, "--forward", str(ctl), "--",
-             "python3", "scripts/live-view-test.py", "--agent", str(ctl), port],
+             "--forward", port, "--forward", cport, "--forward", str(ctl), "--",
+             "python3", "scripts/live-view-test.py", "--agent", str(ctl), port, cport],
             stdin=subprocess.DEVNULL, stdout=self.logf, stderr=subprocess.STDOUT)
         # a guest that waits for the lock, then boots under TCG
         self.listener.settimeout(1)
@@ -376,7 +382,7 @@ class GuestAgent:
         return None
 
 
-def agent_main(ctl_port, hq_port, out):
+def agent_main(ctl_port, hq_port, counters_port, out):
     """--agent, in a test guest: the module loaded, the traced side driven
     by the test on the host (GuestAgent)."""
     host = os.environ["BFT_HOST_ADDR"]
@@ -401,7 +407,7 @@ def agent_main(ctl_port, hq_port, out):
         if command() != "attach":
             raise Fail("the test did not say attach")
     try:
-        agent.start(f"{host}:{hq_port}", tracing)
+        agent.start(f"{host}:{hq_port}", f"{host}:{counters_port}", tracing)
         conn.sendall(b"attached\n")
         while True:
             what = command()
@@ -457,9 +463,42 @@ class Pipeline:
                 raise Fail("bfhq exited:\n" + self.text("bfhq"))
             return None
         self.url = wait_for(url, 10, "bfhq's live viewer")
-        self.agent.start(f"127.0.0.1:{port}", lambda: wait_for(
+        # the counters' inspector, with a page of its own that plots them
+        cport = free_port()
+        self.insp = subprocess.Popen(
+            [os.path.join(TOOLS, "bfhq"), "--counters", str(cport), "--json",
+             "--output", os.path.join(self.out, "inspector"), "--http", "127.0.0.1:0",
+             "--timeout", "1200"], stdin=subprocess.PIPE,
+            stdout=open(os.path.join(self.out, "inspector.json"), "wb"),
+            stderr=open(os.path.join(self.out, "inspector.log"), "wb"))
+        self.procs.append(self.insp)
+
+        def insp_url():
+            for line in self.text("inspector").splitlines():
+                if "live viewer on " in line:
+                    return line.split("live viewer on ", 1)[1].split()[0]
+            if self.insp.poll() is not None:
+                raise Fail("bfhq --counters exited:\n" + self.text("inspector"))
+            return None
+        self.counters_url = wait_for(insp_url, 10, "the inspector's page")
+        self.agent.start(f"127.0.0.1:{port}", f"127.0.0.1:{cport}", lambda: wait_for(
             lambda: "heartbeat mode T" in self.text("bfhq"), 60,
             "the collector to start tracing"))
+        self.insp.stdin.write(f"add Method:{FN} calls\n".encode())
+        self.insp.stdin.flush()
+
+    def sampled(self):
+        """The inspector's last sampled value of FN's calls, or None."""
+        last = None
+        with open(os.path.join(self.out, "inspector.json"), "rb") as f:
+            for line in f:
+                try:
+                    j = json.loads(line)
+                except ValueError:
+                    continue
+                if j.get("event") == "sample":
+                    last = j["values"].get(f"Method:{FN} calls", last)
+        return last
 
     def run_target(self):
         return self.agent.run_target()
@@ -635,6 +674,42 @@ def settle(browser, session, delays):
         time.sleep(0.05)
 
 
+def check_counters(tap, browser, pipe, want):
+    """The inspector's page (bfhq --counters --http) plots FN's calls as
+    bfcollector --counters sampled them: want, the calls made."""
+    key = json.dumps(f"Method:{FN} calls")
+    page = browser.page(pipe.counters_url)
+    got = points = samples = None
+    try:
+        wait_for(lambda: browser.eval(page, "typeof bft === 'object' && 'counters' in bft"),
+                 30, "the page's script")
+        wait_for(lambda: browser.eval(page, f"bft.counters.last({key})") == want, 30,
+                 f"the page to plot {want} calls")
+        wait_for(lambda: browser.eval(page, "bft.counterRenders") > 0, 10, "a render")
+        got = browser.eval(page, f"bft.counters.last({key})")
+        samples = browser.eval(page, "bft.counters.samples")
+        points = browser.eval(page, "(() => { const r = [...document.querySelectorAll("
+                              "'#counters-table tr')].find((t) => t.dataset.counter === "
+                              f"{key}); const p = r && r.querySelector('polyline'); "
+                              "return p ? p.getAttribute('points').split(' ').length : 0; })()")
+        # for a look by eye: the counters' section
+        box = browser.eval(page, "(() => { const r = document.getElementById('counters')"
+                           ".getBoundingClientRect(); return [r.x + scrollX, r.y + scrollY,"
+                           " r.width, r.height]; })()")
+        shot = browser.call("Page.captureScreenshot", page, format="png",
+                            clip={"x": box[0], "y": box[1], "width": box[2],
+                                  "height": box[3], "scale": 1})
+        with open(os.path.join(pipe.out, "counters.png"), "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+    except Fail as e:
+        tap.note(str(e))
+    sampled = pipe.sampled()
+    tap.result(got == want and sampled == want and (points or 0) >= 2,
+               f"the inspector's page plots the sampled counters: {key} at {got} on the page, "
+               f"{sampled} in its JSON, {want} calls made; {points} points drawn of "
+               f"{samples} samples")
+
+
 def calls_of(browser, session):
     return browser.eval(session, f"bft.appear({json.dumps(FN)}).length")
 
@@ -648,11 +723,12 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--guest", metavar="KVER",
                     help="trace with the module in a test guest on kernel KVER")
-    ap.add_argument("--agent", nargs=2, type=int, metavar=("CTL_PORT", "HQ_PORT"),
+    ap.add_argument("--agent", nargs=3, type=int,
+                    metavar=("CTL_PORT", "HQ_PORT", "COUNTERS_PORT"),
                     help=argparse.SUPPRESS)     # --guest's side in the guest
     args = ap.parse_args()
     if args.agent:
-        return agent_main(args.agent[0], args.agent[1], os.environ["BFT_EXPORT"])
+        return agent_main(*args.agent, os.environ["BFT_EXPORT"])
     if args.guest and args.out == os.path.join(BUILD, "live-view"):
         args.out = os.path.join(BUILD, f"live-view-{args.guest}")
     tap = Tap()
@@ -752,6 +828,8 @@ def main():
                        "each run's delay is split in stages (bfhq --live-stamps, the "
                        f"page's ?stamps): {min(len(v) for v in stages.values())} of "
                        f"{len(delays)} runs")
+
+        check_counters(tap, browser, pipe, (len(delays) + 1) * CT_NEST_REPS)
 
         pipe.end_target()
         try:

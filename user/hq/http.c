@@ -14,6 +14,10 @@
  *   GET /api/traces/N/events     Server-Sent Events of trace-N: everything
  *                                the indexes cover so far, then what new
  *                                entries cover, as they appear
+ *   GET /api/counters/events     Server-Sent Events of the counters an
+ *                                inspector (bfhq --counters) records in
+ *                                counters.jsonl: every line so far, then
+ *                                each new one
  *
  * What a viewer is sent comes from http_feed.c.  Its stream is a content
  * reader callback.  When it has nothing to send it suspends its
@@ -348,30 +352,16 @@ static enum MHD_Result serve_list(struct hq_http *h, struct MHD_Connection *c)
 	return ret;
 }
 
-static enum MHD_Result serve_events(struct hq_http *h,
-				    struct MHD_Connection *c, const char *num)
+/* A viewer's event stream, fed by feed (taken, NULL: no memory). */
+static enum MHD_Result serve_feed(struct hq_http *h, struct MHD_Connection *c,
+				  struct feed *feed)
 {
-	char name[32], dir[PATH_MAX + 64];
 	const union MHD_ConnectionInfo *ci;
 	struct MHD_Response *r;
 	struct viewer *v;
 	int one = 1;
 	enum MHD_Result ret;
-	struct stat st;
 
-	snprintf(name, sizeof(name), "trace-%s", num);
-	if (trace_number(name) < 0)
-		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such trace\n");
-	snprintf(dir, sizeof(dir), "%s/%s/" LIVE_DIR, h->outdir, name);
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
-		return reply_text(c, MHD_HTTP_NOT_FOUND,
-				  "no live data for this trace\n");
-	/*
-	 * Watched until the directory goes (one watch per trace).  Without a
-	 * watch (at the limit), the fallback tick still comes.
-	 */
-	inotify_add_watch(h->inotify_fd, dir,
-			  IN_MODIFY | IN_CREATE | IN_MOVED_TO);
 	/*
 	 * An event goes out at once: behind a small unacknowledged one (a
 	 * names event just before it), Nagle would hold it until the
@@ -382,15 +372,14 @@ static enum MHD_Result serve_events(struct hq_http *h,
 		setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one,
 			   sizeof(one));
 	v = calloc(1, sizeof(*v));
-	if (!v)
+	if (!v) {
+		feed_free(feed);
 		return MHD_NO;
+	}
 	v->h = h;
 	v->conn = c;
 	v->last_write_ms = hq_now_ms();
-	v->feed = feed_new(dir);
-	if (v->feed && MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
-						   "stamps"))
-		feed_stamps(v->feed);
+	v->feed = feed;
 	r = v->feed ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
 							64 * 1024, viewer_read,
 							v, viewer_done) : NULL;
@@ -407,6 +396,49 @@ static enum MHD_Result serve_events(struct hq_http *h,
 	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result serve_events(struct hq_http *h,
+				    struct MHD_Connection *c, const char *num)
+{
+	char name[32], dir[PATH_MAX + 64];
+	struct feed *feed;
+	struct stat st;
+
+	snprintf(name, sizeof(name), "trace-%s", num);
+	if (trace_number(name) < 0)
+		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such trace\n");
+	snprintf(dir, sizeof(dir), "%s/%s/" LIVE_DIR, h->outdir, name);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return reply_text(c, MHD_HTTP_NOT_FOUND,
+				  "no live data for this trace\n");
+	/*
+	 * Watched until the directory goes (one watch per trace).  Without a
+	 * watch (at the limit), the fallback tick still comes.
+	 */
+	inotify_add_watch(h->inotify_fd, dir,
+			  IN_MODIFY | IN_CREATE | IN_MOVED_TO);
+	feed = feed_new(dir);
+	if (feed && MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+						"stamps"))
+		feed_stamps(feed);
+	return serve_feed(h, c, feed);
+}
+
+static enum MHD_Result serve_counters(struct hq_http *h,
+				      struct MHD_Connection *c)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/" HQ_COUNTERS_FILE, h->outdir);
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return reply_text(c, MHD_HTTP_NOT_FOUND,
+				  "no counters recorded here\n");
+	/* the file's directory: a new file replaces it */
+	inotify_add_watch(h->inotify_fd, h->outdir,
+			  IN_MODIFY | IN_CREATE | IN_MOVED_TO);
+	return serve_feed(h, c, feed_new_lines(path, "counters"));
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
@@ -434,6 +466,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		return serve_static(h, c, url + 8);
 	if (!strcmp(url, "/api/traces"))
 		return serve_list(h, c);
+	if (!strcmp(url, "/api/counters/events"))
+		return serve_counters(h, c);
 	if (!strncmp(url, "/api/traces/", 12)) {
 		events = strchr(url + 12, '/');
 		n = events ? (size_t)(events - (url + 12)) : 0;

@@ -6,6 +6,12 @@
 struct hq_http;
 
 /*
+ * Under the output directory: the JSON lines (bfhq.1, --json) that
+ * bfhq --counters records for the page, which plots them.
+ */
+#define HQ_COUNTERS_FILE	"counters.jsonl"
+
+/*
  * Serve the page and the live files of outdir's traces on host:port (port
  * 0: any free one, logged) from a thread of its own.  NULL on failure,
  * said in the log.

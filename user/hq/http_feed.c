@@ -15,6 +15,9 @@
  *   end        the trace ended and all of it was sent
  *   sent       only if asked (events?stamps): the wall clock in
  *              microseconds when the stream events before it were queued
+ *
+ * A feed of lines (feed_new_lines()) tails one file of whole lines
+ * instead, each line one event: the counters' samples.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -35,6 +38,8 @@
 #define FEED_ENTRY_MAX		(256u << 20)
 /* What one refill may queue: a big trace goes out in pieces. */
 #define FEED_REFILL_MAX		(1u << 20)
+/* A line of the counters' is one sample: 32767 counters at most. */
+#define FEED_LINE_MAX		(16u << 20)
 
 static void stream_path(char *out, size_t n, const char *dir, unsigned int id,
 			const char *ext)
@@ -72,6 +77,8 @@ struct feed {
 	struct stat meta_st;	/* of the meta.json last sent */
 	struct bft_buf *out;	/* feed_refill()'s */
 	bool stamps;		/* feed_stamps() */
+	const char *line_event;	/* feed_new_lines(): dir is the file */
+	uint64_t lines_off;	/* bytes of whole lines sent */
 };
 
 /* ---- small helpers ---- */
@@ -370,6 +377,43 @@ static bool stream_take(struct feed *f, struct fstream *s,
  * to the safe frontier, the minimum over the streams with an entry of
  * their latest end times (docs/live-format.md).
  */
+/*
+ * The whole lines the file has past what was sent, one event each; a
+ * line still being written waits for its newline.
+ */
+static void refill_lines(struct feed *f, struct bft_buf *out)
+{
+	struct bft_buf data = { 0 };
+	struct stat st;
+	size_t done = 0, n;
+	int fd = open(f->dir, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && (uint64_t)st.st_size < f->lines_off)
+		f->lines_off = 0;	/* a new inspector started it over */
+	n = !fstat(fd, &st) && (uint64_t)st.st_size > f->lines_off ?
+	    (size_t)((uint64_t)st.st_size - f->lines_off) : 0;
+	if (n > FEED_LINE_MAX)
+		n = FEED_LINE_MAX;
+	if (n && !feed_read_at(fd, f->lines_off, n, &data)) {
+		for (;;) {
+			const char *p = (const char *)data.data + done;
+			const char *nl = memchr(p, '\n', data.len - done);
+
+			if (!nl)
+				break;
+			if (nl > p)
+				sse_event(out, f->line_event, p,
+					  (size_t)(nl - p));
+			done += (size_t)(nl - p) + 1;
+		}
+		f->lines_off += done;
+	}
+	bft_buf_free(&data);
+	close(fd);
+}
+
 bool feed_refill(struct feed *f, struct bft_buf *out)
 {
 	uint64_t frontier = UINT64_MAX;
@@ -380,6 +424,10 @@ bool feed_refill(struct feed *f, struct bft_buf *out)
 	f->out = out;
 	if (f->ended)
 		return true;
+	if (f->line_event) {
+		refill_lines(f, out);
+		return false;
+	}
 	read_meta(f);
 	scan_streams(f);
 	for (i = 0; i < f->ns; i++) {
@@ -460,6 +508,15 @@ struct feed *feed_new(const char *dir)
 
 	if (f)
 		snprintf(f->dir, sizeof(f->dir), "%s", dir);
+	return f;
+}
+
+struct feed *feed_new_lines(const char *path, const char *event)
+{
+	struct feed *f = feed_new(path);
+
+	if (f)
+		f->line_event = event;
 	return f;
 }
 

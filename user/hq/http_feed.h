@@ -13,6 +13,11 @@ struct feed;
 
 /* A feed of the live directory dir (not opened yet); NULL: no memory. */
 struct feed *feed_new(const char *dir);
+/*
+ * A feed of the lines of the file at path, each sent as an event named
+ * event (a static string), from the first on; it never ends.
+ */
+struct feed *feed_new_lines(const char *path, const char *event);
 /* Also "sent" events: the wall clock when stream lines were queued. */
 void feed_stamps(struct feed *f);
 /*

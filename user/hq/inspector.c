@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <jansson.h>
 #include <netdb.h>
 #include <poll.h>
@@ -13,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bft_util.h"
+#include "http.h"
 #include "inspector.h"
 
 #define IN_MAX	(2 * BFC_MAX_MSG)
@@ -130,14 +133,24 @@ static json_t *header_json(const struct bfc_header *h)
 			 "variance", bfc_variance_name(h->variance));
 }
 
+/* The JSON lines go to stdout (--json) and to the record (--output). */
+static bool wants_json(const struct insp *s)
+{
+	return s->json || s->record;
+}
+
 static void emit(struct insp *s, json_t *j)
 {
-	if (j) {
-		json_dumpf(j, s->out, JSON_COMPACT);
-		fputc('\n', s->out);
-		json_decref(j);
+	FILE *to[2] = { s->json ? s->out : NULL, s->record };
+
+	for (unsigned int i = 0; j && i < 2; i++) {
+		if (!to[i])
+			continue;
+		json_dumpf(j, to[i], JSON_COMPACT);
+		fputc('\n', to[i]);
+		fflush(to[i]);
 	}
-	fflush(s->out);
+	json_decref(j);
 }
 
 /* Keep h under its index: Hello's and Add's headers. */
@@ -235,10 +248,10 @@ static void on_sample(struct insp *s, const struct bfc_msg *m)
 		}
 		c->have = true;
 	}
-	if (!s->json) {
+	if (!s->json)
 		table(s);
+	if (!wants_json(s))
 		return;
-	}
 	/* every counter's latest value, whether or not this sample had it
 	 * (BFC_CHANGES leaves out what did not change) */
 	vals = json_object();
@@ -284,8 +297,9 @@ static int on_msg(struct insp *s, const struct bfc_msg *m)
 			fprintf(s->out, "agent: protocol version %d, %u "
 				"counters\n", m->version, m->nheaders);
 			fflush(s->out);
-			return 0;
 		}
+		if (!wants_json(s))
+			return 0;
 		a = json_array();
 		for (i = 0; i < m->nheaders; i++)
 			json_array_append_new(a, header_json(&m->headers[i]));
@@ -300,8 +314,9 @@ static int on_msg(struct insp *s, const struct bfc_msg *m)
 					m->counters[i].category,
 					m->counters[i].name);
 			fflush(s->out);
-			return 0;
 		}
+		if (!wants_json(s))
+			return 0;
 		a = json_array();
 		for (i = 0; i < m->ncounters; i++)
 			json_array_append_new(a, json_pack(
@@ -312,12 +327,12 @@ static int on_msg(struct insp *s, const struct bfc_msg *m)
 	case BFC_ADD:
 		if (m->status == BFC_OK && keep(s, &m->headers[0]))
 			return -ENOMEM;
-		if (s->json)
+		if (wants_json(s))
 			emit(s, json_pack("{s:s,s:s,s:o*}", "event", "add",
 					  "status", bfc_status_name(m->status),
 					  "counter", m->status == BFC_OK ?
 					  header_json(&m->headers[0]) : NULL));
-		else {
+		if (!s->json) {
 			fprintf(s->out, "add: %s", bfc_status_name(m->status));
 			if (m->status == BFC_OK)
 				fprintf(s->out, " %s (index %d)",
@@ -338,11 +353,11 @@ static int on_msg(struct insp *s, const struct bfc_msg *m)
 		}
 		if (m->status == BFC_OK && index >= -1)
 			forget(s, index);
-		if (s->json)
+		if (wants_json(s))
 			emit(s, json_pack("{s:s,s:i,s:s}", "event", "remove",
 					  "index", index, "status",
 					  bfc_status_name(m->status)));
-		else {
+		if (!s->json) {
 			fprintf(s->out, "remove %d: %s\n", index,
 				bfc_status_name(m->status));
 			fflush(s->out);
@@ -353,10 +368,10 @@ static int on_msg(struct insp *s, const struct bfc_msg *m)
 		on_sample(s, m);
 		return 0;
 	case BFC_CHANGES:
-		if (s->json)
+		if (wants_json(s))
 			emit(s, json_pack("{s:s,s:s}", "event", "changes",
 					  "status", bfc_status_name(m->status)));
-		else if (m->status != BFC_OK) {
+		if (!s->json && m->status != BFC_OK) {
 			fprintf(s->out, "changes only: %s\n",
 				bfc_status_name(m->status));
 			fflush(s->out);
@@ -425,6 +440,10 @@ static void usage(FILE *f)
 "      --json                  JSON lines instead of a table\n"
 "      --every-value           do not ask the agent to send only the values\n"
 "                              that changed (a bftrace extension)\n"
+"  -o, --output DIR            also record the JSON lines in\n"
+"                              DIR/" HQ_COUNTERS_FILE " (started over)\n"
+"      --http [HOST:]PORT      serve the live page, which plots them (HOST\n"
+"                              127.0.0.1; PORT 0: any; DIR: bfhq-out)\n"
 "      --timeout SECONDS       exit after this long, whatever happens\n"
 "  -v, --verbose\n"
 "  -h, --help\n"
@@ -435,6 +454,9 @@ static void usage(FILE *f)
 struct iopts {
 	char host[256];
 	char port[16];
+	char http_host[256];
+	char http_port[16];
+	const char *outdir;
 	char **adds;
 	unsigned int nadds;
 	int16_t removes[64];
@@ -443,6 +465,33 @@ struct iopts {
 	unsigned long samples, timeout_s;
 	int verbose;
 };
+
+/* [HOST:]PORT into host (256 bytes, kept if none) and port (16). */
+static int host_port(const char *arg, const char *what, char *host,
+		     char *port)
+{
+	const char *colon = strrchr(arg, ':');
+	char *end;
+	long v;
+
+	if (colon && !strchr(colon, ']')) {
+		snprintf(host, 256, "%.*s", (int)(colon - arg), arg);
+		if (host[0] == '[') {
+			memmove(host, host + 1, strlen(host));
+			host[strcspn(host, "]")] = 0;
+		}
+		colon++;
+	} else {
+		colon = arg;
+	}
+	v = strtol(colon, &end, 10);
+	if (end == colon || *end || v < 0 || v > 65535) {
+		fprintf(stderr, "bfhq: bad %s port: %s\n", what, colon);
+		return -1;
+	}
+	snprintf(port, 16, "%ld", v);
+	return 0;
+}
 
 static int parse(struct iopts *o, int argc, char **argv)
 {
@@ -454,6 +503,8 @@ static int parse(struct iopts *o, int argc, char **argv)
 		{ "samples", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "every-value", no_argument, NULL, 'E' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "http", required_argument, NULL, 'H' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -462,33 +513,24 @@ static int parse(struct iopts *o, int argc, char **argv)
 	int ch;
 
 	snprintf(o->host, sizeof(o->host), "127.0.0.1");
+	snprintf(o->http_host, sizeof(o->http_host), "127.0.0.1");
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
-		char *end, *colon;
+	while ((ch = getopt_long(argc, argv, "o:vh", lo, NULL)) != -1) {
+		char *end;
 		long v;
 
 		switch (ch) {
 		case 'C':
-			colon = strrchr(optarg, ':');
-			if (colon && !strchr(colon, ']')) {
-				snprintf(o->host, sizeof(o->host), "%.*s",
-					 (int)(colon - optarg), optarg);
-				if (o->host[0] == '[') {
-					memmove(o->host, o->host + 1,
-						strlen(o->host));
-					o->host[strcspn(o->host, "]")] = 0;
-				}
-				colon++;
-			} else {
-				colon = optarg;
-			}
-			v = strtol(colon, &end, 10);
-			if (end == colon || *end || v < 0 || v > 65535) {
-				fprintf(stderr, "bfhq: bad --counters port: "
-					"%s\n", colon);
+			if (host_port(optarg, "--counters", o->host, o->port))
 				return -1;
-			}
-			snprintf(o->port, sizeof(o->port), "%ld", v);
+			break;
+		case 'H':
+			if (host_port(optarg, "--http", o->http_host,
+				      o->http_port))
+				return -1;
+			break;
+		case 'o':
+			o->outdir = optarg;
 			break;
 		case 'a':
 			if (!strchr(optarg, ':')) {
@@ -607,9 +649,39 @@ static bool flush_out(int fd, struct insp *s)
 	return true;
 }
 
+/* --output's record, and --http's server on its directory. */
+static int open_record(struct iopts *o, struct insp *s, struct hq_http **h)
+{
+	char path[PATH_MAX];
+
+	if (o->http_port[0] && !o->outdir)
+		o->outdir = "bfhq-out";
+	if (!o->outdir)
+		return 0;
+	if (mkdir(o->outdir, 0755) && errno != EEXIST) {
+		log_line("cannot make %s: %s", o->outdir, strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/" HQ_COUNTERS_FILE, o->outdir);
+	s->record = fopen(path, "we");
+	if (!s->record) {
+		log_line("cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (o->http_port[0]) {
+		*h = hq_http_start(o->http_host,
+				   (unsigned int)atoi(o->http_port),
+				   o->outdir);
+		if (!*h)
+			return -1;
+	}
+	return 0;
+}
+
 int inspector_main(int argc, char **argv)
 {
 	struct iopts o = { 0 };
+	struct hq_http *h = NULL;
 	struct insp s;
 	struct sigaction sa = { .sa_handler = on_signal };
 	uint64_t deadline;
@@ -632,6 +704,13 @@ int inspector_main(int argc, char **argv)
 	}
 	log_line("counters: listening on %s:%s", o.host, o.port);
 	insp_init(&s, stdout, o.json, !o.json && isatty(1));
+	if (open_record(&o, &s, &h)) {
+		if (s.record)
+			fclose(s.record);
+		close(lfd);
+		free(o.adds);
+		return 1;
+	}
 	deadline = o.timeout_s ? (uint64_t)bft_mono_ms() + 1000 * o.timeout_s :
 				 0;
 	while (!got_signal) {
@@ -719,6 +798,10 @@ int inspector_main(int argc, char **argv)
 	if (fd >= 0)
 		close(fd);
 	close(lfd);
+	if (h)
+		hq_http_stop(h);
+	if (s.record)
+		fclose(s.record);
 	insp_free(&s);
 	bft_buf_free(&line);
 	free(o.adds);

@@ -25,6 +25,7 @@ struct insp_counter {
 
 struct insp {
 	FILE *out;
+	FILE *record;		/* the JSON lines too, or NULL (--output) */
 	bool json;
 	bool redraw;		/* a terminal: draw the table in place */
 	struct insp_counter *c;	/* by index */

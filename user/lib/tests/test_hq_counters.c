@@ -184,6 +184,34 @@ TEST(table_and_list)
 	close_out(&o);
 }
 
+/* --output: the table on stdout, the JSON lines in the record */
+TEST(the_table_and_a_record_of_json_lines)
+{
+	struct out o, rec;
+	json_t *j;
+
+	open_out(&o, false);
+	open_out(&rec, true);
+	o.s.record = rec.f;
+	ASSERT_EQ(0, feed_hex(&o.s, HELLO));
+	ASSERT_EQ(0, feed_hex(&o.s, "04 " TS " 0000 0800 0010000000000000 "
+			      "ffff"));
+	fflush(o.f);
+	EXPECT_NE(NULL, strstr(o.buf, "4096  bytes"));
+	EXPECT_EQ(NULL, strchr(o.buf, '{'));
+	j = line(&rec, 0);
+	EXPECT_STREQ("hello", json_string_value(json_object_get(j, "event")));
+	json_decref(j);
+	j = line(&rec, 1);
+	EXPECT_EQ(4096, json_integer_value(json_object_get(
+		json_object_get(j, "values"), "Collector:RSS")));
+	json_decref(j);
+	EXPECT_EQ(NULL, line(&rec, 2));
+	close_out(&o);
+	rec.s.record = NULL;
+	close_out(&rec);
+}
+
 TEST(requests_are_the_seed_bytes)
 {
 	struct out o;

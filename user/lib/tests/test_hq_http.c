@@ -5,7 +5,8 @@
  * viewer's event stream: what the indexes cover up to the safe frontier
  * first, then each flush's news pushed to every open viewer, "end" once
  * the trace has ended; a viewer that went away is freed; index entries
- * that make no sense are counted, not followed.
+ * that make no sense are counted, not followed; the counters' record, a
+ * line an event.
  */
 #include <errno.h>
 #include <limits.h>
@@ -301,6 +302,48 @@ TEST_F(http, a_torn_record_waits_and_a_bad_entry_is_counted)
 		TH_LOG("%s", a.data);
 	close(fa);
 	bft_buf_free(&a);
+}
+
+/* Append text to the counters' record under dir. */
+static void record(const char *dir, const char *text)
+{
+	char path[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/" HQ_COUNTERS_FILE, dir);
+	f = fopen(path, "a");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+TEST_F(http, counters_are_sent_a_line_an_event_whole_lines_only)
+{
+	struct bft_buf b = { 0 };
+	char *r;
+	int fd;
+
+	r = get(self, "/api/counters/events");
+	ASSERT_NE(NULL, r);
+	EXPECT_NE(NULL, strstr(r, " 404 "));
+	free(r);
+
+	record(self->dir, "{\"event\":\"hello\"}\n{\"event\":\"sam");
+	fd = request(self, "/api/counters/events");
+	ASSERT_LE(0, fd);
+	EXPECT_TRUE(read_until(fd, &b, "data: {\"event\":\"hello\"}\n\n"));
+	EXPECT_NE(NULL, strstr((char *)b.data, "event: counters\n"));
+	/* the line being written waits for its end */
+	EXPECT_EQ(NULL, strstr((char *)b.data, "sam"));
+	record(self->dir, "ple\",\"n\":1}\n\n{\"event\":\"sample\",\"n\":2}\n");
+	EXPECT_TRUE(read_until(fd, &b, "\"n\":2}\n\n"));
+	EXPECT_NE(NULL, strstr((char *)b.data,
+			       "data: {\"event\":\"sample\",\"n\":1}\n\n"));
+	/* an empty line is no event */
+	EXPECT_EQ(NULL, strstr((char *)b.data, "data: \n"));
+	close(fd);
+	bft_buf_free(&b);
 }
 
 TEST_HARNESS_MAIN
