@@ -158,6 +158,29 @@ static unsigned int mutf8_char(uint32_t cp, uint8_t *o)
 	return 3;
 }
 
+/*
+ * How many bytes from s (at most n) modified UTF-8 keeps as they are:
+ * 0x01..0x7f.  Eight at a time: a byte with its top bit set shows in w, a
+ * zero byte in w - ones, which borrows from nothing else while every byte
+ * is 1..0x7f.
+ */
+static size_t ascii_run(const uint8_t *s, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101ull, top = ones << 7;
+	size_t i = 0;
+
+	for (; n - i >= 8; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, s + i, 8);
+		if ((w | (w - ones)) & top)
+			break;
+	}
+	while (i < n && s[i] && s[i] < 0x80)
+		i++;
+	return i;
+}
+
 size_t bfp_mutf8_encode(const char *s, size_t n, uint8_t *out, size_t cap)
 {
 	const uint8_t *u = (const uint8_t *)s;
@@ -286,14 +309,19 @@ int bfp_put_utf(struct bft_buf *b, const char *s, size_t n, bool truncate)
 	at = b->len;
 	b->len += 2;
 	while (i < n) {
+		size_t run = ascii_run(u + i, n - i);
 		uint8_t tmp[6];
 		unsigned int k;
 
-		if (u[i] && u[i] < 0x80) {	/* most of them: as they are */
-			if (len + 1 > BFP_UTF_MAX)
+		if (run) {	/* most of them: as they are */
+			if (run > BFP_UTF_MAX - len)
+				run = BFP_UTF_MAX - len;
+			if (!run)
 				break;
-			b->data[b->len++] = u[i++];
-			len++;
+			memcpy(b->data + b->len, u + i, run);
+			b->len += run;
+			len += run;
+			i += run;
 			continue;
 		}
 		k = mutf8_char(utf8_next(u, n, &i), tmp);

@@ -598,6 +598,67 @@ TEST(strings_are_modified_utf8)
 	bft_buf_free(&out);
 }
 
+/*
+ * ASCII is copied eight bytes at a time: a NUL, an invalid byte or a
+ * two-byte character at every place around those words, between runs of
+ * every length, must still come out one character at a time.
+ */
+TEST(ascii_runs_end_at_every_special_byte)
+{
+	static const struct {
+		const char *in, *out;
+		size_t in_len, out_len;
+	} sp[] = {
+		{ "\0", "\xc0\x80", 1, 2 },
+		{ "\x80", "\xef\xbf\xbd", 1, 3 },
+		{ "\xc3\xa9", "\xc3\xa9", 2, 2 },
+		{ "\x7f", "\x7f", 1, 1 },
+	};
+	char in[64], want[80];
+
+	for (size_t k = 0; k < sizeof(sp) / sizeof(sp[0]); k++)
+		for (size_t a = 0; a <= 20; a++)
+			for (size_t z = 0; z <= 20; z += 3) {
+				struct bft_buf out = { 0 };
+				size_t n = 0, w = 2;
+
+				memset(in, 'a', a);
+				memset(want + w, 'a', a);
+				n += a, w += a;
+				memcpy(in + n, sp[k].in, sp[k].in_len);
+				memcpy(want + w, sp[k].out, sp[k].out_len);
+				n += sp[k].in_len, w += sp[k].out_len;
+				memset(in + n, 'z', z);
+				memset(want + w, 'z', z);
+				n += z, w += z;
+				want[0] = 0;
+				want[1] = (char)(w - 2);
+				ASSERT_EQ(0, bfp_put_utf(&out, in, n, false));
+				ASSERT_EQ(w, out.len) TH_LOG("%zu %zu %zu", k, a, z);
+				EXPECT_EQ(0, memcmp(want, out.data, w))
+					TH_LOG("%zu %zu %zu", k, a, z);
+				bft_buf_free(&out);
+			}
+}
+
+TEST(over_long_ascii_is_cut_at_the_limit)
+{
+	size_t n = 70001;
+	char *s = malloc(n);
+	struct bft_buf out = { 0 };
+
+	ASSERT_NE(NULL, s);
+	memset(s, 'x', n);
+	ASSERT_EQ(-EMSGSIZE, bfp_put_utf(&out, s, n, false));
+	ASSERT_EQ(0, bfp_put_utf(&out, s, n, true));
+	ASSERT_EQ(2 + 65535, out.len);
+	EXPECT_EQ(0xff, out.data[0]);
+	EXPECT_EQ(0xff, out.data[1]);
+	EXPECT_EQ('x', out.data[out.len - 1]);
+	bft_buf_free(&out);
+	free(s);
+}
+
 /* Not the 64 KiB a string may take: every short name made it 128 KiB. */
 TEST(a_short_string_takes_a_small_buffer)
 {
