@@ -520,40 +520,81 @@ int source_open_replay(struct coll *c, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The CPUs' chunks are fed a slice at a time, every CPU in turn, with a
+ * merge after each turn: the merge then holds a few slices of records,
+ * which stay in the cache, instead of a whole chunk of every CPU.  Its
+ * output does not depend on how the input was cut, nor does what is sent:
+ * the loop's other work comes after the read either way.
+ */
+#define REPLAY_SLICE	4096
+
+static int replay_feed(struct coll *c, const uint8_t *buf, size_t *len)
+{
+	struct source *s = c->src;
+	size_t chunk = c->o.replay_chunk, off;
+	bool more = true, merge = true;
+	uint32_t n;
+
+	for (off = 0; more; off += REPLAY_SLICE) {
+		more = false;
+		for (n = 0; n < s->ncpus; n++) {
+			size_t k = len[n] - off;
+			int e;
+
+			if (len[n] <= off)
+				continue;
+			if (k > REPLAY_SLICE)
+				k = REPLAY_SLICE;
+			e = bft_merge_feed(&c->merge, n, buf + n * chunk + off,
+					   k);
+			if (e == -EPROTO) {
+				coll_log("cpu %u: %s", n,
+					 bft_stream_last_error(
+						 bft_merge_stream(&c->merge, n))
+						 ->msg);
+				len[n] = 0;	/* its decoder has stopped */
+			} else if (e) {
+				return e;
+			}
+			more |= len[n] > off + k;
+		}
+		/* a failed merge is the loop's to report, after the read */
+		if (more && merge && pipeline_run(c))
+			merge = false;
+	}
+	return 0;
+}
+
 static int replay_read(struct coll *c)
 {
 	struct source *s = c->src;
+	size_t chunk = c->o.replay_chunk, *len;
 	uint8_t *buf;
 	uint32_t n, open = 0;
 	uint64_t now = coll_now_ms();
+	int err;
 
 	if (now < s->next_read_ms)
 		return 0;
 	s->next_read_ms = now + c->o.replay_delay_ms;
-	buf = malloc(c->o.replay_chunk);
-	if (!buf)
+	buf = malloc(s->ncpus * chunk);
+	len = calloc(s->ncpus, sizeof(*len));
+	if (!buf || !len) {
+		free(buf);
+		free(len);
 		return -ENOMEM;
+	}
 	for (n = 0; n < s->ncpus; n++) {
 		ssize_t r;
 
 		if (s->eof[n])
 			continue;
-		r = read(s->fd[n], buf, c->o.replay_chunk);
+		r = read(s->fd[n], buf + n * chunk, chunk);
 		if (r > 0) {
-			int e = bft_merge_feed(&c->merge, n, buf, (size_t)r);
-
+			len[n] = (size_t)r;
 			if (s->reads)
 				s->reads[n]++;
-
-			if (e == -EPROTO)
-				coll_log("cpu %u: %s", n,
-					 bft_stream_last_error(
-						 bft_merge_stream(&c->merge, n))
-						 ->msg);
-			else if (e) {
-				free(buf);
-				return e;
-			}
 			open++;
 			continue;
 		}
@@ -562,7 +603,11 @@ static int replay_read(struct coll *c)
 		s->eof[n] = true;
 		bft_merge_close(&c->merge, n);
 	}
+	err = replay_feed(c, buf, len);
 	free(buf);
+	free(len);
+	if (err)
+		return err;
 	return open ? 0 : 1;
 }
 
