@@ -27,6 +27,7 @@
 #ifndef BFCOLLECTOR_H
 #define BFCOLLECTOR_H
 
+#include <errno.h>
 #include <poll.h>
 #include <regex.h>
 #include <stdbool.h>
@@ -257,7 +258,24 @@ void coll_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int methods_load_file(struct methods *m, const char *path);
 int methods_add(struct methods *m, uint32_t id, const char *path,
 		const char *name, uint64_t offset);
-struct method *methods_get(struct methods *m, uint32_t id);
+static inline uint32_t methods_slot(uint32_t id, uint32_t cap)
+{
+	return (id * 2654435761u) & (cap - 1);
+}
+
+/* Inline: every event looks its method up. */
+static inline struct method *methods_get(struct methods *m, uint32_t id)
+{
+	uint32_t s;
+
+	if (!m->cap)
+		return NULL;
+	for (s = methods_slot(id, m->cap); m->v[s].used;
+	     s = (s + 1) & (m->cap - 1))
+		if (m->v[s].id == id)
+			return &m->v[s];
+	return NULL;
+}
 /* Compile the configuration's regexes and decide every method again. */
 int methods_set_filter(struct methods *m, const struct bfp_config *c,
 		       char *err, size_t errlen);
@@ -339,9 +357,30 @@ int hq_connect(struct coll *c);		/* 0 up, -errno not (retry later) */
 void hq_down(struct coll *c, const char *why);
 /* Encoding into a data connection (maps and events). */
 int hq_data_msg(struct coll *c, unsigned int conn, const struct bfp_msg *m);
-/* The same for the messages of nearly every event: MethodEntry/Exit. */
-int hq_data_call(struct coll *c, unsigned int conn, uint8_t id, uint32_t time,
-		 uint32_t seq, uint32_t method, uint16_t thread);
+/* Room for one more MethodEntry/Exit in d: out's bytes and ends' slot. */
+int hq_data_room(struct dconn *d);
+
+/*
+ * The same for the messages of nearly every event: MethodEntry/Exit.
+ * Inline, as every event runs it.
+ */
+static inline int hq_data_call(struct coll *c, unsigned int conn, uint8_t id,
+			       uint32_t time, uint32_t seq, uint32_t method,
+			       uint16_t thread)
+{
+	struct dconn *d = &c->data[conn];
+	size_t n;
+
+	if ((d->out.cap - d->out.len < BFP_CALL_MAX ||
+	     d->ends_len == d->ends_cap) && hq_data_room(d))
+		return -ENOMEM;
+	n = bfp_put_call(d->out.data + d->out.len, c->o.protocol, id, time,
+			 seq, method, thread, 0, false);
+	d->out.len += n;
+	d->queued += n;
+	d->ends[(d->ends_head + d->ends_len++) & (d->ends_cap - 1)] = d->queued;
+	return 0;
+}
 int hq_control_msg(struct coll *c, const struct bfp_msg *m);
 void hq_send_error_and_close(struct coll *c, const char *text);
 void hq_flush(struct coll *c);

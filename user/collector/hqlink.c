@@ -583,20 +583,14 @@ int hq_data_msg(struct coll *c, unsigned int conn, const struct bfp_msg *m)
 	return 0;
 }
 
-int hq_data_call(struct coll *c, unsigned int conn, uint8_t id, uint32_t time,
-		 uint32_t seq, uint32_t method, uint16_t thread)
+int hq_data_room(struct dconn *d)
 {
-	struct dconn *d = &c->data[conn];
-	size_t n;
-
 	if (d->out.cap - d->out.len < BFP_CALL_MAX &&
 	    bft_buf_reserve(&d->out, BFP_CALL_MAX))
 		return -ENOMEM;
-	n = bfp_put_call(d->out.data + d->out.len, c->o.protocol, id, time,
-			 seq, method, thread, 0, false);
-	d->out.len += n;
-	d->queued += n;
-	return push_end(d, d->queued);
+	if (d->ends_len == d->ends_cap && grow_ends(d))
+		return -ENOMEM;
+	return 0;
 }
 
 static int flush_fd(int fd, struct bft_buf *b)

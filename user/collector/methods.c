@@ -17,11 +17,6 @@
 
 #include "collector.h"
 
-static uint32_t slot(uint32_t id, uint32_t cap)
-{
-	return (id * 2654435761u) & (cap - 1);
-}
-
 static int grow(struct methods *m)
 {
 	uint32_t cap = m->cap ? 2 * m->cap : 256, i, s;
@@ -32,7 +27,8 @@ static int grow(struct methods *m)
 	for (i = 0; i < m->cap; i++) {
 		if (!m->v[i].used)
 			continue;
-		for (s = slot(m->v[i].id, cap); v[s].used; s = (s + 1) & (cap - 1))
+		for (s = methods_slot(m->v[i].id, cap); v[s].used;
+		     s = (s + 1) & (cap - 1))
 			;
 		v[s] = m->v[i];
 	}
@@ -40,18 +36,6 @@ static int grow(struct methods *m)
 	m->v = v;
 	m->cap = cap;
 	return 0;
-}
-
-struct method *methods_get(struct methods *m, uint32_t id)
-{
-	uint32_t s;
-
-	if (!m->cap)
-		return NULL;
-	for (s = slot(id, m->cap); m->v[s].used; s = (s + 1) & (m->cap - 1))
-		if (m->v[s].id == id)
-			return &m->v[s];
-	return NULL;
 }
 
 static const char *base_name(const char *path)
@@ -100,7 +84,7 @@ int methods_add(struct methods *m, uint32_t id, const char *path,
 	if (!me) {
 		if ((m->count + 1) * 2 > m->cap && grow(m))
 			return -ENOMEM;
-		for (s = slot(id, m->cap); m->v[s].used;
+		for (s = methods_slot(id, m->cap); m->v[s].used;
 		     s = (s + 1) & (m->cap - 1))
 			;
 		me = &m->v[s];
