@@ -639,11 +639,23 @@ static int run(struct bft_stream *s, const uint8_t *p, size_t n, size_t *used)
 
 	while (i < n) {
 		uint8_t b = p[i];
+		uint64_t v = b & BFT_PACK_PAYLOAD;
+		size_t len = 1;
 
-		if (likely(!(b & BFT_PACK_CONT)) && likely(s->threaded) &&
-		    likely(!s->resyncing) && likely(short_time_fits(s))) {
+		/*
+		 * A packed ENTER or EXIT of two bytes (a method id past the
+		 * first byte's bits): as common as one byte.  A zero second
+		 * byte makes an escape, or an overlong form.
+		 */
+		if ((b & BFT_PACK_CONT) && n - i >= 2 && p[i + 1] &&
+		    p[i + 1] < 0x80) {
+			v |= (uint64_t)p[i + 1] << 6;
+			len = 2;
+		}
+		if (likely(len == 2 || !(b & BFT_PACK_CONT)) &&
+		    likely(s->threaded) && likely(!s->resyncing) &&
+		    likely(short_time_fits(s))) {
 			struct bft_record rec;
-			uint64_t v = b & BFT_PACK_PAYLOAD;
 			uint64_t units = v & ((1u << s->tbits) - 1);
 
 			v >>= s->tbits;
@@ -663,10 +675,10 @@ static int run(struct bft_stream *s, const uint8_t *p, size_t n, size_t *used)
 			}
 			rec.value = v;
 			if (unlikely(emit(s, &rec))) {
-				*used = i + 1;
+				*used = i + len;
 				return STEP_STOP;
 			}
-			i++;
+			i += len;
 			continue;
 		}
 		/* TIME_SHORT is the most frequent escape: 0x60..0x7f, 0x00 */
