@@ -198,7 +198,7 @@ static void us_text_init(void)
 }
 
 /* Every event comes here: a copy from the table, not an snprintf(). */
-static void note_us(struct coll *c, uint64_t t_ns)
+static inline void note_us(struct coll *c, uint64_t t_ns)
 {
 	uint64_t us = t_ns > c->base_ns ? (t_ns - c->base_ns) / 1000 : 0;
 	unsigned int v = (unsigned int)(us % 1000);

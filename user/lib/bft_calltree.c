@@ -93,19 +93,14 @@ static struct bft_ct_thread *lookup(const struct bft_calltree *ct,
 	return NULL;
 }
 
-/* The records of one CPU mostly come from the thread it ran last. */
-static struct bft_ct_thread *get_thread(struct bft_calltree *ct,
-					const struct bft_record *r)
+/* get_thread() past the thread its CPU ran last: a lookup, or a new one. */
+static __attribute__((noinline)) struct bft_ct_thread *
+find_thread(struct bft_calltree *ct, const struct bft_record *r)
 {
 	uint32_t *last = &ct->last[r->cpu % 16], tgid = r->tgid, tid = r->tid;
 	struct bft_ct_thread *t;
 	uint32_t s;
 
-	if (*last) {
-		t = &ct->threads[*last - 1];
-		if (t->tgid == tgid && t->tid == tid)
-			return t;
-	}
 	t = lookup(ct, tgid, tid);
 	if (t) {
 		*last = (uint32_t)(t - ct->threads) + 1;
@@ -135,6 +130,24 @@ static struct bft_ct_thread *get_thread(struct bft_calltree *ct,
 	ct->st.threads++;
 	*last = ct->nthreads;
 	return t;
+}
+
+/*
+ * The records of one CPU mostly come from the thread it ran last: inline,
+ * as every record asks.
+ */
+static inline struct bft_ct_thread *get_thread(struct bft_calltree *ct,
+					       const struct bft_record *r)
+{
+	uint32_t last = ct->last[r->cpu % 16];
+
+	if (last) {
+		struct bft_ct_thread *t = &ct->threads[last - 1];
+
+		if (t->tgid == r->tgid && t->tid == r->tid)
+			return t;
+	}
+	return find_thread(ct, r);
 }
 
 static int text_tok(struct bft_ct_thread *t, char c, uint64_t id)
