@@ -121,7 +121,9 @@ static inline int syn_write_file(const char *dir, const char *name,
 	char path[PATH_MAX];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
 	f = fopen(path, "w");
 	if (!f)
 		return -errno;

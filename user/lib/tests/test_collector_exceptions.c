@@ -8,7 +8,8 @@
  * what the Bytefrog rules say: MapException before a type's first use,
  * Exception at the throwing frame, ExceptionBubble for each frame left,
  * one gap-free sequence, in protocol versions 1 and 2.  The .flow files
- * must show the frames left as exits.
+ * must show the frames left as exits.  With the same HQ, the bftrace.us
+ * markers must list each event's microseconds past its millisecond.
  */
 #include <jansson.h>
 
@@ -340,22 +341,23 @@ static int get_msg(int fd, struct bft_buf *in, unsigned int v,
 	return -1;
 }
 
-static void run(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
-		unsigned int v)
+/*
+ * Play HQ for bfcollector run with argv (its --hq and --protocol already
+ * filled in for version v): the handshake, then every data message into
+ * on_msg, until bfcollector closes the data connection; what is left
+ * half-read stays in din.
+ */
+static void play_hq(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
+		    unsigned int v, char *const argv[], struct bft_buf *din,
+		    void (*on_msg)(struct bft_buf *, const struct bfp_msg *),
+		    struct bft_buf *got)
 {
-	char hq[64], proto[4], path[PATH_MAX + 64];
-	/* the wire as the original HQ knows it: no bftrace.us markers */
-	char *argv[] = { "bfcollector", "--hq", hq, "--protocol", proto,
-			 "--replay", self->replay, "--output", self->flow,
-			 "--connect-timeout", "20", "--ms-only", NULL };
-	struct bft_buf cin = { 0 }, din = { 0 }, out = { 0 }, got = { 0 };
+	struct bft_buf cin = { 0 }, out = { 0 };
 	struct bfp_config cfg;
 	struct bfp_msg m = { 0 }, cm = { .id = BFP_CONFIG, .config = &cfg };
 	uint8_t hello[2];
 	int ctl, data, i, rc;
-	char *log;
 
-	ASSERT_EQ(0, write_replay(self->replay));
 	self->lfd = socket(AF_INET, SOCK_STREAM, 0);
 	ASSERT_GE(self->lfd, 0);
 	{
@@ -368,8 +370,6 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
 				  sizeof(sa)));
 		ASSERT_EQ(0, listen(self->lfd, 4));
 	}
-	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
-	snprintf(proto, sizeof(proto), "%u", v);
 	self->pid = spawn(argv, self->log);
 	ASSERT_GT(self->pid, 0);
 	ctl = accept_within(self->lfd, 20000);
@@ -390,22 +390,43 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
 	ASSERT_EQ(1, write(ctl, (uint8_t[]){ BFP_START }, 1));
 	/* the replay ends, bfcollector closes the data connection */
 	for (i = 0; i < 100000; i++) {
-		rc = get_msg(data, &din, v, BFP_CTX_HQ_DATA, &m);
+		rc = get_msg(data, din, v, BFP_CTX_HQ_DATA, &m);
 		if (rc <= 0)
 			break;
-		data_log(&got, &m);
+		on_msg(got, &m);
 		/* keep the control connection drained */
 		while (read_some(ctl, &cin, 0) && cin.len)
 			cin.len = 0;
 	}
-	EXPECT_EQ(0u, din.len);		/* nothing left half-read */
-	bft_buf_append(&got, "", 1);
-	EXPECT_STREQ(expected, (char *)got.data);
 	close(data);
 	close(ctl);
 	rc = wait_exit(self->pid, 20000);
 	self->pid = 0;
 	EXPECT_EQ(0, rc);
+	bfp_msg_free(&m);
+	bfp_config_free(&cfg);
+	bft_buf_free(&cin);
+	bft_buf_free(&out);
+}
+
+static void run(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
+		unsigned int v)
+{
+	char hq[64], proto[4], path[PATH_MAX + 64];
+	/* the wire as the original HQ knows it: no bftrace.us markers */
+	char *argv[] = { "bfcollector", "--hq", hq, "--protocol", proto,
+			 "--replay", self->replay, "--output", self->flow,
+			 "--connect-timeout", "20", "--ms-only", NULL };
+	struct bft_buf din = { 0 }, got = { 0 };
+	char *log;
+
+	ASSERT_EQ(0, write_replay(self->replay));
+	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
+	snprintf(proto, sizeof(proto), "%u", v);
+	play_hq(_metadata, self, v, argv, &din, data_log, &got);
+	EXPECT_EQ(0u, din.len);		/* nothing left half-read */
+	bft_buf_append(&got, "", 1);
+	EXPECT_STREQ(expected, (char *)got.data);
 	log = slurp(self->log, NULL);
 	ASSERT_NE(NULL, log);
 	EXPECT_NE(NULL, strstr(log, "; 6 exceptions (1 thrown outside traced "
@@ -431,11 +452,90 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
 						BFT_FLOW_BALANCED, NULL, NULL,
 						&ferr));
 	}
-	bfp_msg_free(&m);
-	bfp_config_free(&cfg);
-	bft_buf_free(&cin);
 	bft_buf_free(&din);
-	bft_buf_free(&out);
+	bft_buf_free(&got);
+}
+
+/*
+ * The sub-millisecond part of every event's time, as the bftrace.us
+ * markers list it (docs/live-format.md): "N a,b,..." with N the count,
+ * each in "%u" form.  Entries and exits of one thread, each at a chosen
+ * number of microseconds past a millisecond (the first record is the
+ * base, 0).
+ */
+static const unsigned int us_past[] = { 0, 1, 9, 10, 11, 99, 100, 101, 998,
+					999, 500, 7, 70, 700, 0, 305 };
+
+static int write_us_replay(const char *dir)
+{
+	static const char methods[] = "1\t/usr/bin/prog\tmain\n";
+	static const char threads[] = "4000\t4001\tmain\n";
+	uint64_t base = 1000000000ull;
+	struct bft_writer w;
+	const uint8_t *p;
+	size_t i, n;
+	int r = bft_writer_init(&w, 1000, 0);
+
+	for (i = 0; i < sizeof(us_past) / sizeof(us_past[0]); i++) {
+		uint64_t t = base + i * 1000000 + us_past[i] * 1000ull;
+
+		r |= i % 2 ? bft_writer_exit(&w, t, 4000, A) :
+			     bft_writer_enter(&w, t, 4000, A, 1);
+	}
+	r |= bft_writer_sync(&w, base + i * 1000000);
+	if (r)
+		return -ENOMEM;
+	p = bft_writer_data(&w, &n);
+	r = syn_write_file(dir, "cpu0.bft", p, n) ?:
+	    syn_write_file(dir, "methods", methods, sizeof(methods) - 1) ?:
+	    syn_write_file(dir, "threads", threads, sizeof(threads) - 1);
+	bft_writer_free(&w);
+	return r;
+}
+
+/* The markers' lists, one after the other, each checked against its N. */
+static void us_log(struct bft_buf *out, const struct bfp_msg *m)
+{
+	unsigned long count;
+	size_t listed = 0;
+	char *end;
+
+	if (m->id != BFP_MARKER || m->str_len != 10 ||
+	    memcmp(m->str, "bftrace.us", 10))
+		return;
+	count = strtoul(m->str2, &end, 10);
+	if (!count)
+		return;	/* the declaration: none yet */
+	for (const char *q = end + 1; q < m->str2 + m->str2_len; q++)
+		listed += *q == ',';
+	if (listed + 1 != count || *end != ' ') {
+		bft_buf_append(out, "(count mismatch)", 16);
+		return;
+	}
+	if (out->len)
+		bft_buf_append(out, ",", 1);
+	bft_buf_append(out, end + 1, m->str2_len - (size_t)(end + 1 - m->str2));
+}
+
+TEST_F_TIMEOUT(exc, the_microseconds_of_each_event_are_listed, 120)
+{
+	char hq[64], want[256];
+	char *argv[] = { "bfcollector", "--hq", hq, "--protocol", "2",
+			 "--replay", self->replay, "--connect-timeout", "20",
+			 NULL };
+	struct bft_buf din = { 0 }, got = { 0 };
+	size_t i, o = 0;
+
+	for (i = 0; i < sizeof(us_past) / sizeof(us_past[0]); i++)
+		o += (size_t)snprintf(want + o, sizeof(want) - o, "%s%u",
+				      i ? "," : "", us_past[i]);
+	ASSERT_EQ(0, write_us_replay(self->replay));
+	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
+	play_hq(_metadata, self, 2, argv, &din, us_log, &got);
+	EXPECT_EQ(0u, din.len);
+	bft_buf_append(&got, "", 1);
+	EXPECT_STREQ(want, (char *)got.data);
+	bft_buf_free(&din);
 	bft_buf_free(&got);
 }
 
