@@ -68,30 +68,24 @@ void bft_merge_free(struct bft_merge *m)
 	m->heap = NULL;
 }
 
-static inline const struct bft_record *head_of(const struct bft_merge *m,
-					       uint32_t c)
+/*
+ * (time, cpu) order between two CPUs' first records.  The heap keeps the
+ * times itself, so that a sift does not go through every CPU's queue.
+ */
+static inline int before(const struct bft_merge_head *a,
+			 const struct bft_merge_head *b)
 {
-	const struct bft_merge_cpu *q = &m->cpu[c];
-
-	return &q->q[q->head];
-}
-
-/* (time, cpu) order between the heads of two CPUs' queues. */
-static inline int before(const struct bft_merge *m, uint32_t a, uint32_t b)
-{
-	uint64_t ta = head_of(m, a)->time_ns, tb = head_of(m, b)->time_ns;
-
-	return ta < tb || (ta == tb && a < b);
+	return a->t < b->t || (a->t == b->t && a->cpu < b->cpu);
 }
 
 static void sift_up(struct bft_merge *m, uint32_t i)
 {
-	uint32_t c = m->heap[i];
+	struct bft_merge_head c = m->heap[i];
 
 	while (i) {
 		uint32_t parent = (i - 1) / 2;
 
-		if (!before(m, c, m->heap[parent]))
+		if (!before(&c, &m->heap[parent]))
 			break;
 		m->heap[i] = m->heap[parent];
 		i = parent;
@@ -101,16 +95,17 @@ static void sift_up(struct bft_merge *m, uint32_t i)
 
 static void sift_down(struct bft_merge *m, uint32_t i)
 {
-	uint32_t c = m->heap[i], n = m->heap_len;
+	struct bft_merge_head c = m->heap[i];
+	uint32_t n = m->heap_len;
 
 	for (;;) {
 		uint32_t k = 2 * i + 1;
 
 		if (k >= n)
 			break;
-		if (k + 1 < n && before(m, m->heap[k + 1], m->heap[k]))
+		if (k + 1 < n && before(&m->heap[k + 1], &m->heap[k]))
 			k++;
-		if (!before(m, m->heap[k], c))
+		if (!before(&m->heap[k], &c))
 			break;
 		m->heap[i] = m->heap[k];
 		i = k;
@@ -149,7 +144,7 @@ static inline int enqueue(struct bft_merge *m, struct bft_merge_cpu *q,
 		return -ENOMEM;
 	q->q[(q->head + q->len) & (q->cap - 1)] = *r;
 	if (q->len++ == 0) {
-		m->heap[m->heap_len] = c;
+		m->heap[m->heap_len] = (struct bft_merge_head){ r->time_ns, c };
 		sift_up(m, m->heap_len++);
 	}
 	m->st.pushed++;
@@ -261,15 +256,14 @@ int bft_merge_run(struct bft_merge *m)
 		uint64_t nt = UINT64_MAX;	/* the next CPU's head */
 		uint32_t nc = UINT32_MAX, k;
 
-		c = m->heap[0];
+		c = m->heap[0].cpu;
 		q = &m->cpu[c];
 		for (k = 1; k <= 2 && k < m->heap_len; k++) {
-			const struct bft_record *h = head_of(m, m->heap[k]);
+			const struct bft_merge_head *h = &m->heap[k];
 
-			if (h->time_ns < nt ||
-			    (h->time_ns == nt && m->heap[k] < nc)) {
-				nt = h->time_ns;
-				nc = m->heap[k];
+			if (h->t < nt || (h->t == nt && h->cpu < nc)) {
+				nt = h->t;
+				nc = h->cpu;
 			}
 		}
 		for (;;) {
@@ -297,6 +291,7 @@ int bft_merge_run(struct bft_merge *m)
 				break;
 			}
 			h = &q->q[q->head];
+			m->heap[0].t = h->time_ns;
 			if (h->time_ns > nt || (h->time_ns == nt && c > nc)) {
 				sift_down(m, 0);
 				r = m->o.on_record(m->o.ctx, &rec);

@@ -54,11 +54,17 @@ struct bft_merge_stats {
 
 struct bft_merge_cpu;
 
+/* A CPU with queued records and the time of its first (the heap's key). */
+struct bft_merge_head {
+	uint64_t t;
+	uint32_t cpu;
+};
+
 struct bft_merge {
 	/* private */
 	struct bft_merge_opts o;
 	struct bft_merge_cpu *cpu;
-	uint32_t *heap;		/* CPUs with queued records, min on top */
+	struct bft_merge_head *heap;	/* min (t, cpu) on top */
 	uint32_t heap_len;
 	uint64_t queued;
 	struct bft_merge_stats st;
