@@ -593,6 +593,29 @@ int hq_data_room(struct dconn *d)
 	return 0;
 }
 
+/*
+ * Forget the ends of the messages now written in whole: the ends grow, so
+ * the first one past what was written is found by bisection, not by
+ * walking the ring an event at a time.
+ */
+static void pop_ends(struct dconn *d)
+{
+	uint32_t lo = 0, hi = d->ends_len, mask = d->ends_cap - 1;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (d->ends[(d->ends_head + mid) & mask] <= d->written)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo) {
+		d->ends_head = (d->ends_head + lo) & mask;
+		d->ends_len -= lo;
+	}
+}
+
 static int flush_fd(int fd, struct bft_buf *b)
 {
 	while (b->len) {
@@ -675,10 +698,7 @@ void hq_flush(struct coll *c)
 			hq_down(c, strerror(-err));
 			return;
 		}
-		while (d->ends_len && d->ends[d->ends_head] <= d->written) {
-			d->ends_head = (d->ends_head + 1) & (d->ends_cap - 1);
-			d->ends_len--;
-		}
+		pop_ends(d);
 	}
 }
 

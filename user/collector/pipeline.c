@@ -35,16 +35,21 @@
 
 #include "collector.h"
 
-static uint32_t rel_ms(struct coll *c, uint64_t t)
+/* Microseconds since the hello; Bytefrog's times are their thousandths. */
+static inline uint64_t rel_us(struct coll *c, uint64_t t)
 {
-	uint64_t ms;
-
 	if (!c->have_base) {
 		/* replay: the stream's first record is the hello */
 		c->base_ns = t;
 		c->have_base = true;
 	}
-	ms = t > c->base_ns ? (t - c->base_ns) / 1000000 : 0;
+	return t > c->base_ns ? (t - c->base_ns) / 1000 : 0;
+}
+
+static inline uint32_t ms_of(uint64_t us)
+{
+	uint64_t ms = us / 1000;
+
 	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
 }
 
@@ -198,9 +203,8 @@ static void us_text_init(void)
 }
 
 /* Every event comes here: a copy from the table, not an snprintf(). */
-static inline void note_us(struct coll *c, uint64_t t_ns)
+static inline void note_us(struct coll *c, uint64_t us)
 {
-	uint64_t us = t_ns > c->base_ns ? (t_ns - c->base_ns) / 1000 : 0;
 	unsigned int v = (unsigned int)(us % 1000);
 	uint8_t *p;
 
@@ -369,7 +373,8 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 		      const struct bft_call_event *ev, uint8_t id,
 		      uint32_t exc)
 {
-	uint32_t now = rel_ms(c, ev->time_ns);
+	uint64_t us = rel_us(c, ev->time_ns);
+	uint32_t now = ms_of(us);
 	int err;
 
 	if (!t->name_sent) {
@@ -391,7 +396,7 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 	if (err)
 		return err;
 	c->seq++;
-	note_us(c, ev->time_ns);
+	note_us(c, us);
 	c->break_sent = false;
 	c->events_sent++;
 	c->last_stamp = now;
@@ -541,7 +546,7 @@ static int on_record(void *ctx, const struct bft_record *r)
 	case BFT_REC_ENTER_NORET:
 	case BFT_REC_THROW:
 	case BFT_REC_UNWIND:
-		(void)rel_ms(c, r->time_ns);
+		(void)rel_us(c, r->time_ns);
 		/* replay of a suspended "kernel": the records are dropped */
 		if (c->replay_suspended) {
 			c->suspended_dropped += r->kind == BFT_REC_EXIT ?
