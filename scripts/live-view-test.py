@@ -105,6 +105,20 @@ def wait_for(pred, timeout, what, step=0.01):
         time.sleep(step)
 
 
+def viewer_url(log, proc, what):
+    """The address of the live viewer that proc (what) says in log."""
+    def url():
+        with open(log, "rb") as f:
+            text = f.read().decode(errors="replace")
+        for line in text.splitlines():
+            if "live viewer on " in line:
+                return line.split("live viewer on ", 1)[1].split()[0]
+        if proc.poll() is not None:
+            raise Fail(f"{what} exited:\n{text}")
+        return None
+    return wait_for(url, 10, f"{what}'s live viewer")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -455,14 +469,7 @@ class Pipeline:
             stderr=subprocess.STDOUT)
         self.procs.append(self.hq)
 
-        def url():
-            for line in self.text("bfhq").splitlines():
-                if "live viewer on " in line:
-                    return line.split("live viewer on ", 1)[1].split()[0]
-            if self.hq.poll() is not None:
-                raise Fail("bfhq exited:\n" + self.text("bfhq"))
-            return None
-        self.url = wait_for(url, 10, "bfhq's live viewer")
+        self.url = viewer_url(os.path.join(self.out, "bfhq.log"), self.hq, "bfhq")
         # the counters' inspector, with a page of its own that plots them
         cport = free_port()
         self.insp = subprocess.Popen(
@@ -472,15 +479,8 @@ class Pipeline:
             stdout=open(os.path.join(self.out, "inspector.json"), "wb"),
             stderr=open(os.path.join(self.out, "inspector.log"), "wb"))
         self.procs.append(self.insp)
-
-        def insp_url():
-            for line in self.text("inspector").splitlines():
-                if "live viewer on " in line:
-                    return line.split("live viewer on ", 1)[1].split()[0]
-            if self.insp.poll() is not None:
-                raise Fail("bfhq --counters exited:\n" + self.text("inspector"))
-            return None
-        self.counters_url = wait_for(insp_url, 10, "the inspector's page")
+        self.counters_url = viewer_url(os.path.join(self.out, "inspector.log"),
+                                       self.insp, "bfhq --counters")
         self.agent.start(f"127.0.0.1:{port}", f"127.0.0.1:{cport}", lambda: wait_for(
             lambda: "heartbeat mode T" in self.text("bfhq"), 60,
             "the collector to start tracing"))
@@ -591,13 +591,7 @@ def check_edges(tap, chromium, out, tmp):
                           stdout=log, stderr=subprocess.STDOUT)
     browser = None
     try:
-        def url():
-            with open(os.path.join(out, "bfhq-edge.log"), "rb") as f:
-                for line in f.read().decode(errors="replace").splitlines():
-                    if "live viewer on " in line:
-                        return line.split("live viewer on ", 1)[1].split()[0]
-            return None
-        base = wait_for(url, 10, "bfhq's live viewer")
+        base = viewer_url(os.path.join(out, "bfhq-edge.log"), hq, "bfhq")
         browser = Browser(chromium, os.path.join(tmp, "edge-profile"),
                           open(os.path.join(out, "chromium-edge.log"), "wb"))
         page = browser.page(base + "#trace=1")
