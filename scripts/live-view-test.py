@@ -105,6 +105,18 @@ def wait_for(pred, timeout, what, step=0.01):
         time.sleep(step)
 
 
+def end_all(procs):
+    """SIGTERM to each of procs still running, SIGKILL after 30 s."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
 def viewer_url(log, proc, what):
     """The address of the live viewer that proc (what) says in log."""
     def url():
@@ -288,14 +300,7 @@ class Agent:
         self.coll.wait(120)
 
     def stop(self):
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        end_all(reversed(self.procs))
         shutil.rmtree(PIN_DIR, ignore_errors=True)
 
 
@@ -509,14 +514,7 @@ class Pipeline:
     def stop(self):
         """None, or why the agent's side did not end cleanly."""
         why = self.agent.stop()
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        end_all(self.procs)
         return why
 
 
