@@ -373,11 +373,6 @@ static bool stream_take(struct feed *f, struct fstream *s,
 }
 
 /*
- * Queue what the indexes now cover: everything if the trace ended, else up
- * to the safe frontier, the minimum over the streams with an entry of
- * their latest end times (docs/live-format.md).
- */
-/*
  * The whole lines the file has past what was sent, one event each; a
  * line still being written waits for its newline.
  */
@@ -386,16 +381,19 @@ static void refill_lines(struct feed *f, struct bft_buf *out)
 	struct bft_buf data = { 0 };
 	struct stat st;
 	size_t done = 0, n;
+	uint64_t left;
 	int fd = open(f->dir, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return;
-	if (!fstat(fd, &st) && (uint64_t)st.st_size < f->lines_off)
+	if (fstat(fd, &st)) {
+		close(fd);
+		return;
+	}
+	if ((uint64_t)st.st_size < f->lines_off)
 		f->lines_off = 0;	/* a new inspector started it over */
-	n = !fstat(fd, &st) && (uint64_t)st.st_size > f->lines_off ?
-	    (size_t)((uint64_t)st.st_size - f->lines_off) : 0;
-	if (n > FEED_LINE_MAX)
-		n = FEED_LINE_MAX;
+	left = (uint64_t)st.st_size - f->lines_off;
+	n = left > FEED_LINE_MAX ? FEED_LINE_MAX : (size_t)left;
 	if (n && !feed_read_at(fd, f->lines_off, n, &data)) {
 		for (;;) {
 			const char *p = (const char *)data.data + done;
@@ -414,6 +412,11 @@ static void refill_lines(struct feed *f, struct bft_buf *out)
 	close(fd);
 }
 
+/*
+ * Queue what the indexes now cover: everything if the trace ended, else up
+ * to the safe frontier, the minimum over the streams with an entry of
+ * their latest end times (docs/live-format.md).
+ */
 bool feed_refill(struct feed *f, struct bft_buf *out)
 {
 	uint64_t frontier = UINT64_MAX;
