@@ -4,7 +4,9 @@
 # Run libFuzzer harnesses one after another (make -C user fuzz):
 #   fuzz.sh BIN_DIR CORPUS_DIR HARNESS...
 # Each runs FUZZ_RUNS executions (default 10000000), at most FUZZ_TIME
-# seconds (default 1200), one process (the machine is shared), starting
+# seconds (default 1200), inputs of at most FUZZ_MAX_LEN bytes (default
+# 65536; fuzz_hq runs about twice as fast at 4096), one process (the
+# machine is shared), starting
 # from its committed corpus (CORPUS_DIR/<harness>, read only) plus what
 # earlier runs found (build/fuzz/work/<harness>).  Crashes, leaks and
 # timeouts go to build/fuzz/artifacts/<harness>/.  A table of executions
@@ -25,6 +27,7 @@ bin=$1 corpus=$2
 shift 2
 runs=${FUZZ_RUNS:-10000000}
 max_time=${FUZZ_TIME:-1200}
+max_len=${FUZZ_MAX_LEN:-65536}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 out=$here/build/fuzz
 mkdir -p "$out"
@@ -58,7 +61,7 @@ for h in "$@"; do
 	echo "fuzz: $h: up to $runs runs, $max_time s"
 	start=$SECONDS
 	"$bin/$h" -runs="$runs" -max_total_time="$max_time" -timeout=10 \
-		-rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+		-rss_limit_mb=2048 -max_len="$max_len" -print_final_stats=1 \
 		-artifact_prefix="$art/" "$work" "$corpus/$h" >"$log" 2>&1
 	rc=$?
 	secs=$((SECONDS - start))
