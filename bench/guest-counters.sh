@@ -3,7 +3,8 @@
 #   scripts/guest-run --kernel KVER --timeout SEC -- bench/guest-counters.sh KVER
 # or as the last part of bench/guest-bench.sh (make bench builds what it
 # needs; alone: make -C user; scripts/build-kmod.sh KVER; and
-# gcc -O2 -o build/bench/bench-many bench/targets/bench_many.c)
+# gcc -O2 -o build/bench/bench-many bench/targets/bench_many.c, and
+# build/bench/bench-wakefloor from bench/tools/bench_wakefloor.c)
 #
 # The counters agent against the real module: bench-many's 1000 functions
 # traced (bfctl run), bfcollector --counters at 10 Hz to bfhq --counters,
@@ -13,7 +14,9 @@
 #      round), and Kernel "probes" is 1000;
 #   2. cost: the collector's CPU time over WINDOW seconds while sampling,
 #      then over WINDOW seconds after the inspector said Good Bye (tracing
-#      goes on, the probes stay, nothing is called).
+#      goes on, the probes stay, nothing is called);
+#   3. the floor under it: bench-wakefloor's CPU time per 10 Hz wake, bare,
+#      with the status ioctl, with a sample-sized TCP send, and with both.
 # Prints "@res counters.* key=value" lines and "counters: ok|FAIL ...";
 # exits 1 if a sampled count is wrong.  It asserts no timing.
 set -uo pipefail
@@ -25,6 +28,7 @@ rounds=${BFT_COUNTERS_ROUNDS:-10}
 window=${BFT_COUNTERS_WINDOW:-10}
 B=$root/build/user
 target=$root/build/bench/bench-many
+floor=$root/build/bench/bench-wakefloor
 ko=$root/build/kmod-$kver/bftrace.ko
 tmp=$(mktemp -d /tmp/bfctr.XXXXXX)
 port=7411
@@ -37,7 +41,7 @@ if [[ ${BFT_BACKEND:-} == bpf ]]; then
 	export BFT_BPF_PIN_DIR=${BFT_BPF_PIN_DIR:-/sys/fs/bpf/bftrace-counters}
 	rm -rf "$BFT_BPF_PIN_DIR"
 fi
-for f in "$B/bfctl" "$B/bfcollector" "$B/bfhq" "$target"; do
+for f in "$B/bfctl" "$B/bfcollector" "$B/bfhq" "$target" "$floor"; do
 	[[ -e $f ]] || { echo "guest-counters: $f missing" >&2; exit 1; }
 done
 if ((!bpf)); then
@@ -146,6 +150,9 @@ timeout 30 "$B/bfctl" stop >/dev/null 2>&1
 sed 's/^/# collector: /' "$tmp/coll.log" | tail -n 5
 sed 's/^/# inspector: /' "$tmp/insp.log" | tail -n 3
 
+# the floor: what a 10 Hz wake, the status ioctl and a sample-sized send
+# cost here with no agent around them (bench/tools/bench_wakefloor.c)
+"$floor" 50
 if ((bpf)); then
 	rm -rf "$BFT_BPF_PIN_DIR"
 else

@@ -346,7 +346,10 @@ def counters_of(res, cmds):
             "table_read_us": num(c0.get("table_read_us")),
             "counters": num(c10.get("counters")),
             "correct": c10.get("correct") == "1",
-            "command": cmds.get("counters.10hz", "")}
+            "command": cmds.get("counters.10hz", ""),
+            # bench-wakefloor: % of a core at 10 Hz with no agent at all
+            "floor": {v: num(((res.get("counters.floor." + v) or [{}])[0]).get("pct_10hz"))
+                      for v in ("wake", "status", "send", "all")}}
 
 
 def counters_line(where, c):
@@ -358,7 +361,17 @@ def counters_line(where, c):
             f"{fmt(c['write_us'])} us writing it to the inspector; the method "
             f"table read {fmt(c['table_reads'])} times in the run, {fmt(c['table_read_us'])} us "
             f"each (sampled calls {'equal' if c['correct'] else 'DIFFER FROM'} the target's "
-            f"model; {code(c['command'])}).")
+            f"model; {code(c['command'])}). {floor_text(c)}")
+
+
+def floor_text(c):
+    f = c.get("floor") or {}
+    if f.get("wake") is None:
+        return ""
+    return (f"The floor, measured after it in the same run by `bench-wakefloor 50` (no agent, "
+            f"% of a core at 10 Hz): a bare wake {fmt(f['wake'], 2)} %, with the status ioctl "
+            f"{fmt(f['status'], 2)} %, with a 32-byte TCP send on loopback {fmt(f['send'], 2)} %, "
+            f"with both {fmt(f['all'], 2)} %.")
 
 
 # The collector's symbols by pipeline stage (perf cannot tell the two
@@ -572,9 +585,12 @@ def targets(guests, native):
     def t6(g):
         c = g.get("counters")
         v = c["cpu_pct_10hz"] if c else None
+        fl = ((c or {}).get("floor") or {})
+        fl = fl.get("all") if fl.get("all") is not None else fl.get("send")
         return {"value": v, "text": f"{fmt(v, 2)} % of a core ({fmt(c['cpu_pct_none'] if c else None, 2)} % "
                 f"without sampling, so sampling {fmt(c['sampling_pct'] if c else None, 2)} %), "
-                f"sampled calls {'right' if c and c['correct'] else 'WRONG'}",
+                f"sampled calls {'right' if c and c['correct'] else 'WRONG'}; "
+                f"floor (a bare 10 Hz wake, status and send) {fmt(fl, 2)} %",
                 "holds": v is not None and v < 1 and bool(c and c["correct"])}
     out.append({"target": "counters at 10 Hz with 1000 probes: collector < 1% of a core",
                 "per_kernel": each(t6)})

@@ -9,6 +9,7 @@
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
+#include <linux/uaccess.h>
 
 #include "bft_internal.h"
 
@@ -61,12 +62,72 @@ static long bft_dev_bind(struct bft_file *bf, u32 __user *arg)
 	return 0;
 }
 
+/*
+ * GET_STATUS for a sampler: the counters ask ten times a second, and a
+ * netlink round trip (two system calls, a message built and parsed) was
+ * most of their cost.  Whoever opened the file and whoever asks must both
+ * be privileged, as bft_capable() has it for a socket.
+ */
+static long bft_dev_status(struct file *file, struct bft_ioc_status __user *arg)
+{
+	struct bft_ioc_cpu_stats *cs = NULL;
+	struct bft_ring_stats st;
+	struct bft_ioc_status s;
+	unsigned int cpu;
+	u32 n = 0, want;
+	int err = 0;
+
+	if (!bft_file_capable(file))
+		return -EPERM;
+	if (copy_from_user(&s, arg, sizeof(s)))
+		return -EFAULT;
+	if (s.pad)
+		return -EINVAL;
+	/* filled under the lock, copied out after it: no fault inside it */
+	want = min_t(u32, s.nr_cpus, num_possible_cpus());
+	if (want) {
+		cs = kcalloc(want, sizeof(*cs), GFP_KERNEL_ACCOUNT);
+		if (!cs)
+			return -ENOMEM;
+	}
+	mutex_lock(&bft_lock);
+	s.mode = bft_mode;
+	s.nr_probes = bft_nr_probes;
+	s.nr_targets = bft_nr_targets;
+	s.owner = bft_session_owner();
+	for_each_possible_cpu(cpu) {
+		if (n < want) {
+			bft_ring_stats(cpu, &st);
+			cs[n].cpu = cpu;
+			cs[n].used = st.used;
+			cs[n].size = st.size;
+			cs[n].produced = st.produced;
+			cs[n].written = st.written;
+			cs[n].lost = st.lost;
+			cs[n].suspended = st.suspended;
+			cs[n].bytes_written = st.bytes_written;
+			cs[n].bytes_read = st.bytes_read;
+		}
+		n++;
+	}
+	mutex_unlock(&bft_lock);
+	s.nr_cpus = n;
+	if ((want && copy_to_user(u64_to_user_ptr(s.cpus), cs,
+				  want * sizeof(*cs))) ||
+	    copy_to_user(arg, &s, sizeof(s)))
+		err = -EFAULT;
+	kfree(cs);
+	return err;
+}
+
 static long bft_dev_ioctl(struct file *file, unsigned int cmd,
 			  unsigned long arg)
 {
 	switch (cmd) {
 	case BFT_IOC_BIND_CPU:
 		return bft_dev_bind(file->private_data, (u32 __user *)arg);
+	case BFT_IOC_STATUS:
+		return bft_dev_status(file, (struct bft_ioc_status __user *)arg);
 	default:
 		return -ENOTTY;
 	}

@@ -236,6 +236,7 @@ void bft_session_disown(void);
 
 /* ---- permissions (bft_perm.c) ---- */
 bool bft_capable(const struct sk_buff *skb);
+bool bft_file_capable(const struct file *file);
 int bft_check_capable(const struct sk_buff *skb, struct netlink_ext_ack *ext);
 int bft_may_trace(pid_t tgid, struct mm_struct *mm,
 		  struct netlink_ext_ack *ext);

@@ -34,6 +34,15 @@ bool bft_capable(const struct sk_buff *skb)
 	       netlink_capable(skb, CAP_SYS_ADMIN);
 }
 
+/* The same rule for a /dev/bftrace file: its opener and the caller. */
+bool bft_file_capable(const struct file *file)
+{
+	return (file_ns_capable(file, &init_user_ns, CAP_PERFMON) &&
+		capable(CAP_PERFMON)) ||
+	       (file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN) &&
+		capable(CAP_SYS_ADMIN));
+}
+
 int bft_check_capable(const struct sk_buff *skb, struct netlink_ext_ack *ext)
 {
 	if (bft_capable(skb))

@@ -10,10 +10,12 @@
  *   - pause never stops PID 1 or the caller itself.
  */
 #include <errno.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -290,6 +292,109 @@ TEST_F_TIMEOUT(perm, perfmon_needs_ptrace_access_to_attach, 60)
 	EXPECT_NE(NULL, strstr(r[R_ATTACH].msg, "ptrace"))
 		TH_LOG("attach: extack text '%s'", r[R_ATTACH].msg);
 	munmap(r, R_N * sizeof(*r));
+}
+
+/*
+ * BFT_IOC_STATUS as @who: on @fd (opened by the parent), or, if @fd is
+ * -1, on a file @who opens itself.  0, the errno, or 200 + step.
+ */
+static int status_ioctl_as(enum who who, int fd)
+{
+	struct bft_ioc_status q = { 0 };
+	pid_t pid = fork();
+	int ws;
+
+	if (pid == 0) {
+		if (become(who))
+			_exit(201);
+		if (fd < 0)
+			fd = open("/dev/" BFT_DEV_NAME, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			_exit(202);
+		_exit(ioctl(fd, BFT_IOC_STATUS, &q) ? errno : 0);
+	}
+	if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws))
+		return 255;
+	return WEXITSTATUS(ws);
+}
+
+/* A file nobody opened, in a privileged process (pidfd_getfd()). */
+static int fd_opened_by_nobody(pid_t *child)
+{
+	int p[2], fd = -1, pidfd;
+
+	if (pipe(p))
+		return -errno;
+	*child = fork();
+	if (*child == 0) {
+		close(p[0]);
+		if (become(NOBODY_USER))
+			_exit(1);
+		fd = open("/dev/" BFT_DEV_NAME, O_RDONLY);
+		if (fd < 0 || write(p[1], &fd, sizeof(fd)) != sizeof(fd))
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (*child < 0 || read(p[0], &fd, sizeof(fd)) != sizeof(fd)) {
+		close(p[0]);
+		return -EIO;
+	}
+	close(p[0]);
+	pidfd = syscall(SYS_pidfd_open, *child, 0);
+	if (pidfd < 0)
+		return -errno;
+	fd = syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	if (fd < 0)
+		fd = -errno;
+	close(pidfd);
+	return fd;
+}
+
+/*
+ * The ioctl's status is GET_STATUS's: the opener of the file and the
+ * caller both need CAP_PERFMON or CAP_SYS_ADMIN.  The device is root's
+ * 0600; made 0666 here to show the ioctl checks on its own.
+ */
+TEST_F_TIMEOUT(perm, status_ioctl_needs_the_same_privilege, 60)
+{
+	const char *dev = "/dev/" BFT_DEV_NAME;
+	struct bft_ioc_status q = { 0 };
+	struct stat sb;
+	pid_t child = -1;
+	int fd, theirs;
+
+	ASSERT_EQ(0, bst_spinner_traced(&self->s, &self->target, NULL,
+					SPIN_METHOD, true));
+	fd = open(dev, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioctl(fd, BFT_IOC_STATUS, &q));
+	EXPECT_EQ(1, q.nr_probes);
+	/* root's file, asked by an unprivileged process */
+	EXPECT_EQ(EPERM, status_ioctl_as(NOBODY_USER, fd));
+	EXPECT_EQ(EPERM, status_ioctl_as(USERNS_ROOT, fd));
+	EXPECT_EQ(0, status_ioctl_as(PERFMON_NOBODY, fd));
+	close(fd);
+
+	ASSERT_EQ(0, stat(dev, &sb));
+	ASSERT_EQ(0, chmod(dev, 0666));
+	/* their own file */
+	EXPECT_EQ(EPERM, status_ioctl_as(NOBODY_USER, -1));
+	EXPECT_EQ(0, status_ioctl_as(PERFMON_NOBODY, -1));
+	/* an unprivileged opener's file, asked by root */
+	theirs = fd_opened_by_nobody(&child);
+	EXPECT_LE(0, theirs) TH_LOG("%s", strerror(-theirs));
+	if (theirs >= 0) {
+		EXPECT_EQ(-1, ioctl(theirs, BFT_IOC_STATUS, &q));
+		EXPECT_EQ(EPERM, errno);
+		close(theirs);
+	}
+	EXPECT_EQ(0, chmod(dev, sb.st_mode & 07777));
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
 }
 
 static void pause_refused(struct __test_metadata *_metadata,

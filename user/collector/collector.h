@@ -252,6 +252,17 @@ struct coll {
 
 uint64_t coll_now_ms(void);
 uint64_t coll_mono_ns(void);
+
+/* Shorten a poll timeout (-1: none yet) to end at at_ms at the latest. */
+static inline void coll_wait_until(uint64_t at_ms, int *timeout_ms)
+{
+	uint64_t now = coll_now_ms();
+	int wait = now >= at_ms ? 0 :
+		   (int)(at_ms - now > INT32_MAX ? INT32_MAX : at_ms - now);
+
+	if (*timeout_ms < 0 || *timeout_ms > wait)
+		*timeout_ms = wait;
+}
 void coll_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* methods.c */

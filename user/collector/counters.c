@@ -1094,15 +1094,21 @@ void counters_io(struct coll *c, const struct pollfd *p, int n)
 	}
 	now = coll_mono_ns();
 	if (now >= t->next_ns) {
-		if (t->state == C_UP)
+		bool up = t->state == C_UP;
+
+		if (up)
 			sample(c, now);
-		/* the grid does not drift; a missed tick is skipped */
+		/*
+		 * The grid does not drift; a missed tick is skipped.  With no
+		 * inspector the loop does not wake for ticks: none is missed.
+		 */
 		t->next_ns += t->interval_ns;
 		if (t->next_ns <= now) {
 			uint64_t behind = (now - t->next_ns) / t->interval_ns +
 					  1;
 
-			t->skipped += behind;
+			if (up)
+				t->skipped += behind;
 			t->next_ns += behind * t->interval_ns;
 		}
 	}

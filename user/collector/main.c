@@ -330,6 +330,8 @@ static bool lingering(const struct coll *c)
 	return counters_connected(c) && !got_signal;
 }
 
+#define TICK_SLACK_MS	100
+
 static int loop(struct coll *c)
 {
 	uint64_t next_tick = 0;
@@ -338,7 +340,7 @@ static int loop(struct coll *c)
 
 	while (!(c->exit_code && c->hq == HQ_NONE)) {
 		struct pollfd p[COLL_MAX_SENDERS + 8];
-		int n, ns = 0, nc, timeout = 100;
+		int n, ns = 0, nc, timeout = -1;
 		uint64_t now = coll_now_ms();
 		uint64_t budget = (uint64_t)(c->config.buffer_budget > 4096 ?
 					     c->config.buffer_budget : 4096);
@@ -365,8 +367,15 @@ static int loop(struct coll *c)
 					c->next_connect_ms - now : 0);
 		if (!ended && hq_pending(c) < budget)
 			ns = source_pollfds(c->src, p + n, 4, &timeout);
-		if (timeout > 100)
-			timeout = 100;
+		/*
+		 * Data, HQ and the inspector wake us through their fds; the
+		 * loop's own timers are the tick (a late one changes nothing:
+		 * it waits for a wake that comes anyway, up to TICK_SLACK_MS)
+		 * and HQ's heartbeat (on time).  An idle collector sleeps.
+		 */
+		coll_wait_until(next_tick + TICK_SLACK_MS, &timeout);
+		if (c->hq == HQ_UP)
+			coll_wait_until(c->next_heartbeat_ms, &timeout);
 		nc = counters_pollfds(c, p + n + ns, 1, &timeout);
 		if (poll(p, (nfds_t)(n + ns + nc), timeout) < 0 &&
 		    errno != EINTR)

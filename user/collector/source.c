@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "bft_bpf.h"
+#include "bft_dev_status.h"
 #include "bft_nl.h"
 #include "bft_rings.h"
 #include "bft_util.h"
@@ -58,6 +59,7 @@ struct source {
 	/* the module's status as last read, by anyone */
 	uint32_t st_probes, st_targets;
 	uint64_t st_ms;
+	bool status_by_nl;	/* the module has no BFT_IOC_STATUS */
 	uint64_t dumps, dump_ns, checks;	/* for -v */
 	/* what the loop's poll said of the module's fds (source_woke());
 	 * without it, source_read() looks at both */
@@ -164,6 +166,29 @@ int source_refresh_methods(struct coll *c)
  */
 #define METHODS_FULL_MS	10000
 #define STATUS_FRESH_MS	250
+#define REFRESH_SLACK_MS	100
+
+/*
+ * The module's status: through BFT_IOC_STATUS on a ring's file when the
+ * rings are open (a netlink round trip costs several times as much, and
+ * the counters ask ten times a second), else, or from a module without
+ * the ioctl, over netlink.
+ */
+static int get_status(struct source *s, struct bft_nl_status *st)
+{
+	int fd = s->rings ? bft_rings_dev_fd(s->rings) : -1;
+	int e;
+
+	if (s->bpf)
+		return bft_bpf_get_status(s->bpf, st);
+	if (fd >= 0 && !s->status_by_nl) {
+		e = bft_dev_status(fd, st);
+		if (e != -ENOTTY)
+			return e;
+		s->status_by_nl = true;
+	}
+	return bft_nl_get_status(s->nl, st);
+}
 
 static void note_status(struct source *s, const struct bft_nl_status *st)
 {
@@ -184,8 +209,7 @@ static void look_at_methods(struct coll *c)
 	}
 	/* the counters' samples may have read it just now */
 	if (coll_now_ms() - s->st_ms >= STATUS_FRESH_MS) {
-		if (s->bpf ? bft_bpf_get_status(s->bpf, &st) :
-		    bft_nl_get_status(s->nl, &st)) {
+		if (get_status(s, &st)) {
 			source_refresh_methods(c);
 			return;
 		}
@@ -246,8 +270,7 @@ static void update_status(struct coll *c)
 	struct source *s = c->src;
 	struct bft_nl_status st = { 0 };
 
-	if (s->bpf ? bft_bpf_get_status(s->bpf, &st) :
-	    bft_nl_get_status(s->nl, &st))
+	if (get_status(s, &st))
 		return;
 	/* the BPF backend has no mode events: a start shows here */
 	if (s->bpf && st.mode == BFT_MODE_TRACING &&
@@ -614,15 +637,6 @@ static int replay_read(struct coll *c)
 /* ---- both ---- */
 
 /* Lower *timeout_ms so that the poll ends by at_ms. */
-static void wait_until(uint64_t at_ms, int *timeout_ms)
-{
-	uint64_t now = coll_now_ms();
-	int wait = now >= at_ms ? 0 : (int)(at_ms - now);
-
-	if (*timeout_ms < 0 || *timeout_ms > wait)
-		*timeout_ms = wait;
-}
-
 int source_pollfds(struct source *s, struct pollfd *p, int max,
 		   int *timeout_ms)
 {
@@ -646,10 +660,14 @@ int source_pollfds(struct source *s, struct pollfd *p, int max,
 			p[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 		}
 		/*
-		 * No timer for the look at the method table: it waits for a
-		 * wake-up the loop has anyway (its timeout is 100 ms at most).
-		 * Without fds to sleep on, look at the rings every 20 ms.
+		 * The look at the method table takes a wake-up that comes
+		 * anyway (a sample, the tick) when one comes within
+		 * REFRESH_SLACK_MS of it being due.  Without fds to sleep on,
+		 * look at the rings every 20 ms.
 		 */
+		if (s->mode == BFT_MODE_TRACING)
+			coll_wait_until(s->next_refresh_ms + REFRESH_SLACK_MS,
+					timeout_ms);
 		if (!n && (*timeout_ms < 0 || *timeout_ms > 20))
 			*timeout_ms = 20;
 		return n;
@@ -665,13 +683,13 @@ int source_pollfds(struct source *s, struct pollfd *p, int max,
 				.events = POLLIN };
 		if (bft_bpf_rings_behind(s->brings))
 			*timeout_ms = 0;
-		wait_until(s->next_flush_ms, timeout_ms);
-		wait_until(s->next_refresh_ms, timeout_ms);
+		coll_wait_until(s->next_flush_ms, timeout_ms);
+		coll_wait_until(s->next_refresh_ms, timeout_ms);
 		return n;
 	}
 	if (!s->ended && !s->draining &&
 	    (s->mode == BFT_MODE_TRACING || s->mode == BFT_MODE_SUSPENDED))
-		wait_until(s->next_read_ms, timeout_ms);
+		coll_wait_until(s->next_read_ms, timeout_ms);
 	return 0;
 }
 
@@ -990,8 +1008,7 @@ int source_stats(struct coll *c, struct source_stats *st)
 		}
 		return 0;
 	}
-	e = s->bpf ? bft_bpf_get_status(s->bpf, &ks) :
-	    bft_nl_get_status(s->nl, &ks);
+	e = get_status(s, &ks);
 	if (e)
 		return e;
 	note_status(s, &ks);

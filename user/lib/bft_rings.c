@@ -276,6 +276,14 @@ int bft_rings_wait_fd(struct bft_rings *r)
 	return r->epfd;
 }
 
+int bft_rings_dev_fd(const struct bft_rings *r)
+{
+	for (unsigned int i = 0; r && i < r->nr_cpus; i++)
+		if (r->rings[i].fd >= 0)
+			return r->rings[i].fd;
+	return -1;
+}
+
 uint64_t bft_rings_bytes_read(const struct bft_rings *r, unsigned int cpu)
 {
 	return cpu < r->nr_cpus ? r->rings[cpu].bytes_read : 0;

@@ -67,6 +67,13 @@ void bft_rings_rearm(struct bft_rings *r);
  */
 int bft_rings_wait_fd(struct bft_rings *r);
 
+/*
+ * A descriptor of the device (the first bound ring's), for ioctls that
+ * any /dev/bftrace file answers, such as BFT_IOC_STATUS; -1 if none.
+ * It stays the rings': do not close it.
+ */
+int bft_rings_dev_fd(const struct bft_rings *r);
+
 /* Total bytes read from the CPU's ring since open. */
 uint64_t bft_rings_bytes_read(const struct bft_rings *r, unsigned int cpu);
 

@@ -358,6 +358,29 @@
  * its copy, and the writer's smp_load_acquire(tail) with the reader's
  * smp_store_release(tail) after its copy, so a slot is reused only after
  * it has been read.
+ *
+ * 2.5 The status without netlink: BFT_IOC_STATUS on any /dev/bftrace file,
+ * bound or not (ioctl number 0xc020bf02 on x86-64), answers what
+ * BFT_CMD_GET_STATUS answers, in one system call with no message to build
+ * or parse: a sampler asking ten times a second pays a few microseconds.
+ * The same permission holds: CAP_PERFMON or CAP_SYS_ADMIN in the initial
+ * user namespace, held both by the process that opened the file and by
+ * the caller; else -EPERM.  The caller sets nr_cpus to the number of
+ * struct bft_ioc_cpu_stats at cpus (0: none wanted) and pad to 0 (else
+ * -EINVAL); the module fills mode, nr_probes, nr_targets and owner, one
+ * entry per possible CPU in CPU order up to nr_cpus of them (pad 0), and
+ * sets nr_cpus to the number of possible CPUs, so a short array can be
+ * grown and the call repeated.  An unwritable array is -EFAULT.  Sizes:
+ * struct bft_ioc_status is 32 bytes, struct bft_ioc_cpu_stats 64.  E.g.
+ * a tracing session (mode 1) with 3 probes on 1 target, owner port 4242,
+ * on a 2-CPU machine, little-endian, asked with nr_cpus 2:
+ *   01 00 00 00  03 00 00 00  01 00 00 00  92 10 00 00
+ *   02 00 00 00  00 00 00 00  <the array's address, unchanged>
+ * and cpus[0], CPU 0 with 24 bytes used of 64 KiB, 10 records produced
+ * and written, 30 bytes written, 6 read:
+ *   00 00 00 00  18 00 00 00  00 00 01 00  00 00 00 00
+ *   0a 00.. (8)  0a 00.. (8)  00.. (8 lost)  00.. (8 suspended)
+ *   1e 00.. (8)  06 00.. (8)
  */
 #ifndef _UAPI_LINUX_BFTRACE_H
 #define _UAPI_LINUX_BFTRACE_H
@@ -623,8 +646,34 @@ enum bft_event {
 /* A record is at most this long: a ring never holds a longer one. */
 #define BFT_RECORD_MAX		32
 
-/* ioctls on /dev/bftrace */
+/* ioctls on /dev/bftrace (section 2.5) */
 #define BFT_IOC_MAGIC		0xBF
 #define BFT_IOC_BIND_CPU	_IOW(BFT_IOC_MAGIC, 1, __u32)
+
+/* BFT_IOC_STATUS: one CPU's ring, as the BFT_S_* of BFT_CMD_GET_STATUS */
+struct bft_ioc_cpu_stats {
+	__u32 cpu;
+	__u32 used;
+	__u32 size;
+	__u32 pad;
+	__u64 produced;
+	__u64 written;
+	__u64 lost;
+	__u64 suspended;
+	__u64 bytes_written;
+	__u64 bytes_read;
+};
+
+struct bft_ioc_status {
+	__u32 mode;		/* out: enum bft_mode */
+	__u32 nr_probes;	/* out */
+	__u32 nr_targets;	/* out */
+	__u32 owner;		/* out: the owning socket's port id, 0 none */
+	__u32 nr_cpus;		/* in: entries at cpus; out: possible CPUs */
+	__u32 pad;		/* must be 0 */
+	__u64 cpus;		/* in: user pointer to struct bft_ioc_cpu_stats[] */
+};
+
+#define BFT_IOC_STATUS		_IOWR(BFT_IOC_MAGIC, 2, struct bft_ioc_status)
 
 #endif /* _UAPI_LINUX_BFTRACE_H */
