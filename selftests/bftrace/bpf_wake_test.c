@@ -21,8 +21,11 @@
 
 #define PIN_DIR		"/sys/fs/bpf/bftrace-wake"
 #define WATERMARK	4096
-/* Each call is at least one 16-byte sample (8 of header): 4x the mark. */
-#define BURST		1000
+/*
+ * A call writes 2 bytes of records (its ENTER and EXIT), which go out in
+ * batches of about BFT_BPF_BATCH bytes: 20 KB, about 5x the mark.
+ */
+#define BURST		10000
 #define METHOD		7
 
 __attribute__((noipa, used)) void wake_fn(long v)

@@ -9,11 +9,20 @@
 #define BFT_BPF_SHARED_H
 
 /*
- * Bytes one hit can produce, as in the module: an EXIT run, LOST, SYNC,
- * BREAK, THREAD and the event, each at most BFT_RECORD_MAX (32) bytes.
- * A power of two: the programs mask offsets with it for the verifier.
+ * A batch below BFT_BPF_BATCH plus one hit's records, or what one hit
+ * can produce after an emptied batch, as in the module: an EXIT run,
+ * LOST, SYNC, BREAK, THREAD and the event, each at most BFT_RECORD_MAX
+ * (32) bytes.  A power of two: the programs mask offsets with it for the
+ * verifier.
  */
 #define BFT_BPF_SCRATCH		256
+
+/*
+ * The records of many hits go out together once this many bytes wait:
+ * a hit adds at most 32 (an EXIT run, a TIME, the event) to a batch,
+ * and the slow path's records follow an emptied one.
+ */
+#define BFT_BPF_BATCH		192
 
 /* The attach cookie: method id in the low half, BFT_PF_* in the high. */
 #define BFT_BPF_COOKIE(id, flags)	(((__u64)(flags) << 32) | (__u32)(id))
@@ -38,6 +47,7 @@ struct bft_bpf_cpu {
 	__u64 nested_lost;	/* atomic: drops while @busy */
 	__u64 busy;		/* atomic: a handler owns this state */
 	__u64 last_sync;	/* stream time of the last SYNC written */
+	__u64 batch_n;		/* records in @buf, counted in @written */
 	__u32 tgid;
 	__u32 tid;
 	__u32 run;		/* exits of the open EXIT run */
@@ -47,7 +57,7 @@ struct bft_bpf_cpu {
 	__u8 need_sync;
 	__u8 pending_break;	/* BFT_BREAK_* owed, 0 none */
 	__u8 run_units;		/* time units the open run's record carries */
-	__u8 buf[BFT_BPF_SCRATCH];	/* the records of one hit */
+	__u8 buf[BFT_BPF_SCRATCH];	/* the batch, not yet in the ring */
 };
 
 /* The one entry of the control map: what the module keeps in globals. */

@@ -1861,7 +1861,8 @@ int bft_bpf_unload(char *err, size_t errlen)
 /* ---- the reader ---- */
 
 /*
- * A sample is one hit's records, often a single byte: handing each to the
+ * A sample is a batch of records (user/bpf/bft.bpf.c), but a seal or a
+ * thread switch publishes a few bytes alone: handing each sample to the
  * callback and storing the read position per sample (a system call) cost
  * far more than decoding it.  So a poll gathers each CPU's samples, in
  * order, and delivers them, and the position, once per CPU at its end.
