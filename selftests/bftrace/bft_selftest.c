@@ -12,6 +12,7 @@
 #include <linux/genetlink.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -697,6 +698,32 @@ int bst_resolve(const struct bst_fn *fns, size_t n, struct bft_nl_probe *probes)
 		bft_elf_close(e);
 	}
 	return 0;
+}
+
+int bst_bpf_attach_self(struct bft_bpf *b, const char *func,
+			uint32_t method_id)
+{
+	static char exe[4096];
+	struct bst_fn fn = { .file = exe, .func = func, .method_id = method_id };
+	struct bft_nl_probe probe;
+	cpu_set_t one;
+	ssize_t n;
+	int err, res;
+
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		return -errno;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return n ? -errno : -ENOENT;
+	exe[n] = '\0';
+	err = bst_resolve(&fn, 1, &probe);
+	if (!err)
+		err = bft_bpf_attach(b, (uint32_t)getpid(), &probe, 1, &res);
+	if (err)
+		LOG("attaching %s: %s\n", func, bft_bpf_errmsg(b));
+	return err;
 }
 
 int bst_attach_fns(struct bst_session *s, pid_t tgid,

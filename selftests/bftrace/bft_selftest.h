@@ -316,6 +316,13 @@ void bst_show_log(const char *path);
  * failure: the programs did not load, ...).
  */
 int bst_bpf_open(struct bft_bpf **bp, char *why, size_t len);
+/*
+ * Attach func, a function of the test program itself, for a test that
+ * traces its own calls: the caller is bound to the CPU it runs on first,
+ * so every record is in one ring.  0 or -errno, said on stderr.
+ */
+int bst_bpf_attach_self(struct bft_bpf *b, const char *func,
+			uint32_t method_id);
 /* bpffs on /sys/fs/bpf, mounted if it is not (a guest's init may not). */
 void bst_bpf_mount(void);
 /* Close and unload the session. */

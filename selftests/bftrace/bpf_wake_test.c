@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,31 +51,17 @@ FIXTURE(bpf_wake) {
 
 FIXTURE_SETUP(bpf_wake)
 {
-	struct bft_nl_probe probe;
-	struct bst_fn fn = { .func = "wake_fn", .method_id = METHOD };
-	char why[512], exe[4096];
-	cpu_set_t one;
-	ssize_t len;
-	int r, res;
+	char why[512];
+	int r;
 
 	setenv("BFT_BPF_PIN_DIR", PIN_DIR, 1);
 	r = bst_bpf_open(&self->b, why, sizeof(why));
 	if (r > 0)
 		SKIP(return, "BPF backend: %s", why);
 	ASSERT_EQ(0, r) TH_LOG("%s", why);
-	/* every record in one ring */
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu(), &one);
-	ASSERT_EQ(0, sched_setaffinity(0, sizeof(one), &one));
-	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	ASSERT_LT(0, len);
-	exe[len] = '\0';
-	fn.file = exe;
-	ASSERT_EQ(0, bst_resolve(&fn, 1, &probe));
 	ASSERT_EQ(0, bft_bpf_set_opt(self->b, BFT_OPT_WATERMARK, WATERMARK,
 				     NULL)) TH_LOG("%s", bft_bpf_errmsg(self->b));
-	ASSERT_EQ(0, bft_bpf_attach(self->b, (uint32_t)getpid(), &probe, 1,
-				    &res)) TH_LOG("%s", bft_bpf_errmsg(self->b));
+	ASSERT_EQ(0, bst_bpf_attach_self(self->b, "wake_fn", METHOD));
 	ASSERT_EQ(0, bft_bpf_rings_open(self->b, &self->r, count_bytes,
 					&self->bytes));
 	ASSERT_EQ(0, bft_bpf_start(self->b, true, NULL))
