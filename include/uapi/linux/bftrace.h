@@ -527,7 +527,12 @@ enum bft_limit_attr {
 
 #define BFT_LIM_MAX (__BFT_LIM_MAX - 1)
 
-/* Per-CPU statistics, inside BFT_A_CPU. */
+/*
+ * Per-CPU statistics, inside BFT_A_CPU.  The BPF backend (docs/bpf-backend.md)
+ * counts an event as written when it enters its CPU's batch, which reaches
+ * the ring by the next flush; a batch the full ring refuses then moves from
+ * WRITTEN to LOST.  After a flush the two backends' counts mean the same.
+ */
 enum bft_stat_attr {
 	BFT_S_UNSPEC,
 	BFT_S_CPU,		/* u32 */
