@@ -1023,6 +1023,24 @@ int bst_decode(struct bst_trace *t, uint32_t nr_cpus,
 	return err;
 }
 
+size_t bst_marks_besides_losses(const struct bst_trace *t,
+				const struct bst_mark **first)
+{
+	size_t n = 0;
+
+	*first = NULL;
+	for (size_t i = 0; i < t->nmarks; i++) {
+		const struct bst_mark *mk = &t->marks[i];
+
+		if (mk->kind == BFT_REC_LOST ||
+		    (mk->kind == BFT_REC_BREAK && mk->value == BFT_BREAK_STOP))
+			continue;
+		if (!n++)
+			*first = mk;
+	}
+	return n;
+}
+
 void bst_trace_free(struct bst_trace *t)
 {
 	for (size_t i = 0; i < t->nth; i++) {

@@ -252,6 +252,12 @@ int bst_collect(struct bst_session *s, int quiet_ms, int max_ms,
 int bst_decode(struct bst_trace *t, uint32_t nr_cpus,
 	       const uint8_t *const *data, const size_t *lens);
 void bst_trace_free(struct bst_trace *t);
+/*
+ * The marks of t that are neither a LOST nor the stop's BREAK: after a
+ * ring overflow a loss is the only data break.  The first in *first.
+ */
+size_t bst_marks_besides_losses(const struct bst_trace *t,
+				const struct bst_mark **first);
 /* The thread tid of process tgid, or NULL. */
 const struct bst_thread *bst_trace_thread(const struct bst_trace *t,
 					  uint32_t tgid, uint32_t tid);

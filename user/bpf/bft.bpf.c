@@ -231,6 +231,13 @@ static __always_inline void ring_drop(struct bft_bpf_cpu *c, __u64 n)
 	c->pending_lost += n;
 }
 
+/* n records entered the batch: written now, unless the batch is lost. */
+static __always_inline void batched(struct bft_bpf_cpu *c, __u64 n)
+{
+	c->written += n;
+	c->batch_n += n;
+}
+
 /*
  * Records wait in a batch: a ring buffer sample per hit (the reservation's
  * lock, the header, the commit) was about a third of what a call cost
@@ -259,8 +266,7 @@ static __always_inline void ring_seal(struct bft_bpf_cpu *c, void *ring,
 {
 	if (c->run) {
 		put_exits(c, c->run, c->run_units);
-		c->written += c->run;
-		c->batch_n += c->run;
+		batched(c, c->run);
 		c->run = 0;
 	}
 	batch_flush(c, ring, wake_at);
@@ -373,7 +379,6 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 	 */
 	if (ctl->sync_ms && now - c->last_sync >= ctl->sync_ms * 1000000ULL)
 		c->need_sync = 1;
-	sync = c->need_sync || c->pending_break;
 	new_thread = !c->have_thread || c->need_sync || c->pending_break ||
 		     c->tid != tid || c->nsw != nsw;
 	c->produced++;
@@ -388,17 +393,14 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 			put_exits(c, c->run, c->run_units);
 		inline_units = put_lead_time(c, kind, units);
 		put_event(c, kind, id, inline_units);
-		c->written += c->run;
-		c->batch_n += c->run;
+		batched(c, c->run);
 		c->run = 0;
 		c->time += units * c->res;
 		c->run_units = inline_units;
-		if (kind == REC_EXIT) {
+		if (kind == REC_EXIT)
 			c->run = 1;
-		} else {
-			c->written++;
-			c->batch_n++;
-		}
+		else
+			batched(c, 1);
 		if (c->len >= BFT_BPF_BATCH)
 			batch_flush(c, ring, wake_at);
 		return;

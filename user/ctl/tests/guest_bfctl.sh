@@ -479,8 +479,7 @@ for line in open(sys.argv[6]):
         maps.append((int(f[2], 16), hi - lo, lo))
 def vaddr(off):
     return next((lo + off - pg for pg, size, lo in maps if pg <= off < pg + size), None)
-bpf = {p["mangled"]: by_ip[vaddr(p["entry_offset"])] for p in sub
-       if vaddr(p["entry_offset"]) in by_ip}
+bpf = {p["mangled"]: by_ip[a] for p in sub if (a := vaddr(p["entry_offset"])) in by_ip}
 hits = {m["name"]: m["hits"] for m in json.load(open(sys.argv[3]))["methods"]}
 rec = json.load(open(sys.argv[4]))
 calls = {m["name"]: m["calls"] for m in rec["methods"]}
