@@ -24,6 +24,12 @@
  */
 #define BFT_BPF_BATCH		192
 
+/*
+ * Method ids below this count their hits in an array, the rest in a
+ * hash (bft.bpf.c: hits_of()).  bfctl numbers a process's methods from 1.
+ */
+#define BFT_BPF_NEAR_IDS	65536
+
 /* The attach cookie: method id in the low half, BFT_PF_* in the high. */
 #define BFT_BPF_COOKIE(id, flags)	(((__u64)(flags) << 32) | (__u32)(id))
 

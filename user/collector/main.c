@@ -476,8 +476,14 @@ int main(int argc, char **argv)
 	}
 	rc = loop(&c);
 	counters_shutdown(&c);
-	if (c.o.verbose)
+	if (c.o.verbose) {
+		const struct bft_merge_stats *ms = bft_merge_stats(&c.merge);
+
 		source_log_costs(&c);
+		coll_log("merge: %" PRIu64 " records, %" PRIu64 " of them "
+			 "straight from the reads, at most %" PRIu64 " queued",
+			 ms->emitted, ms->direct, ms->max_queued);
+	}
 	if (c.hq == HQ_UP) {
 		pipeline_report_lost(&c);
 		pipeline_report_us(&c);

@@ -579,6 +579,9 @@ int pipeline_init(struct coll *c, unsigned int ncpus)
 		.on_error = on_stream_error,
 		.err_ctx = c,
 		.policy = BFT_STREAM_RESYNC,
+		/* a busy CPU's records skip the queue once the others allow:
+		 * a queue of a flush interval leaves the cache */
+		.direct = 1,
 	};
 	struct bft_calltree_opts co = { .on_call = on_call, .ctx = c };
 	int err;

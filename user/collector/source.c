@@ -381,10 +381,37 @@ methods:
 	return 0;
 }
 
+/*
+ * A read can bring a flush interval of a busy CPU's records, a hundred
+ * thousand and more.  Fed whole, they would all wait in the merge queue
+ * (56 bytes each) for the other CPUs' streams, and the queue would leave
+ * the cache, and the collector's own state with it.  Fed in slices with
+ * the merge run between them, they go out as soon as the other CPUs'
+ * streams allow, which the BPF reader helps by delivering the CPUs with
+ * little to say first (bft_bpf.c, deliver()).  The main loop's run
+ * reports what a run here fails with.
+ */
+#define FEED_SLICE 8192
+
 static int ring_cb(unsigned int cpu, const void *data, size_t len, void *arg)
 {
 	struct coll *c = arg;
-	int e = bft_merge_feed(&c->merge, cpu, data, len);
+	const uint8_t *p = data;
+	size_t off = 0;
+	int e = 0;
+
+	while (!e && len - off > FEED_SLICE) {
+		e = bft_merge_feed(&c->merge, cpu, p + off, FEED_SLICE);
+		off += FEED_SLICE;
+		if (!e && pipeline_run(c))
+			break;
+	}
+	if (off < len) {
+		int rest = bft_merge_feed(&c->merge, cpu, p + off, len - off);
+
+		if (!e)
+			e = rest;
+	}
 
 	if (c->src->reads && cpu < c->src->ncpus)
 		c->src->reads[cpu]++;
@@ -849,6 +876,8 @@ static int sim_mode_cmd(struct coll *c, int cmd)
 		return -EINVAL;
 	}
 	s->mode = to;
+	/* the merge looks once per run; a feed may emit (opts.direct) */
+	c->replay_suspended = to == BFT_MODE_SUSPENDED;
 	/* What the kernel's BREAK records do: stacks are void from here. */
 	if (cmd == BFT_CMD_SUSPEND)
 		pipeline_break(c);

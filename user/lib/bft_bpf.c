@@ -69,7 +69,8 @@ struct bft_bpf {
 	int ctl_fd;		/* bft_ctl_map */
 	int cpus_fd;		/* bft_cpus */
 	int rings_fd;		/* bft_rings */
-	int hits_fd;
+	int hits_fd;		/* bft_hits: ids below BFT_BPF_NEAR_IDS */
+	int hits_far_fd;	/* bft_hits_far: the others */
 	int methods_fd;
 	int read_fd;
 	int enter_fd, exit_fd, prog_ctl_fd;
@@ -80,7 +81,7 @@ struct bft_bpf {
 };
 
 static const char *const pin_names[] = {
-	"ctl", "cpus", "rings", "hits", "methods", "read",
+	"ctl", "cpus", "rings", "hits", "hits_far", "methods", "read",
 	"prog_enter", "prog_exit", "prog_ctl",
 };
 
@@ -88,7 +89,7 @@ static int *pin_fd(struct bft_bpf *b, size_t i)
 {
 	int *fds[] = {
 		&b->ctl_fd, &b->cpus_fd, &b->rings_fd, &b->hits_fd,
-		&b->methods_fd, &b->read_fd, &b->enter_fd, &b->exit_fd,
+		&b->hits_far_fd, &b->methods_fd, &b->read_fd, &b->enter_fd, &b->exit_fd,
 		&b->prog_ctl_fd,
 	};
 
@@ -96,6 +97,11 @@ static int *pin_fd(struct bft_bpf *b, size_t i)
 }
 
 #define NR_PINS (sizeof(pin_names) / sizeof(pin_names[0]))
+
+static int hits_map(const struct bft_bpf *b, uint32_t method_id)
+{
+	return method_id < BFT_BPF_NEAR_IDS ? b->hits_fd : b->hits_far_fd;
+}
 
 static int fail(struct bft_bpf *b, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -372,6 +378,7 @@ static int load_and_pin(struct bft_bpf *b)
 			bpf_map__fd(skel->maps.bft_cpus),
 			bpf_map__fd(skel->maps.bft_rings),
 			bpf_map__fd(skel->maps.bft_hits),
+			bpf_map__fd(skel->maps.bft_hits_far),
 			bpf_map__fd(skel->maps.bft_methods),
 			bpf_map__fd(skel->maps.bft_read),
 			bpf_program__fd(skel->progs.bft_enter),
@@ -435,6 +442,12 @@ static int open_pins(struct bft_bpf *b)
 		if (*pin_fd(b, i) < 0) {
 			int err = -errno;
 
+			if (err == -ENOENT && i)	/* "ctl" was there */
+				return fail(b, err, "the BPF session in %s has "
+					    "no %s: another version of bftrace "
+					    "made it; remove that directory to "
+					    "end it", bft_bpf_pin_dir(),
+					    pin_names[i]);
 			if (err == -ENOENT)
 				return fail(b, err, "no BPF session (%s is "
 					    "missing): attach or start one first",
@@ -917,8 +930,12 @@ static int record_method(struct bft_bpf *b, uint32_t tgid,
 	snprintf(m->name, sizeof(m->name), "%s", p->name ? p->name : "");
 	if (bpf_map_update_elem(b->methods_fd, &k, m, BPF_ANY))
 		err = fail(b, -errno, "method table: %s", strerror(errno));
-	/* a hit count per method id, kept across detach until start */
-	else if (bpf_map_update_elem(b->hits_fd, &p->method_id, zeros,
+	/*
+	 * A hit count per method id, kept across detach until start
+	 * (forget_gone()); a far id's is made here.
+	 */
+	else if (p->method_id >= BFT_BPF_NEAR_IDS &&
+		 bpf_map_update_elem(b->hits_far_fd, &p->method_id, zeros,
 				     BPF_NOEXIST) && errno != EEXIST)
 		err = fail(b, -errno, "hit counters: %s", strerror(errno));
 out:
@@ -1195,12 +1212,14 @@ static void forget_gone(struct bft_bpf *b)
 	while (m && zeros &&
 	       !bpf_map_get_next_key(b->methods_fd, prev, &next)) {
 		k = next;
+		/* a forgotten id starts from zero when it is used again */
+		bpf_map_update_elem(hits_map(b, k.method_id), &k.method_id,
+				    zeros, BPF_EXIST);
 		if (!bpf_map_lookup_elem(b->methods_fd, &k, m) &&
 		    (m->flags & BFT_PF_GONE)) {
 			bpf_map_delete_elem(b->methods_fd, &k);
 			continue;	/* the next key after a deleted one */
 		}
-		bpf_map_update_elem(b->hits_fd, &k.method_id, zeros, BPF_EXIST);
 		prev = &k;
 	}
 	free(m);
@@ -1612,7 +1631,8 @@ int bft_bpf_get_methods(struct bft_bpf *b, bft_nl_method_cb cb, void *arg)
 		nm.offset = m->offset;
 		nm.flags = m->flags;
 		nm.name = m->name;
-		if (!bpf_map_lookup_elem(b->hits_fd, &k.method_id, hits))
+		if (!bpf_map_lookup_elem(hits_map(b, k.method_id),
+					 &k.method_id, hits))
 			for (unsigned int c = 0; c < b->nr_cpus; c++)
 				nm.hits += hits[c];
 		ret = cb(&nm, arg);
@@ -1914,24 +1934,34 @@ static int on_sample(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-/* Hand every CPU's gathered bytes to the callback; store the positions. */
+/* A CPU's pass brought at most this much: delivered before the others. */
+#define DELIVER_FIRST	4096
+
+/*
+ * Hand every CPU's gathered bytes to the callback, the CPUs with little
+ * first: an idle CPU's flush SYNC moves its stream's time, and only then
+ * can a merge let a busy CPU's records through while they are still
+ * being fed (the collector's ring callback).  Store the positions.
+ */
 static int deliver(struct bft_bpf_rings *r)
 {
-	for (unsigned int cpu = 0; cpu < r->b->nr_cpus; cpu++) {
-		struct ring_ctx *c = &r->cpus[cpu];
-		int ret;
+	for (int big = 0; big <= 1; big++) {
+		for (unsigned int cpu = 0; cpu < r->b->nr_cpus; cpu++) {
+			struct ring_ctx *c = &r->cpus[cpu];
+			int ret;
 
-		if (c->bytes != c->bytes_stored) {
-			bpf_map_update_elem(r->b->read_fd, &c->cpu, &c->bytes,
-					    BPF_ANY);
-			c->bytes_stored = c->bytes;
+			if (!big && c->bytes != c->bytes_stored) {
+				bpf_map_update_elem(r->b->read_fd, &c->cpu,
+						    &c->bytes, BPF_ANY);
+				c->bytes_stored = c->bytes;
+			}
+			if (!c->pend.len || (c->pend.len > DELIVER_FIRST) != big)
+				continue;
+			ret = r->cb(cpu, c->pend.data, c->pend.len, r->arg);
+			c->pend.len = 0;
+			if (ret)
+				return ret < 0 ? ret : -ECANCELED;
 		}
-		if (!c->pend.len)
-			continue;
-		ret = r->cb(cpu, c->pend.data, c->pend.len, r->arg);
-		c->pend.len = 0;
-		if (ret)
-			return ret < 0 ? ret : -ECANCELED;
 	}
 	return 0;
 }

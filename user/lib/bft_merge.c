@@ -32,6 +32,7 @@ int bft_merge_init(struct bft_merge *m, const struct bft_merge_opts *o)
 	if (!o->ncpus || !o->on_record)
 		return -EINVAL;
 	m->o = *o;
+	m->direct_cpu = UINT32_MAX;
 	if (!m->o.kinds)
 		m->o.kinds = ~0u;
 	m->cpu = calloc(o->ncpus, sizeof(*m->cpu));
@@ -166,6 +167,37 @@ int bft_merge_push(struct bft_merge *m, const struct bft_record *r)
 	return enqueue(m, q, c, r);
 }
 
+/*
+ * A record of the CPU being fed goes out at once if it sorts before
+ * everything the other CPUs may still deliver (direct_lim, taken when the
+ * feed began: feeding one CPU changes no other).  Its CPU's queue is
+ * empty, or the feed would have stopped going direct.
+ */
+static int direct(struct bft_merge *m, struct bft_merge_cpu *q,
+		  const struct bft_record *r)
+{
+	const struct bft_merge_head *l = &m->direct_lim;
+	int ret;
+
+	if (!m->direct_unbounded &&
+	    (r->time_ns > l->t || (r->time_ns == l->t && r->cpu > l->cpu))) {
+		m->direct_cpu = UINT32_MAX;	/* the rest keeps its order */
+		return enqueue(m, q, r->cpu, r);
+	}
+	q->wm = r->time_ns;
+	if (!(m->o.kinds & BFT_REC_BIT(r->kind)))
+		return 0;
+	m->st.emitted++;
+	m->st.direct++;
+	ret = m->o.on_record(m->o.ctx, r);
+	if (ret) {
+		/* consumed, as a record the run hands over is */
+		m->direct_err = ret;
+		m->direct_cpu = UINT32_MAX;
+	}
+	return 0;
+}
+
 /* From a CPU's decoder, which bft_merge_feed only runs while it is open. */
 static int push_cb(void *ctx, const struct bft_record *r)
 {
@@ -174,7 +206,30 @@ static int push_cb(void *ctx, const struct bft_record *r)
 
 	if (r->time_ns < q->wm)	/* bft_merge_advance promised later */
 		return -EINVAL;
+	if (r->cpu == m->direct_cpu)
+		return direct(m, q, r);
 	return enqueue(m, q, r->cpu, r);
+}
+
+/* What the CPUs but cpu may still deliver, earliest first: direct_lim. */
+static void direct_begin(struct bft_merge *m, uint32_t cpu)
+{
+	m->direct_unbounded = 1;
+	for (uint32_t d = 0; d < m->o.ncpus; d++) {
+		const struct bft_merge_cpu *o = &m->cpu[d];
+		uint64_t t;
+
+		if (d == cpu || (!o->len && o->closed))
+			continue;
+		t = o->len ? o->q[o->head].time_ns : o->wm;
+		if (m->direct_unbounded || t < m->direct_lim.t ||
+		    (t == m->direct_lim.t && d < m->direct_lim.cpu)) {
+			m->direct_lim = (struct bft_merge_head){ t, d };
+			m->direct_unbounded = 0;
+		}
+	}
+	m->direct_cpu = cpu;
+	m->direct_err = 0;
 }
 
 int bft_merge_feed(struct bft_merge *m, uint32_t cpu, const void *buf,
@@ -188,11 +243,17 @@ int bft_merge_feed(struct bft_merge *m, uint32_t cpu, const void *buf,
 		return -EINVAL;
 	q = &m->cpu[cpu];
 	q->fed = 1;
+	if (m->o.direct && !q->len)
+		direct_begin(m, cpu);
 	r = bft_stream_feed(&q->dec, buf, n);
+	m->direct_cpu = UINT32_MAX;
 	/* records the decoder did not hand over still moved the time */
 	t = bft_stream_time(&q->dec);
 	if (t > q->wm)
 		q->wm = t;
+	if (!r)
+		r = m->direct_err;
+	m->direct_err = 0;
 	return r;
 }
 

@@ -44,11 +44,20 @@ struct bft_merge_opts {
 	int (*on_error)(void *ctx, const struct bft_stream_error *e);
 	void *err_ctx;
 	enum bft_stream_action policy;
+	/*
+	 * bft_merge_feed() hands a record straight to on_record, queueing
+	 * nothing, when its CPU has nothing queued and no other CPU can
+	 * still deliver a record that sorts before it.  A busy CPU's records
+	 * then skip the queue once the idle CPUs' watermarks have passed
+	 * them.  The output is the same.
+	 */
+	int direct;
 };
 
 struct bft_merge_stats {
 	uint64_t pushed;	/* records queued */
-	uint64_t emitted;
+	uint64_t emitted;	/* records handed to on_record */
+	uint64_t direct;	/* of those, straight from a feed (opts.direct) */
 	uint64_t max_queued;	/* largest total of queued records seen */
 };
 
@@ -68,12 +77,22 @@ struct bft_merge {
 	uint32_t heap_len;
 	uint64_t queued;
 	struct bft_merge_stats st;
+	/* the feed in progress may emit (opts.direct) records of this CPU
+	 * that sort before lim: UINT32_MAX none */
+	uint32_t direct_cpu;
+	int direct_unbounded;	/* no other CPU can deliver anything */
+	struct bft_merge_head direct_lim;
+	int direct_err;		/* what on_record returned there */
 };
 
 int bft_merge_init(struct bft_merge *m, const struct bft_merge_opts *o);
 void bft_merge_free(struct bft_merge *m);
 
-/* Decode bytes of cpu's stream into its queue (emits nothing). */
+/*
+ * Decode bytes of cpu's stream into its queue.  Emits nothing, unless
+ * opts.direct; then a nonzero value on_record returned is returned here,
+ * after the bytes were decoded (the rest of them queued).
+ */
 int bft_merge_feed(struct bft_merge *m, uint32_t cpu, const void *buf,
 		   size_t n);
 /* Queue one decoded record of CPU r->cpu (emits nothing). */

@@ -186,6 +186,48 @@ TEST_F(mg, callback_stop_resumes_on_next_run)
 	EXPECT_STREQ("0@1 0@2 0@3", self->out.s);
 }
 
+/*
+ * CPU 1 fed while CPU 0 is known up to 50: its records up to 50 go out
+ * from the feed, and from the first later one on it queues, in order.
+ */
+TEST(direct_feed_emits_what_no_cpu_can_precede)
+{
+	struct bft_merge_opts o = {
+		.ncpus = 2, .on_record = out_add, .direct = 1,
+		.kinds = BFT_REC_BIT(BFT_REC_ENTER) | BFT_REC_BIT(BFT_REC_EXIT),
+	};
+	struct out out = { .len = 0 };
+	struct bft_writer w;
+	struct bft_merge m;
+	const uint8_t *p;
+	size_t n;
+
+	o.ctx = &out;
+	ASSERT_EQ(0, bft_writer_init(&w, 10, 0));
+	ASSERT_EQ(0, bft_writer_enter(&w, 10, 1, 1, 7));
+	ASSERT_EQ(0, bft_writer_exit(&w, 50, 1, 1));
+	ASSERT_EQ(0, bft_writer_enter(&w, 60, 1, 1, 7));
+	ASSERT_EQ(0, bft_writer_exit(&w, 70, 1, 1));
+	ASSERT_EQ(0, bft_writer_seal(&w));
+	p = bft_writer_data(&w, &n);
+	ASSERT_EQ(0, bft_merge_init(&m, &o));
+	ASSERT_EQ(0, bft_merge_advance(&m, 0, 50));
+	ASSERT_EQ(0, bft_merge_feed(&m, 1, p, n));
+	/* 50 on CPU 1 sorts after 50 on CPU 0, which may still come */
+	EXPECT_STREQ("1@10", out.s);
+	EXPECT_EQ(1u, bft_merge_stats(&m)->direct);
+	EXPECT_EQ(3u, bft_merge_queued(&m));
+	ASSERT_EQ(0, bft_merge_advance(&m, 0, 65));
+	ASSERT_EQ(0, bft_merge_run(&m));
+	EXPECT_STREQ("1@10 1@50 1@60", out.s);
+	ASSERT_EQ(0, bft_merge_close(&m, 0));
+	ASSERT_EQ(0, bft_merge_run(&m));
+	EXPECT_STREQ("1@10 1@50 1@60 1@70", out.s);
+	EXPECT_EQ(1u, bft_merge_stats(&m)->direct);
+	bft_merge_free(&m);
+	bft_writer_free(&w);
+}
+
 TEST(kind_filter_drops_records_but_keeps_watermarks)
 {
 	struct out out = { .len = 0 };
@@ -264,7 +306,31 @@ static int same_records(const struct rec_log *a, const struct rec_log *b)
 	return 1;
 }
 
-TEST(streaming_merge_in_pieces_equals_merge_of_whole_streams)
+/* The same streams merged whole, and in pieces with and without opts.direct. */
+FIXTURE(pieces) {
+};
+
+FIXTURE_VARIANT(pieces) {
+	int direct;
+};
+
+FIXTURE_VARIANT_ADD(pieces, queued) {
+	.direct = 0,
+};
+
+FIXTURE_VARIANT_ADD(pieces, direct) {
+	.direct = 1,
+};
+
+FIXTURE_SETUP(pieces)
+{
+}
+
+FIXTURE_TEARDOWN(pieces)
+{
+}
+
+TEST_F(pieces, streaming_merge_in_pieces_equals_merge_of_whole_streams)
 {
 	enum { NCPU = 4 };
 	struct bft_writer w[NCPU];
@@ -273,7 +339,7 @@ TEST(streaming_merge_in_pieces_equals_merge_of_whole_streams)
 	struct bft_merge m;
 	size_t pos[NCPU] = { 0 }, len[NCPU];
 	const uint8_t *p[NCPU];
-	uint64_t seed = 77, prev = 0;
+	uint64_t seed = 77, prev = 0, direct;
 	int c, left;
 	size_t i;
 
@@ -289,6 +355,7 @@ TEST(streaming_merge_in_pieces_equals_merge_of_whole_streams)
 	bft_merge_free(&m);
 
 	o.ctx = &piece.l;
+	o.direct = variant->direct;
 	ASSERT_EQ(0, bft_merge_init(&m, &o));
 	do {
 		left = 0;
@@ -311,8 +378,15 @@ TEST(streaming_merge_in_pieces_equals_merge_of_whole_streams)
 	} while (left);
 	ASSERT_EQ(0, bft_merge_run(&m));
 	EXPECT_EQ(0u, bft_merge_queued(&m));
+	direct = bft_merge_stats(&m)->direct;
 	bft_merge_free(&m);
 
+	/* four busy CPUs fed in turns: now and then one goes straight through */
+	if (variant->direct) {
+		EXPECT_GT(direct, 0u);
+	} else {
+		EXPECT_EQ(0u, direct);
+	}
 	EXPECT_GT(whole.l.n, 20000u);
 	EXPECT_TRUE(same_records(&whole.l, &piece.l));
 	for (i = 0; i < whole.l.n; i++) {
