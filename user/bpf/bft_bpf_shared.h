@@ -26,7 +26,7 @@
 
 /*
  * Method ids below this count their hits in an array, the rest in a
- * hash (bft.bpf.c: hits_of()).  bfctl numbers a process's methods from 1.
+ * hash (bft.bpf.c: bft_enter()).  bfctl numbers a process's methods from 1.
  */
 #define BFT_BPF_NEAR_IDS	65536
 

@@ -230,7 +230,7 @@ struct coll {
 	bool suspended_for_hq;	/* we suspended because HQ was lost */
 	bool started;		/* HQ said start */
 	bool stopping;		/* drain and leave */
-	bool replay_suspended;	/* the merge in progress drops its records */
+	bool replay_suspended;	/* replay's mode is SUSPENDED: records dropped */
 	bool draining_done;
 	int exit_code;
 	/* accounting */

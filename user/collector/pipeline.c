@@ -598,22 +598,13 @@ int pipeline_init(struct coll *c, unsigned int ncpus)
 	return bft_calltree_init(&c->ct, &co);
 }
 
-/* Nothing a merge's callbacks do changes the mode: look once per merge. */
-static void look_at_mode(struct coll *c)
-{
-	c->replay_suspended = !source_is_kernel(c->src) &&
-			      source_mode(c) == BFT_MODE_SUSPENDED;
-}
-
 int pipeline_run(struct coll *c)
 {
-	look_at_mode(c);
 	return bft_merge_run(&c->merge);
 }
 
 int pipeline_drain(struct coll *c)
 {
-	look_at_mode(c);
 	return bft_merge_drain(&c->merge);
 }
 

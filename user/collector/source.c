@@ -876,7 +876,7 @@ static int sim_mode_cmd(struct coll *c, int cmd)
 		return -EINVAL;
 	}
 	s->mode = to;
-	/* the merge looks once per run; a feed may emit (opts.direct) */
+	/* set here, where the replay's mode changes: feeds emit too */
 	c->replay_suspended = to == BFT_MODE_SUSPENDED;
 	/* What the kernel's BREAK records do: stacks are void from here. */
 	if (cmd == BFT_CMD_SUSPEND)

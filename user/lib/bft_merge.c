@@ -176,11 +176,10 @@ int bft_merge_push(struct bft_merge *m, const struct bft_record *r)
 static int direct(struct bft_merge *m, struct bft_merge_cpu *q,
 		  const struct bft_record *r)
 {
-	const struct bft_merge_head *l = &m->direct_lim;
+	struct bft_merge_head h = { r->time_ns, r->cpu };
 	int ret;
 
-	if (!m->direct_unbounded &&
-	    (r->time_ns > l->t || (r->time_ns == l->t && r->cpu > l->cpu))) {
+	if (!m->direct_unbounded && !before(&h, &m->direct_lim)) {
 		m->direct_cpu = UINT32_MAX;	/* the rest keeps its order */
 		return enqueue(m, q, r->cpu, r);
 	}
@@ -217,14 +216,14 @@ static void direct_begin(struct bft_merge *m, uint32_t cpu)
 	m->direct_unbounded = 1;
 	for (uint32_t d = 0; d < m->o.ncpus; d++) {
 		const struct bft_merge_cpu *o = &m->cpu[d];
-		uint64_t t;
+		struct bft_merge_head h;
 
 		if (d == cpu || (!o->len && o->closed))
 			continue;
-		t = o->len ? o->q[o->head].time_ns : o->wm;
-		if (m->direct_unbounded || t < m->direct_lim.t ||
-		    (t == m->direct_lim.t && d < m->direct_lim.cpu)) {
-			m->direct_lim = (struct bft_merge_head){ t, d };
+		h.t = o->len ? o->q[o->head].time_ns : o->wm;
+		h.cpu = d;
+		if (m->direct_unbounded || before(&h, &m->direct_lim)) {
+			m->direct_lim = h;
 			m->direct_unbounded = 0;
 		}
 	}
