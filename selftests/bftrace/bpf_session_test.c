@@ -426,4 +426,49 @@ TEST(asking_makes_no_session)
 	EXPECT_EQ(0, bft_bpf_unload(why, sizeof(why))) TH_LOG("%s", why);
 }
 
+/*
+ * A session made by another version of bftrace (here: one pin missing) is
+ * refused with what it lacks and how to end it, by the library and by
+ * bfctl, instead of being read as this version's.
+ */
+#define STALE_DIR	PIN_DIR "-stale"
+
+TEST(other_versions_session_is_named)
+{
+	char why[512], log[] = "/tmp/bft-stale.XXXXXX", *out;
+	const char *argv[] = { "bfctl", "--backend", "bpf", "status", NULL };
+	struct bft_bpf *b;
+	pid_t pid;
+	int fd;
+
+	setenv("BFT_BPF_PIN_DIR", STALE_DIR, 1);
+	bst_bpf_mount();
+	if (bft_bpf_probe(why, sizeof(why)))
+		SKIP(return, "BPF backend: %s", why);
+	ASSERT_EQ(0, system("rm -rf " STALE_DIR));
+	ASSERT_EQ(0, bft_bpf_open_lazy(&b, why, sizeof(why))) TH_LOG("%s", why);
+	ASSERT_EQ(0, bft_bpf_set_opt(b, BFT_OPT_FLUSH_MS, 50, NULL))
+		TH_LOG("%s", bft_bpf_errmsg(b));
+	bft_bpf_close(b);
+	ASSERT_EQ(0, unlink(STALE_DIR "/hits_far"));
+
+	EXPECT_EQ(-ESTALE, bft_bpf_open_lazy(&b, why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "has no hits_far: another version of "
+			       "bftrace made it; remove that directory"))
+		TH_LOG("%s", why);
+
+	fd = mkstemp(log);
+	ASSERT_LE(0, fd);
+	close(fd);
+	pid = bst_spawn(argv, log);
+	ASSERT_LT(0, pid);
+	EXPECT_NE(0, bst_wait_exit(pid, 60000));
+	out = bst_slurp(log);
+	ASSERT_NE(NULL, out);
+	EXPECT_NE(NULL, strstr(out, "has no hits_far")) TH_LOG("%s", out);
+	free(out);
+	unlink(log);
+	EXPECT_EQ(0, system("rm -rf " STALE_DIR));
+}
+
 TEST_HARNESS_MAIN

@@ -442,8 +442,12 @@ static int open_pins(struct bft_bpf *b)
 		if (*pin_fd(b, i) < 0) {
 			int err = -errno;
 
-			if (err == -ENOENT && i)	/* "ctl" was there */
-				return fail(b, err, "the BPF session in %s has "
+			/*
+			 * "ctl" was there: not ENOENT, which every caller
+			 * takes for "no session yet" and goes on without one
+			 */
+			if (err == -ENOENT && i)
+				return fail(b, -ESTALE, "the BPF session in %s has "
 					    "no %s: another version of bftrace "
 					    "made it; remove that directory to "
 					    "end it", bft_bpf_pin_dir(),
