@@ -484,6 +484,16 @@ static int hq_ctl(FIXTURE_DATA(faults) *self, const char *sock,
 	return pid > 0 ? wait_exit(pid, 10000) : -1;
 }
 
+/* The count of the collector's summary line ("..., N dropped while ..."). */
+static long long dropped_while_suspended(const char *log)
+{
+	const char *p = strstr(log, " dropped while suspended");
+
+	while (p && p > log && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return p ? strtoll(p, NULL, 10) : -1;
+}
+
 TEST_F_TIMEOUT(faults, bfhq_control_socket_drives_the_agent, 600)
 {
 	char sock[PATH_MAX + 16], port[16], path[PATH_MAX + 64], *sum, *log;
@@ -532,7 +542,8 @@ TEST_F_TIMEOUT(faults, bfhq_control_socket_drives_the_agent, 600)
 	ASSERT_NE(NULL, log);
 	EXPECT_NE(NULL, strstr(log, "HQ: stop: finishing"));
 	EXPECT_NE(NULL, strstr(log, "ok suspend sent to 1 agent"));
-	EXPECT_NE(NULL, strstr(log, "dropped while suspended"));
+	/* the replay went on reading while suspended, as a kernel writes */
+	EXPECT_LT(0, dropped_while_suspended(log));
 	if (!_metadata->passed)
 		show_log(self->log);
 	free(sum);
