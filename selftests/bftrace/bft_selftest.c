@@ -882,6 +882,12 @@ static int on_record(void *arg, const struct bft_record *r)
 
 	if (r->cpu >= t->nr_cpus)
 		return -EINVAL;
+	if (r->kind == BFT_REC_LOST)
+		t->cpu[r->cpu].lost_records++;
+	else if (r->kind == BFT_REC_SYNC &&
+		 t->cpu[r->cpu].last_kind == BFT_REC_LOST)
+		t->cpu[r->cpu].lost_synced++;
+	t->cpu[r->cpu].last_kind = r->kind;
 	switch (r->kind) {
 	case BFT_REC_SYNC:
 		if (!t->cpu[r->cpu].syncs++)

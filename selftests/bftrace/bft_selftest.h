@@ -226,6 +226,9 @@ struct bst_cpu {
 	uint64_t breaks;
 	uint64_t syncs;
 	uint64_t first_time_ns;	/* of the first SYNC */
+	uint64_t lost_records;	/* LOST records */
+	uint64_t lost_synced;	/* of those, the ones a SYNC came right after */
+	uint16_t last_kind;	/* of this CPU's latest record */
 };
 
 struct bst_trace {

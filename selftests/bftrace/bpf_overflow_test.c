@@ -6,9 +6,10 @@
  * with the EXIT run after it.  With the smallest ring and no reader the
  * books must still be exact: per CPU, produced = written + lost; the
  * stream delivers every written event and LOST records summing to the
- * lost count; and each SYNC's sequence number agrees (bst_decode fails on
- * a gap).  The test traces a function of its own, on one CPU.  Runs
- * natively and in the guests; skips where BPF cannot run.
+ * lost count; each SYNC's sequence number agrees (bst_decode fails on a
+ * gap); and a SYNC comes right after every LOST, for the time base.  The
+ * test traces a function of its own, on one CPU.  Runs natively and in
+ * the guests; skips where BPF cannot run.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -90,6 +91,15 @@ TEST_F_TIMEOUT(bpf_overflow, a_full_ring_loses_whole_batches_and_counts_them, 12
 			TH_LOG("cpu %u: lost %llu, LOST records say %llu", c->cpu,
 			       (unsigned long long)lost,
 			       (unsigned long long)d->lost);
+		/*
+		 * the lost batch moved the writer's time base: the next
+		 * record must set it again, or later times come out early
+		 */
+		EXPECT_EQ(d->lost_records, d->lost_synced)
+			TH_LOG("cpu %u: %llu LOST records, %llu with a SYNC "
+			       "right after", c->cpu,
+			       (unsigned long long)d->lost_records,
+			       (unsigned long long)d->lost_synced);
 		lost_sum += d->lost;
 		events_sum += d->events;
 	}
