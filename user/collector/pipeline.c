@@ -46,13 +46,6 @@ static inline uint64_t rel_us(struct coll *c, uint64_t t)
 	return t > c->base_ns ? (t - c->base_ns) / 1000 : 0;
 }
 
-static inline uint32_t ms_of(uint64_t us)
-{
-	uint64_t ms = us / 1000;
-
-	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
-}
-
 /* ---- threads ---- */
 
 static uint32_t thash_slot(uint32_t tgid, uint32_t tid, uint32_t cap)
@@ -202,24 +195,27 @@ static void us_text_init(void)
 	}
 }
 
-/* Every event comes here: a copy from the table, not an snprintf(). */
-static inline void note_us(struct coll *c, uint64_t us)
-{
-	unsigned int v = (unsigned int)(us % 1000);
-	uint8_t *p;
+/*
+ * c->us: US_HEAD bytes kept free for the count, then ",frac" per message.
+ * The report writes the count into that room and overwrites the first
+ * comma, so the batch goes out where it was collected, without a copy.
+ */
+#define US_HEAD		12
 
+/* Every event comes here: a copy from the table, not an snprintf(). */
+static inline void note_us(struct coll *c, unsigned int frac)
+{
 	if (c->o.ms_only)
 		return;
-	if (c->us.cap - c->us.len < 4 && bft_buf_reserve(&c->us, 4))
+	if (!c->us_n)
+		c->us.len = 0;
+	if (c->us.cap - c->us.len < US_HEAD + 4 &&
+	    bft_buf_reserve(&c->us, US_HEAD + 4))
 		return;
-	p = c->us.data + c->us.len;
-	if (c->us_n) {
-		memcpy(p, us_text[v], 4);
-		c->us.len += us_len[v];
-	} else {
-		memcpy(p, us_text[v] + 1, 3);
-		c->us.len += us_len[v] - 1u;
-	}
+	if (!c->us_n)
+		c->us.len = US_HEAD;
+	memcpy(c->us.data + c->us.len, us_text[frac], 4);
+	c->us.len += us_len[frac];
 	c->us_n++;
 	if (c->us_n >= US_BATCH)
 		pipeline_report_us(c);
@@ -228,21 +224,20 @@ static inline void note_us(struct coll *c, uint64_t us)
 void pipeline_report_us(struct coll *c)
 {
 	struct bfp_msg m = { .id = BFP_MARKER, .str = "bftrace.us",
-			     .str_len = 10 };
-	struct bft_buf v = { 0 };
-	char head[16];
+			     .str_len = 10, .str2 = "0", .str2_len = 1 };
+	char head[US_HEAD + 1];
+	int n;
 
 	if (c->o.ms_only || c->hq != HQ_UP || !c->ndata ||
 	    (!c->us_n && c->us_declared))
 		return;
-	snprintf(head, sizeof(head), c->us_n ? "%u " : "%u", c->us_n);
-	if (bft_buf_append(&v, head, strlen(head)) ||
-	    bft_buf_append(&v, c->us.data, c->us.len)) {
-		bft_buf_free(&v);
-		return;
+	if (c->us_n) {
+		n = snprintf(head, sizeof(head), "%u", c->us_n);
+		c->us.data[US_HEAD] = ' ';
+		memcpy(c->us.data + US_HEAD - n, head, (size_t)n);
+		m.str2 = (const char *)c->us.data + US_HEAD - n;
+		m.str2_len = c->us.len - (US_HEAD - (size_t)n);
 	}
-	m.str2 = (const char *)v.data;
-	m.str2_len = v.len;
 	m.time = (uint32_t)c->last_stamp;
 	m.seq = c->seq;
 	if (!hq_data_msg(c, 0, &m)) {
@@ -251,7 +246,6 @@ void pipeline_report_us(struct coll *c)
 		c->us_n = 0;
 		c->us_declared = true;
 	}
-	bft_buf_free(&v);
 }
 
 static void send_break(struct coll *c)
@@ -373,8 +367,8 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 		      const struct bft_call_event *ev, uint8_t id,
 		      uint32_t exc)
 {
-	uint64_t us = rel_us(c, ev->time_ns);
-	uint32_t now = ms_of(us);
+	uint64_t us = rel_us(c, ev->time_ns), ms = us / 1000;
+	uint32_t now = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
 	int err;
 
 	if (!t->name_sent) {
@@ -396,7 +390,7 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 	if (err)
 		return err;
 	c->seq++;
-	note_us(c, us);
+	note_us(c, (unsigned int)(us - ms * 1000));
 	c->break_sent = false;
 	c->events_sent++;
 	c->last_stamp = now;

@@ -185,9 +185,14 @@ static int text_run(struct bft_ct_thread *t, char x, char c, uint64_t k)
 	return bft_buf_append(&t->text, tok, (size_t)n);
 }
 
-static int call(struct bft_calltree *ct, struct bft_ct_thread *t,
-		unsigned int kind, const struct frame *f, uint32_t depth,
-		uint64_t time_ns, unsigned int unwound)
+/*
+ * call(), enter() and exits() run for every event: inlined, the way from
+ * bft_calltree_feed() to the consumer is one call, not three.
+ */
+static inline __attribute__((always_inline)) int
+call(struct bft_calltree *ct, struct bft_ct_thread *t, unsigned int kind,
+     const struct frame *f, uint32_t depth, uint64_t time_ns,
+     unsigned int unwound)
 {
 	struct bft_call_event ev;
 
@@ -209,8 +214,8 @@ static int call(struct bft_calltree *ct, struct bft_ct_thread *t,
 	return ct->o.on_call(ct->o.ctx, &ev);
 }
 
-static int enter(struct bft_calltree *ct, const struct bft_record *r,
-		 int noret)
+static inline __attribute__((always_inline)) int
+enter(struct bft_calltree *ct, const struct bft_record *r, int noret)
 {
 	struct bft_ct_thread *t = get_thread(ct, r);
 	struct frame *f;
@@ -246,8 +251,9 @@ static int enter(struct bft_calltree *ct, const struct bft_record *r,
  * An EXIT run of r->value, or an UNWIND of r->value frames (unwound: its
  * reason), which closes frames the same way.
  */
-static int exits(struct bft_calltree *ct, const struct bft_record *r,
-		 unsigned int unwound)
+static inline __attribute__((always_inline)) int
+exits(struct bft_calltree *ct, const struct bft_record *r,
+      unsigned int unwound)
 {
 	struct bft_ct_thread *t = get_thread(ct, r);
 	uint64_t n = r->value;

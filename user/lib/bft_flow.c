@@ -6,9 +6,6 @@
 
 #include "bft_flow.h"
 
-/* A file sink is written in blocks of about this size. */
-#define FLOW_FILE_BLOCK	65536
-
 void bft_flow_writer_init_mem(struct bft_flow_writer *w, struct bft_buf *out)
 {
 	memset(w, 0, sizeof(*w));
@@ -31,22 +28,23 @@ static int flush_file(struct bft_flow_writer *w)
 	return 0;
 }
 
+/* Encoded in place: an event is a byte or two, too small for a copy. */
 static int put(struct bft_flow_writer *w, unsigned int flag, uint64_t v)
 {
-	uint8_t tmp[BFT_VARINT_MAX];
-	unsigned int n = bft_packed_put(tmp, flag, v);
-	int r;
+	struct bft_buf *b = w->out ? w->out : &w->buf;
+	unsigned int n;
 
 	if (w->err)
 		return w->err;
-	r = bft_buf_append(w->out ? w->out : &w->buf, tmp, n);
-	if (!r && w->f && w->buf.len >= FLOW_FILE_BLOCK)
-		r = flush_file(w);
-	if (r)
-		w->err = r;
-	else
-		w->bytes += n;
-	return r;
+	if (b->cap - b->len < BFT_VARINT_MAX &&
+	    (w->err = bft_buf_reserve(b, BFT_VARINT_MAX)))
+		return w->err;
+	n = bft_packed_put(b->data + b->len, flag, v);
+	b->len += n;
+	if (w->f && b->len >= BFT_FLOW_FILE_BLOCK && (w->err = flush_file(w)))
+		return w->err;
+	w->bytes += n;
+	return 0;
 }
 
 /* The pending run: "n exits" is written as EXIT n - 1. */
@@ -61,14 +59,14 @@ static int flush_pending(struct bft_flow_writer *w)
 	return r;
 }
 
-int bft_flow_enter(struct bft_flow_writer *w, uint64_t id)
+int bft_flow_enter_slow(struct bft_flow_writer *w, uint64_t id)
 {
 	int r = flush_pending(w);
 
 	return r ? r : put(w, BFT_FLAG_ENTER, id);
 }
 
-int bft_flow_exit(struct bft_flow_writer *w, uint64_t n)
+int bft_flow_exit_slow(struct bft_flow_writer *w, uint64_t n)
 {
 	/* a run beyond 2^64 - 1 exits cannot be one event */
 	if (n > UINT64_MAX - w->pending) {

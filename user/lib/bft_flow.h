@@ -35,9 +35,60 @@ struct bft_flow_writer {
 /* Write into out (appended to), or into f (buffered; f stays open). */
 void bft_flow_writer_init_mem(struct bft_flow_writer *w, struct bft_buf *out);
 void bft_flow_writer_init_file(struct bft_flow_writer *w, FILE *f);
-int bft_flow_enter(struct bft_flow_writer *w, uint64_t id);
+/* A file sink is written in blocks of about this size. */
+#define BFT_FLOW_FILE_BLOCK	65536
+
+/* What the inline bft_flow_enter() and bft_flow_exit() leave to them. */
+int bft_flow_enter_slow(struct bft_flow_writer *w, uint64_t id);
+int bft_flow_exit_slow(struct bft_flow_writer *w, uint64_t n);
+
+/* Values below this take at most two bytes packed. */
+#define BFT_FLOW_SHORT		(1u << 13)
+
+static inline size_t bft_flow_put_short(uint8_t *p, unsigned int flag,
+					uint64_t v)
+{
+	if (v <= BFT_PACK_PAYLOAD) {
+		p[0] = (uint8_t)(flag | v);
+		return 1;
+	}
+	p[0] = (uint8_t)(flag | BFT_PACK_CONT | (v & BFT_PACK_PAYLOAD));
+	p[1] = (uint8_t)(v >> 6);
+	return 2;
+}
+
+/*
+ * Inline, as the collector calls them for every event: the usual ENTER is
+ * the pending run, if any, and the id, each of one or two bytes, into a
+ * buffer with room.
+ */
+static inline int bft_flow_enter(struct bft_flow_writer *w, uint64_t id)
+{
+	struct bft_buf *b = w->out ? w->out : &w->buf;
+	size_t len = b->len, n = 0;
+
+	if (id >= BFT_FLOW_SHORT || w->pending > BFT_FLOW_SHORT || w->err ||
+	    len + 4 >= b->cap || (w->f && len + 4 >= BFT_FLOW_FILE_BLOCK))
+		return bft_flow_enter_slow(w, id);
+	if (w->pending) {
+		n = bft_flow_put_short(b->data + len, BFT_FLAG_EXIT,
+				       w->pending - 1);
+		w->pending = 0;
+	}
+	n += bft_flow_put_short(b->data + len + n, BFT_FLAG_ENTER, id);
+	b->len = len + n;
+	w->bytes += n;
+	return 0;
+}
+
 /* n consecutive exits, n >= 1 (n = 0 is a no-op). */
-int bft_flow_exit(struct bft_flow_writer *w, uint64_t n);
+static inline int bft_flow_exit(struct bft_flow_writer *w, uint64_t n)
+{
+	if (n > UINT64_MAX - w->pending)
+		return bft_flow_exit_slow(w, n);
+	w->pending += n;
+	return w->err;
+}
 /* Write the pending exits and flush to the file: the file is complete. */
 int bft_flow_writer_close(struct bft_flow_writer *w);
 uint64_t bft_flow_writer_bytes(const struct bft_flow_writer *w);

@@ -327,14 +327,14 @@ int bft_merge_run(struct bft_merge *m)
 			}
 		}
 		for (;;) {
-			const struct bft_record *h = &q->q[q->head];
-			struct bft_record rec;
+			/* on_record feeds nothing: the slot stays as it is */
+			const struct bft_record *rec = &q->q[q->head], *h;
 			int r;
 
-			if (!lim.none && (h->time_ns > lim.t ||
-					  (h->time_ns == lim.t && c > lim.cpu)))
+			if (!lim.none &&
+			    (rec->time_ns > lim.t ||
+			     (rec->time_ns == lim.t && c > lim.cpu)))
 				return 0;
-			rec = *h;
 			q->head = (q->head + 1) & (q->cap - 1);
 			m->queued--;
 			m->st.emitted++;
@@ -345,7 +345,7 @@ int bft_merge_run(struct bft_merge *m)
 				q->head = 0;
 				if (!q->closed)
 					limit_add(&lim, q->wm, c);
-				r = m->o.on_record(m->o.ctx, &rec);
+				r = m->o.on_record(m->o.ctx, rec);
 				if (r)
 					return r;
 				break;
@@ -354,12 +354,12 @@ int bft_merge_run(struct bft_merge *m)
 			m->heap[0].t = h->time_ns;
 			if (h->time_ns > nt || (h->time_ns == nt && c > nc)) {
 				sift_down(m, 0);
-				r = m->o.on_record(m->o.ctx, &rec);
+				r = m->o.on_record(m->o.ctx, rec);
 				if (r)
 					return r;
 				break;
 			}
-			r = m->o.on_record(m->o.ctx, &rec);
+			r = m->o.on_record(m->o.ctx, rec);
 			if (r)
 				return r;
 		}

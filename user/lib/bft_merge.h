@@ -37,7 +37,10 @@ struct bft_merge_opts {
 	uint32_t ncpus;
 	/* BFT_REC_BIT() mask of the kinds to emit; 0 means all. */
 	uint32_t kinds;
-	/* Return 0 to continue; nonzero stops the run, which returns it. */
+	/*
+	 * Return 0 to continue; nonzero stops the run, which returns it.  It
+	 * may not feed, advance or close this merge: r may be a queued record.
+	 */
 	int (*on_record)(void *ctx, const struct bft_record *r);
 	void *ctx;
 	/* For the decoders of bft_merge_feed (cpu, on_record, ctx ignored). */
