@@ -238,10 +238,15 @@ static __always_inline bool ring_put(struct bft_bpf_cpu *c, void *ring,
 	return true;
 }
 
+/*
+ * A SYNC follows every LOST: a lost batch moved the time base, and a
+ * reader resynchronises after a loss at an exact time and sequence.
+ */
 static __always_inline void ring_drop(struct bft_bpf_cpu *c, __u64 n)
 {
 	c->lost += n;
 	c->pending_lost += n;
+	c->need_sync = 1;
 }
 
 /* n records entered the batch: written now, unless the batch is lost. */
@@ -269,7 +274,6 @@ static __always_inline bool batch_flush(struct bft_bpf_cpu *c, void *ring,
 	c->written -= n;
 	ring_drop(c, n + c->run);
 	c->run = 0;
-	c->need_sync = 1;
 	return false;
 }
 

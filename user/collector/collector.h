@@ -271,8 +271,9 @@ int methods_add(struct methods *m, uint32_t id, const char *path,
 		const char *name, uint64_t offset);
 /*
  * The id itself: bfctl numbers probes 1, 2, 3... in both backends,
- * so neighbouring ids take neighbouring slots, none collide while the
- * table is at most half full, and the hot low ids share cache lines.
+ * so neighbouring ids take neighbouring slots, ids below the table's
+ * size never collide, and the hot low ids share cache lines.  Larger
+ * ids (a --methods file's, a made-up one) probe on as before.
  */
 static inline uint32_t methods_slot(uint32_t id, uint32_t cap)
 {

@@ -443,10 +443,11 @@ static int open_pins(struct bft_bpf *b)
 			int err = -errno;
 
 			/*
-			 * "ctl" was there: not ENOENT, which every caller
-			 * takes for "no session yet" and goes on without one
+			 * "ctl" was there, and still is (an unload removes
+			 * it first): not ENOENT, which every caller takes
+			 * for "no session yet" and goes on without one
 			 */
-			if (err == -ENOENT && i)
+			if (err == -ENOENT && i && bft_bpf_loaded())
 				return fail(b, -ESTALE, "the BPF session in %s has "
 					    "no %s: another version of bftrace "
 					    "made it; remove that directory to "

@@ -58,13 +58,14 @@ bool bft_bpf_loaded(void);
 
 /*
  * Open the session; with create, make one (load and pin) if there is
- * none.  Without create and no session: -ENOENT.  Opening a session
- * whose owner died ends it first.
+ * none.  Without create and no session: -ENOENT.  A session another
+ * version of bftrace made (a pin of this version's missing): -ESTALE.
+ * Opening a session whose owner died ends it first.
  */
 int bft_bpf_open(struct bft_bpf **bp, bool create, char *err, size_t errlen);
 /*
- * Open the session if there is one; if not, a handle that reads as an
- * idle session with the default options (status, caps, options, methods
+ * Open the session if there is one (-ESTALE as above); if not, a handle
+ * that reads as an idle session with the default options (status, caps, options, methods
  * change nothing) and makes the session at the first call that changes
  * something (attach, a mode command, set, a ring reader).
  */
