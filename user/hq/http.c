@@ -127,6 +127,16 @@ static ssize_t viewer_read(void *cls, uint64_t pos, char *buf, size_t max)
 			break;
 		}
 		pthread_mutex_lock(&h->lock);
+		/*
+		 * Not once hq_http_stop() has begun: it resumes what is
+		 * suspended before this, and libmicrohttpd aborts the
+		 * whole process when it is stopped with a connection
+		 * still suspended.
+		 */
+		if (h->stopping) {
+			pthread_mutex_unlock(&h->lock);
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
 		if (v->looked == h->changes) {
 			v->suspended = true;
 			MHD_suspend_connection(v->conn);
