@@ -42,42 +42,26 @@ void bft_flow_writer_init_file(struct bft_flow_writer *w, FILE *f);
 int bft_flow_enter_slow(struct bft_flow_writer *w, uint64_t id);
 int bft_flow_exit_slow(struct bft_flow_writer *w, uint64_t n);
 
-/* Values below this take at most two bytes packed. */
-#define BFT_FLOW_SHORT		(1u << 13)
-
-static inline size_t bft_flow_put_short(uint8_t *p, unsigned int flag,
-					uint64_t v)
-{
-	if (v <= BFT_PACK_PAYLOAD) {
-		p[0] = (uint8_t)(flag | v);
-		return 1;
-	}
-	p[0] = (uint8_t)(flag | BFT_PACK_CONT | (v & BFT_PACK_PAYLOAD));
-	p[1] = (uint8_t)(v >> 6);
-	return 2;
-}
-
 /*
  * Inline, as the collector calls them for every event: the usual ENTER is
- * the pending run, if any, and the id, each of one or two bytes, into a
- * buffer with room.
+ * the pending run, if any, and the id, into a buffer with room for both.
  */
 static inline int bft_flow_enter(struct bft_flow_writer *w, uint64_t id)
 {
 	struct bft_buf *b = w->out ? w->out : &w->buf;
-	size_t len = b->len, n = 0;
+	size_t len = b->len;
 
-	if (id >= BFT_FLOW_SHORT || w->pending > BFT_FLOW_SHORT || w->err ||
-	    len + 4 >= b->cap || (w->f && len + 4 >= BFT_FLOW_FILE_BLOCK))
+	if (w->err || len + 2 * BFT_VARINT_MAX >= b->cap ||
+	    (w->f && len + 2 * BFT_VARINT_MAX >= BFT_FLOW_FILE_BLOCK))
 		return bft_flow_enter_slow(w, id);
 	if (w->pending) {
-		n = bft_flow_put_short(b->data + len, BFT_FLAG_EXIT,
-				       w->pending - 1);
+		len += bft_packed_put(b->data + len, BFT_FLAG_EXIT,
+				      w->pending - 1);
 		w->pending = 0;
 	}
-	n += bft_flow_put_short(b->data + len + n, BFT_FLAG_ENTER, id);
-	b->len = len + n;
-	w->bytes += n;
+	len += bft_packed_put(b->data + len, BFT_FLAG_ENTER, id);
+	w->bytes += len - b->len;
+	b->len = len;
 	return 0;
 }
 

@@ -21,28 +21,6 @@ unsigned int bft_packed_len(uint64_t v)
 	return v <= BFT_PACK_PAYLOAD ? 1 : 1 + bft_leb128_len(v >> 6);
 }
 
-unsigned int bft_leb128_put(uint8_t *p, uint64_t v)
-{
-	unsigned int n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
-unsigned int bft_packed_put(uint8_t *p, unsigned int flag, uint64_t v)
-{
-	if (v <= BFT_PACK_PAYLOAD) {
-		p[0] = (uint8_t)(flag | v);
-		return 1;
-	}
-	p[0] = (uint8_t)(flag | BFT_PACK_CONT | (v & BFT_PACK_PAYLOAD));
-	return 1 + bft_leb128_put(p + 1, v >> 6);
-}
-
 /*
  * Shared tail of both decoders: plain LEB128 groups starting at bit 'shift'
  * of the value, with at most 'room' bytes allowed before the encoding counts

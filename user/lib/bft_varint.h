@@ -47,10 +47,30 @@ unsigned int bft_packed_len(uint64_t v);
 /*
  * Canonical encoders.  p must have room for BFT_VARINT_MAX bytes; they return
  * the number of bytes written (1..10).  flag is BFT_FLAG_ENTER or
- * BFT_FLAG_EXIT.
+ * BFT_FLAG_EXIT.  Inline: the collector encodes every event it writes.
  */
-unsigned int bft_leb128_put(uint8_t *p, uint64_t v);
-unsigned int bft_packed_put(uint8_t *p, unsigned int flag, uint64_t v);
+static inline unsigned int bft_leb128_put(uint8_t *p, uint64_t v)
+{
+	unsigned int n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+static inline unsigned int bft_packed_put(uint8_t *p, unsigned int flag,
+					  uint64_t v)
+{
+	if (v <= BFT_PACK_PAYLOAD) {
+		p[0] = (uint8_t)(flag | v);
+		return 1;
+	}
+	p[0] = (uint8_t)(flag | BFT_PACK_CONT | (v & BFT_PACK_PAYLOAD));
+	return 1 + bft_leb128_put(p + 1, v >> 6);
+}
 
 /*
  * Decoders of the n bytes at p.  Return the length of the varint (> 0) and
