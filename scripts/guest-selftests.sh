@@ -38,6 +38,8 @@ if [[ ! -f $ko ]]; then
 	exit 1
 fi
 export BFT_KO=$ko
+# The guest is the tests' own: offline_test takes a CPU offline and back.
+export BFT_TEST_HOTPLUG=1
 
 loaded() { [[ -d /sys/module/bftrace ]]; }
 if loaded; then

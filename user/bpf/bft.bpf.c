@@ -337,10 +337,12 @@ static __always_inline bool cpu_claim(struct bft_bpf_cpu *c)
 }
 
 /*
- * Every user of a CPU's state runs on that CPU (the handlers with
- * migration disabled, bft_ctl on the CPU it is run on), so a preempting
- * claimant sees these stores in program order: a plain store releases,
- * without the locked exchange that cost each handler a few nanoseconds.
+ * The handlers run on the CPU whose state they use, with migration
+ * disabled, so a preempting claimant sees these stores in program order:
+ * a plain store releases, without the locked exchange that cost each
+ * handler a few nanoseconds.  bft_ctl may serve an offline CPU from
+ * another one; x86 keeps stores in order (TSO), so the release holds
+ * across CPUs too, and bft_ctl releases with an exchange all the same.
  */
 static __always_inline void cpu_release(struct bft_bpf_cpu *c)
 {
@@ -590,15 +592,37 @@ static __always_inline void mark(struct bft_bpf_cpu *c, void *ring, __u8 brk)
 	}
 }
 
+/*
+ * Usually the CPU this runs on.  An offline CPU is served from another
+ * one: nothing runs there, and its batch and its heartbeat SYNCs must not
+ * wait for it to come back (the merge waits on them).  Before Linux 5.19
+ * there is no helper to reach another CPU's state; the verifier drops the
+ * branch its kernel lacks, and the offline CPU waits, as it used to.
+ */
+static __always_inline struct bft_bpf_cpu *ctl_cpu(__u32 cpu)
+{
+	__u32 zero = 0;
+
+	if (bpf_core_enum_value_exists(enum bpf_func_id,
+				       BPF_FUNC_map_lookup_percpu_elem))
+		return bpf_map_lookup_percpu_elem(&bft_cpus, &zero, cpu);
+	if (cpu != bpf_get_smp_processor_id())
+		return NULL;
+	return get_cpu();
+}
+
 SEC("raw_tp")
 int bft_ctl(struct bpf_raw_tracepoint_args *ctx)
 {
 	__u64 op = ctx->args[0], arg = ctx->args[1];
-	struct bft_bpf_cpu *c = get_cpu();
-	void *ring = cpu_ring();
+	__u32 cpu = (__u32)ctx->args[2];
+	struct bft_bpf_cpu *c = ctl_cpu(cpu);
+	void *ring = bpf_map_lookup_elem(&bft_rings, &cpu);
 	int ret = 0;
 
-	if (!c || !ring)
+	if (!c)
+		return BFT_BPF_NOCPU;
+	if (!ring)
 		return -1;
 	if (!cpu_claim(c))
 		return BFT_BPF_BUSY;
@@ -627,6 +651,6 @@ int bft_ctl(struct bpf_raw_tracepoint_args *ctx)
 	default:
 		ret = -1;
 	}
-	cpu_release(c);
+	__sync_lock_test_and_set(&c->busy, 0);
 	return ret;
 }

@@ -90,9 +90,12 @@ struct bft_bpf_ctl {
 #define BFT_BPF_F_MULTI		(1U << 0)
 
 /*
- * The control program (bft_ctl, run with BPF_PROG_TEST_RUN on one CPU):
- * ctx args[0] is the operation, args[1] its argument.  It returns
- * BFT_BPF_BUSY when a handler owns the CPU's state (the caller retries).
+ * The control program (bft_ctl, run with BPF_PROG_TEST_RUN): ctx args[0]
+ * is the operation, args[1] its argument, args[2] the CPU whose state and
+ * ring it works on.  It runs on that CPU, or, when the CPU is offline, on
+ * any other.  It returns BFT_BPF_BUSY when a handler owns the CPU's state
+ * (the caller retries), BFT_BPF_NOCPU when it cannot reach that CPU's
+ * state from where it runs (an offline CPU, before Linux 5.19).
  */
 enum bft_bpf_op {
 	BFT_BPF_OP_SEAL = 1,	/* seal the EXIT run; ret 1 if active */
@@ -103,6 +106,7 @@ enum bft_bpf_op {
 };
 
 #define BFT_BPF_BUSY	0x100
+#define BFT_BPF_NOCPU	0x101
 
 /*
  * The method table (bft_methods, user space only): what the module keeps

@@ -80,9 +80,16 @@ struct bft_bpf {
 	char err[512];
 };
 
+/*
+ * A pin is renamed when what it holds changes in a way another version
+ * would misread: that version then finds a pin missing and refuses the
+ * session (ESTALE, open_pins()).  prog_ctl_cpu: bft_ctl takes the CPU to
+ * work on as args[2]; an older caller passed two, and CPU 0 would have
+ * been served in place of every other.
+ */
 static const char *const pin_names[] = {
 	"ctl", "cpus", "rings", "hits", "hits_far", "methods", "read",
-	"prog_enter", "prog_exit", "prog_ctl",
+	"prog_enter", "prog_exit", "prog_ctl_cpu",
 };
 
 static int *pin_fd(struct bft_bpf *b, size_t i)
@@ -572,21 +579,31 @@ void bft_bpf_close(struct bft_bpf *b)
 static int run_ctl(struct bft_bpf *b, unsigned int cpu, uint64_t op,
 		   uint64_t arg, int *ret)
 {
-	uint64_t args[2] = { op, arg };
+	uint64_t args[3] = { op, arg, cpu };
 	struct timespec ts = { 0, 100000 };
+	bool offline = false;
 
 	for (int tries = 0; tries < 10000; tries++) {
 		LIBBPF_OPTS(bpf_test_run_opts, o,
 			    .ctx_in = args, .ctx_size_in = sizeof(args),
-			    .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = cpu);
+			    .flags = offline ? 0 : BPF_F_TEST_RUN_ON_CPU,
+			    .cpu = offline ? 0 : cpu);
 
 		if (bpf_prog_test_run_opts(b->prog_ctl_fd, &o)) {
-			/* an offline CPU: nothing runs there to write */
-			if (errno == ENXIO)
-				return 0;
+			/*
+			 * An offline CPU: served from this one, or its
+			 * batch and heartbeats wait until it is back.
+			 */
+			if (errno == ENXIO && !offline) {
+				offline = true;
+				continue;
+			}
 			return fail(b, -errno, "running the control program "
-				    "on CPU %u: %s", cpu, strerror(errno));
+				    "for CPU %u: %s", cpu, strerror(errno));
 		}
+		/* a kernel before 5.19 cannot serve it: it waits */
+		if (o.retval == BFT_BPF_NOCPU && offline)
+			return 0;
 		if (o.retval != BFT_BPF_BUSY) {
 			if (ret)
 				*ret = (int)o.retval;
