@@ -18,6 +18,7 @@
 #include <linux/bftrace.h>
 
 #include "bft_compat.h"
+#include "bft_tbits.h"
 
 /* Options: read locklessly by the hot path, written under bft_lock. */
 struct bft_opts {
@@ -81,6 +82,8 @@ struct bft_ring {
 	u8 pending_break;	/* BREAK reason not yet written */
 	u32 run;		/* exits in the open, unpublished EXIT run */
 	u8 run_units;		/* the time units its record carries */
+	u8 tbits;		/* time bits of the last SYNC (uapi 2.1) */
+	struct bft_tb_hist tb;	/* the records since, for the next one */
 	bool flushed;		/* the flush timer sealed data not yet read */
 
 	/* counters */

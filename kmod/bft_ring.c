@@ -50,7 +50,17 @@ struct bft_recbuf {
 	u8 b[BFT_HIT_MAX];
 	u32 len;
 	u64 time;		/* stream time after these records */
+	u8 tbits;		/* time bits of their ENTER and EXIT values */
+	bool sync;		/* they hold a SYNC, which chose @tbits */
 };
+
+static void bft_recbuf_init(struct bft_recbuf *rb, const struct bft_ring *r)
+{
+	rb->len = 0;
+	rb->time = r->time;
+	rb->tbits = r->tbits;
+	rb->sync = false;
+}
 
 struct bft_ring *bft_ring_get(unsigned int cpu)
 {
@@ -99,14 +109,23 @@ static void bft_ring_drop(struct bft_ring *r, u64 n)
 static void bft_ring_seal(struct bft_ring *r)
 {
 	u8 b[BFT_RECORD_MAX];
+	unsigned int n;
 
 	if (!r->run)
 		return;
-	if (bft_ring_put(r, b, bft_put_exits(b, r->run, r->run_units)))
+	n = bft_put_exits(b, r->tbits, r->run, r->run_units);
+	if (bft_ring_put(r, b, n))
 		r->written += r->run;
 	else
 		bft_ring_drop(r, r->run);
 	r->run = 0;
+}
+
+/* A new session starts from the default, not from the last one's rate. */
+static void bft_ring_reset_tbits(struct bft_ring *r)
+{
+	r->tbits = BFT_TIME_BITS;
+	memset(&r->tb, 0, sizeof(r->tb));
 }
 
 static void bft_ring_set_res(struct bft_ring *r, u32 res)
@@ -130,30 +149,29 @@ static u64 bft_ring_units(const struct bft_ring *r, u64 delta)
 }
 
 /*
- * The time before an event: an ENTER or EXIT carries up to BFT_UNITS_INLINE
- * units itself, anything else gets a TIME record at *@p.  Returns the
- * units the event carries.
+ * The time before an event: an ENTER or EXIT carries up to
+ * bft_units_inline(@tbits) units itself, anything else gets a TIME record
+ * at *@p.  Returns the units the event carries.
  */
-static __always_inline u8 bft_put_lead_time(u8 **p, enum bft_rec kind,
-					    u64 units)
+static __always_inline u8 bft_put_lead_time(u8 **p, u8 tbits,
+					    enum bft_rec kind, u64 units)
 {
 	if ((kind == BFT_REC_ENTER || kind == BFT_REC_EXIT) &&
-	    units <= BFT_UNITS_INLINE)
+	    units <= bft_units_inline(tbits))
 		return units;
 	*p += bft_put_units(*p, units);
 	return 0;
 }
 
 /* The event itself; an exit's byte waits in the run (bft_ring_seal()). */
-static inline unsigned int bft_put_event(u8 *p, enum bft_rec kind, u32 id,
-					 u32 arg, u8 units)
+static inline unsigned int bft_put_event(u8 *p, u8 tbits, enum bft_rec kind,
+					 u32 id, u32 arg, u8 units)
 {
 	unsigned int n;
 
 	switch (kind) {
 	case BFT_REC_ENTER:
-		return bft_put_packed(p, BFT_F_ENTER,
-				      ((u64)id << BFT_TIME_BITS) | units);
+		return bft_put_packed(p, BFT_F_ENTER, ((u64)id << tbits) | units);
 	case BFT_REC_NORET:
 		n = bft_put_esc(p, BFT_ESC_ENTER_NORET);
 		return n + bft_put_varint(p + n, id);
@@ -185,8 +203,10 @@ static void bft_put_owed(struct bft_ring *r, struct bft_recbuf *rb, u64 now)
 		p += bft_put_varint(p, r->written + r->lost);
 		p += bft_put_varint(p, now);
 		p += bft_put_varint(p, r->res);
-		p += bft_put_varint(p, BFT_TIME_BITS);
+		rb->tbits = bft_tb_pick(&r->tb, r->tbits);
+		p += bft_put_varint(p, rb->tbits);
 		rb->time = now;
+		rb->sync = true;
 	}
 	if (r->pending_break) {
 		p += bft_put_esc(p, BFT_ESC_BREAK);
@@ -195,14 +215,17 @@ static void bft_put_owed(struct bft_ring *r, struct bft_recbuf *rb, u64 now)
 	rb->len = p - rb->b;
 }
 
-/* THREAD or time before an event; returns the units the event carries. */
+/*
+ * THREAD or time before an event; returns the units the event carries,
+ * and the units since the record before in *@units (0 after a THREAD).
+ */
 static u8 bft_put_when(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
-		       bool new_thread, enum bft_rec kind)
+		       bool new_thread, enum bft_rec kind, u64 *units)
 {
 	u8 *p = rb->b + rb->len;
 	u8 inline_units = 0;
-	u64 units;
 
+	*units = 0;
 	if (new_thread) {
 		p += bft_put_esc(p, BFT_ESC_THREAD);
 		p += bft_put_varint(p, current->tgid);
@@ -210,9 +233,9 @@ static u8 bft_put_when(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
 		p += bft_put_varint(p, now - rb->time);
 		rb->time = now;
 	} else {
-		units = bft_ring_units(r, now - rb->time);
-		inline_units = bft_put_lead_time(&p, kind, units);
-		rb->time += units * r->res;
+		*units = bft_ring_units(r, now - rb->time);
+		inline_units = bft_put_lead_time(&p, rb->tbits, kind, *units);
+		rb->time += *units * r->res;
 	}
 	rb->len = p - rb->b;
 	return inline_units;
@@ -225,6 +248,19 @@ static void bft_ring_commit_owed(struct bft_ring *r, struct bft_recbuf *rb)
 	r->need_sync = false;
 	r->pending_break = 0;
 	r->time = rb->time;
+	if (rb->sync) {
+		/* the SYNC's tbits hold from here; count afresh for the next */
+		r->tbits = rb->tbits;
+		memset(&r->tb, 0, sizeof(r->tb));
+	}
+}
+
+/* An ENTER or EXIT went out, @units after the record before it. */
+static __always_inline void bft_ring_note(struct bft_ring *r,
+					  enum bft_rec kind, u32 id, u64 units)
+{
+	if (kind == BFT_REC_ENTER || kind == BFT_REC_EXIT)
+		bft_tb_note(&r->tb, kind == BFT_REC_ENTER, id, units);
 }
 
 static u64 bft_ring_now(struct bft_ring *r)
@@ -258,13 +294,14 @@ static __always_inline bool bft_ring_fast(struct bft_ring *r,
 	start = r->data + pos;
 	p = start;
 	if (r->run) {
-		p += bft_put_exits(p, r->run, r->run_units);
+		p += bft_put_exits(p, r->tbits, r->run, r->run_units);
 		r->written += r->run;
 		r->run = 0;
 	}
-	inline_units = bft_put_lead_time(&p, kind, units);
+	inline_units = bft_put_lead_time(&p, r->tbits, kind, units);
 	r->time += units * r->res;
-	p += bft_put_event(p, kind, id, arg, inline_units);
+	p += bft_put_event(p, r->tbits, kind, id, arg, inline_units);
+	bft_ring_note(r, kind, id, units);
 	if (kind == BFT_REC_EXIT) {
 		/* its byte goes out when the run is sealed */
 		r->run = 1;
@@ -291,18 +328,20 @@ static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
 	struct task_struct *tsk = current;
 	struct bft_recbuf rb;
 	u8 inline_units;
+	u64 units;
 
 	bft_ring_seal(r);
-	rb.len = 0;
-	rb.time = r->time;
+	bft_recbuf_init(&rb, r);
 	bft_put_owed(r, &rb, now);
-	inline_units = bft_put_when(r, &rb, now, new_thread, kind);
-	rb.len += bft_put_event(rb.b + rb.len, kind, id, arg, inline_units);
+	inline_units = bft_put_when(r, &rb, now, new_thread, kind, &units);
+	rb.len += bft_put_event(rb.b + rb.len, rb.tbits, kind, id, arg,
+				inline_units);
 	if (!bft_ring_put(r, rb.b, rb.len)) {
 		bft_ring_drop(r, 1);
 		return 0;
 	}
 	bft_ring_commit_owed(r, &rb);
+	bft_ring_note(r, kind, id, units);
 	if (new_thread) {
 		r->have_thread = true;
 		r->tgid = tsk->tgid;
@@ -372,8 +411,7 @@ static void bft_ring_mark(struct bft_ring *r, u64 now, u8 brk)
 	struct bft_recbuf rb;
 
 	bft_ring_seal(r);
-	rb.len = 0;
-	rb.time = r->time;
+	bft_recbuf_init(&rb, r);
 	r->need_sync = true;
 	if (brk)
 		r->pending_break = brk;
@@ -453,6 +491,7 @@ static void bft_ring_mark_fn(struct bft_ring_op *op)
 
 	if (op->restart) {
 		bft_ring_set_res(r, op->res);
+		bft_ring_reset_tbits(r);
 		r->have_thread = false;
 	}
 	bft_ring_mark(r, op->now, op->brk);
@@ -759,6 +798,7 @@ static void bft_ring_reset(struct bft_ring *r, u8 *data, u32 size)
 	r->pending_lost = 0;
 	r->pending_break = 0;
 	r->run = 0;
+	bft_ring_reset_tbits(r);
 	r->flushed = false;
 }
 

@@ -45,13 +45,15 @@ static inline unsigned int bft_put_esc(u8 *p, u8 kind)
 }
 
 /* The most time units an ENTER or EXIT carries in its own value (2.1). */
-#define BFT_UNITS_INLINE	((1U << BFT_TIME_BITS) - 1)
+static inline u32 bft_units_inline(u8 tbits)
+{
+	return (1U << tbits) - 1;
+}
 
 /* An EXIT run of @n exits, @units after the record before it. */
-static inline unsigned int bft_put_exits(u8 *p, u32 n, u8 units)
+static inline unsigned int bft_put_exits(u8 *p, u8 tbits, u32 n, u8 units)
 {
-	return bft_put_packed(p, BFT_F_EXIT,
-			      ((u64)(n - 1) << BFT_TIME_BITS) | units);
+	return bft_put_packed(p, BFT_F_EXIT, ((u64)(n - 1) << tbits) | units);
 }
 
 /* Stream time += @units time units: nothing, TIME_SHORT or TIME. */

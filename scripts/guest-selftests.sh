@@ -96,6 +96,12 @@ for t in "${tests[@]}"; do
 	elif ((rc != 0)); then
 		failed=1
 	fi
+	# a test killed before its teardown (offline_test) must not leave
+	# the tests after it one CPU short
+	for c in /sys/devices/system/cpu/cpu[0-9]*/online; do
+		[[ $(cat "$c") == 1 ]] && continue
+		echo 1 >"$c" || result "not ok" "${c%/online} back online after $name"
+	done
 done
 
 if loaded; then

@@ -4,8 +4,9 @@
  * records of include/uapi/linux/bftrace.h (section 2), byte for byte what
  * bftrace.ko's kmod/bft_ring.c writes for the same events, into one BPF
  * ring buffer per CPU; and bft_ctl, which user space runs on a chosen CPU
- * (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU) for what the module's
- * flush work and mode changes write there: seals, SYNC, BREAK.
+ * (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU), or for an offline CPU on
+ * its own, for what the module's flush work and mode changes write there:
+ * seals, SYNC, BREAK.
  *
  * A CPU's records collect in its scratch buffer and go out as one ring
  * buffer sample once BFT_BPF_BATCH bytes are there, or when bft_ctl seals
@@ -34,7 +35,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define F_EXIT		0x00
 #define PACK_CONT	0x40
 #define PACK_LOW	0x3f
-#define UNITS_INLINE	((1U << BFT_TIME_BITS) - 1)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
@@ -159,28 +159,28 @@ static __always_inline void put_units(struct bft_bpf_cpu *c, __u64 units)
 static __always_inline void put_exits(struct bft_bpf_cpu *c, __u32 n,
 				      __u8 units)
 {
-	put_packed(c, F_EXIT, ((__u64)(n - 1) << BFT_TIME_BITS) | units);
+	put_packed(c, F_EXIT, ((__u64)(n - 1) << (c->tbits & 7)) | units);
 }
 
 /*
- * The time before an event: an ENTER or EXIT carries up to
- * UNITS_INLINE units itself, anything else gets a TIME record.  Returns
- * the units the event carries.
+ * The time before an event: an ENTER or EXIT carries up to 2^tbits - 1
+ * units itself, anything else gets a TIME record.  Returns the units the
+ * event carries.
  */
-static __always_inline __u8 put_lead_time(struct bft_bpf_cpu *c,
+static __always_inline __u8 put_lead_time(struct bft_bpf_cpu *c, __u8 tbits,
 					  enum rec kind, __u64 units)
 {
-	if (kind != REC_NORET && units <= UNITS_INLINE)
+	if (kind != REC_NORET && units < (1U << (tbits & 7)))
 		return units;
 	put_units(c, units);
 	return 0;
 }
 
-static __always_inline void put_event(struct bft_bpf_cpu *c, enum rec kind,
-				      __u32 id, __u8 units)
+static __always_inline void put_event(struct bft_bpf_cpu *c, __u8 tbits,
+				      enum rec kind, __u32 id, __u8 units)
 {
 	if (kind == REC_ENTER) {
-		put_packed(c, F_ENTER, ((__u64)id << BFT_TIME_BITS) | units);
+		put_packed(c, F_ENTER, ((__u64)id << (tbits & 7)) | units);
 	} else if (kind == REC_NORET) {
 		put_esc(c, BFT_ESC_ENTER_NORET);
 		put_varint(c, id);
@@ -289,9 +289,13 @@ static __always_inline void ring_seal(struct bft_bpf_cpu *c, void *ring,
 	batch_flush(c, ring, wake_at);
 }
 
-/* Records owed before anything else: LOST, then SYNC, then BREAK. */
+/*
+ * Records owed before anything else: LOST, then SYNC, then BREAK.  A SYNC
+ * chooses the time bits of what follows it (kmod/bft_tbits.h) into
+ * *tbits, which commit_owed() makes the CPU's once the records are out.
+ */
 static __always_inline void put_owed(struct bft_bpf_cpu *c, __u64 now,
-				     __u64 *time)
+				     __u64 *time, __u8 *tbits)
 {
 	if (c->pending_lost) {
 		put_esc(c, BFT_ESC_LOST);
@@ -302,7 +306,8 @@ static __always_inline void put_owed(struct bft_bpf_cpu *c, __u64 now,
 		put_varint(c, c->written + c->lost);
 		put_varint(c, now);
 		put_varint(c, c->res);
-		put_varint(c, BFT_TIME_BITS);
+		*tbits = bft_tb_pick(&c->tb, c->tbits);
+		put_varint(c, *tbits);
 		*time = now;
 	}
 	if (c->pending_break) {
@@ -311,12 +316,26 @@ static __always_inline void put_owed(struct bft_bpf_cpu *c, __u64 now,
 	}
 }
 
-static __always_inline void commit_owed(struct bft_bpf_cpu *c, __u64 time)
+static __always_inline void commit_owed(struct bft_bpf_cpu *c, __u64 time,
+					bool sync, __u8 tbits)
 {
 	c->pending_lost = 0;
 	c->need_sync = 0;
 	c->pending_break = 0;
 	c->time = time;
+	if (sync) {
+		/* the SYNC's tbits hold from here; count afresh for the next */
+		c->tbits = tbits;
+		__builtin_memset(&c->tb, 0, sizeof(c->tb));
+	}
+}
+
+/* An ENTER or EXIT went out, units after the record before it. */
+static __always_inline void note(struct bft_bpf_cpu *c, enum rec kind,
+				 __u32 id, __u64 units)
+{
+	if (kind != REC_NORET)
+		bft_tb_note(&c->tb, kind == REC_ENTER, id, units);
 }
 
 /* Drops while another handler owned the state become owed LOSTs. */
@@ -341,8 +360,10 @@ static __always_inline bool cpu_claim(struct bft_bpf_cpu *c)
  * disabled, so a preempting claimant sees these stores in program order:
  * a plain store releases, without the locked exchange that cost each
  * handler a few nanoseconds.  bft_ctl may serve an offline CPU from
- * another one; x86 keeps stores in order (TSO), so the release holds
- * across CPUs too, and bft_ctl releases with an exchange all the same.
+ * another one while it comes back; x86 keeps stores in order (TSO), so
+ * the release holds across CPUs too (the programs are built for x86 only:
+ * a weakly ordered CPU would need the exchange here), and bft_ctl
+ * releases with an exchange all the same.
  */
 static __always_inline void cpu_release(struct bft_bpf_cpu *c)
 {
@@ -373,7 +394,7 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 	__u32 wake_at = ctl->watermark;
 	__u64 now, nsw, units, time;
 	bool new_thread, sync;
-	__u8 inline_units = 0;
+	__u8 inline_units = 0, tbits;
 	void *ring;
 
 	ring = cpu_ring();
@@ -409,8 +430,9 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 		}
 		if (c->run)
 			put_exits(c, c->run, c->run_units);
-		inline_units = put_lead_time(c, kind, units);
-		put_event(c, kind, id, inline_units);
+		inline_units = put_lead_time(c, c->tbits, kind, units);
+		put_event(c, c->tbits, kind, id, inline_units);
+		note(c, kind, id, units);
 		batched(c, c->run);
 		c->run = 0;
 		c->time += units * c->res;
@@ -429,7 +451,9 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 	sync = c->need_sync || c->pending_break;
 	new_thread = new_thread || sync;
 	time = c->time;
-	put_owed(c, now, &time);
+	tbits = c->tbits;
+	units = 0;
+	put_owed(c, now, &time, &tbits);
 	if (new_thread) {
 		put_esc(c, BFT_ESC_THREAD);
 		put_varint(c, tgid);
@@ -438,15 +462,16 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 		time = now;
 	} else {
 		units = units_of(c, now - time);
-		inline_units = put_lead_time(c, kind, units);
+		inline_units = put_lead_time(c, tbits, kind, units);
 		time += units * c->res;
 	}
-	put_event(c, kind, id, inline_units);
+	put_event(c, tbits, kind, id, inline_units);
 	if (!ring_put(c, ring, wake_at)) {
 		ring_drop(c, 1);
 		return;
 	}
-	commit_owed(c, time);
+	commit_owed(c, time, sync, tbits);
+	note(c, kind, id, units);
 	if (sync)
 		c->last_sync = now;
 	if (new_thread) {
@@ -575,6 +600,7 @@ int bft_exit(struct pt_regs *regs)
 static __always_inline void mark(struct bft_bpf_cpu *c, void *ring, __u8 brk)
 {
 	__u64 now = bpf_ktime_get_ns(), time;
+	__u8 tbits;
 
 	ring_seal(c, ring, WAKE_NOW);
 	time = c->time;
@@ -583,9 +609,10 @@ static __always_inline void mark(struct bft_bpf_cpu *c, void *ring, __u8 brk)
 		c->pending_break = brk;
 	if (now < c->time)
 		now = c->time;
-	put_owed(c, now, &time);
+	tbits = c->tbits;
+	put_owed(c, now, &time, &tbits);
 	if (ring_put(c, ring, WAKE_NOW)) {
-		commit_owed(c, time);
+		commit_owed(c, time, true, tbits);
 		c->last_sync = now;
 		/* a reader may start at any SYNC: name the thread again */
 		c->have_thread = 0;
@@ -599,12 +626,15 @@ static __always_inline void mark(struct bft_bpf_cpu *c, void *ring, __u8 brk)
  * there is no helper to reach another CPU's state; the verifier drops the
  * branch its kernel lacks, and the offline CPU waits, as it used to.
  */
+/* a flavour of its own: a vmlinux.h made on such a kernel lacks the value */
+enum bpf_func_id___bft { BPF_FUNC_map_lookup_percpu_elem___bft = 195 };
+
 static __always_inline struct bft_bpf_cpu *ctl_cpu(__u32 cpu)
 {
 	__u32 zero = 0;
 
-	if (bpf_core_enum_value_exists(enum bpf_func_id,
-				       BPF_FUNC_map_lookup_percpu_elem))
+	if (bpf_core_enum_value_exists(enum bpf_func_id___bft,
+				       BPF_FUNC_map_lookup_percpu_elem___bft))
 		return bpf_map_lookup_percpu_elem(&bft_cpus, &zero, cpu);
 	if (cpu != bpf_get_smp_processor_id())
 		return NULL;
@@ -634,6 +664,9 @@ int bft_ctl(struct bpf_raw_tracepoint_args *ctx)
 		break;
 	case BFT_BPF_OP_RESTART:
 		c->res = arg;
+		/* kmod/bft_ring.c: bft_ring_reset_tbits() */
+		c->tbits = BFT_TIME_BITS;
+		__builtin_memset(&c->tb, 0, sizeof(c->tb));
 		c->have_thread = 0;
 		mark(c, ring, 0);
 		break;

@@ -3,10 +3,13 @@
  * What the BPF programs of user/bpf/bft.bpf.c and their loader
  * (user/lib/bft_bpf.c) share: the layout of the maps' values and the
  * operations of the control program.  Included by both sides, so only
- * __u8/__u32/__u64 appear here.
+ * __u8/__u32/__u64 appear here.  Both include linux/bftrace.h first.
  */
 #ifndef BFT_BPF_SHARED_H
 #define BFT_BPF_SHARED_H
+
+/* the module's rule for choosing tbits at a SYNC, so the bytes agree */
+#include "../../kmod/bft_tbits.h"
 
 /*
  * A batch below BFT_BPF_BATCH plus one hit's records, or what one hit
@@ -37,7 +40,8 @@
  * One CPU's writer state: the module's struct bft_ring without the bytes
  * (those live in the CPU's BPF ring buffer).  A handler owns it while
  * @busy is set; a handler that finds it set (another one on this CPU was
- * preempted or interrupted while writing) drops its event into
+ * preempted or interrupted while writing, or bft_ctl serves the CPU from
+ * another one as it comes back online) drops its event into
  * @nested_lost, which the owner turns into a LOST record later.
  */
 struct bft_bpf_cpu {
@@ -63,6 +67,8 @@ struct bft_bpf_cpu {
 	__u8 need_sync;
 	__u8 pending_break;	/* BFT_BREAK_* owed, 0 none */
 	__u8 run_units;		/* time units the open run's record carries */
+	__u8 tbits;		/* time bits of the last SYNC (uapi 2.1) */
+	struct bft_tb_hist tb;	/* the records since, for the next SYNC */
 	__u8 buf[BFT_BPF_SCRATCH];	/* the batch, not yet in the ring */
 };
 

@@ -84,8 +84,9 @@ struct bft_bpf {
  * A pin is renamed when what it holds changes in a way another version
  * would misread: that version then finds a pin missing and refuses the
  * session (ESTALE, open_pins()).  prog_ctl_cpu: bft_ctl takes the CPU to
- * work on as args[2]; an older caller passed two, and CPU 0 would have
- * been served in place of every other.
+ * work on as args[2].  An older program ignores it and works on the CPU it
+ * runs on: for an offline CPU, served from this one, it would seal and
+ * mark this CPU's ring (a second stop BREAK there) instead.
  */
 static const char *const pin_names[] = {
 	"ctl", "cpus", "rings", "hits", "hits_far", "methods", "read",
@@ -439,6 +440,29 @@ static int create_once(struct bft_bpf *b)
 	return err;
 }
 
+/*
+ * A version whose per-CPU state has another layout would be read, and
+ * written, at the wrong offsets: refuse its session as one without a pin
+ * of ours.
+ */
+static int check_layout(struct bft_bpf *b)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(b->cpus_fd, &info, &len))
+		return fail(b, -errno, "reading the BPF session's per-CPU "
+			    "state: %s", strerror(errno));
+	if (info.value_size != sizeof(struct bft_bpf_cpu))
+		return fail(b, -ESTALE, "the BPF session in %s keeps its "
+			    "per-CPU state in another layout (%u bytes, not "
+			    "%zu): another version of bftrace made it; remove "
+			    "that directory to end it", bft_bpf_pin_dir(),
+			    info.value_size, sizeof(struct bft_bpf_cpu));
+	return 0;
+}
+
 static int open_pins(struct bft_bpf *b)
 {
 	char p[PATH_MAX];
@@ -467,7 +491,7 @@ static int open_pins(struct bft_bpf *b)
 			return fail(b, err, "opening %s: %s", p, strerror(-err));
 		}
 	}
-	return 0;
+	return check_layout(b);
 }
 
 static void close_pins(struct bft_bpf *b)
@@ -609,7 +633,8 @@ static int run_ctl(struct bft_bpf *b, unsigned int cpu, uint64_t op,
 				*ret = (int)o.retval;
 			return 0;
 		}
-		/* a handler on that CPU was preempted mid-record: wait */
+		/* a handler on that CPU was preempted mid-record (or, served
+		 * from here, runs there again as it comes back): wait */
 		nanosleep(&ts, NULL);
 	}
 	return fail(b, -EBUSY, "CPU %u stays busy", cpu);

@@ -193,8 +193,14 @@
  *   ENTER: value = (method id << tbits) | units.
  *   EXIT:  value = ((number of consecutive exits - 1) << tbits) | units.
  *
- *   tbits is the last field of the SYNC before the record (2.2): both
- *   writers use BFT_TIME_BITS.  units, the low tbits bits, is a TIME delta
+ *   tbits is the last field of the SYNC before the record (2.2).  Both
+ *   writers start a session at BFT_TIME_BITS and choose tbits again at
+ *   every SYNC: the value from 0 to BFT_TIME_BITS_MAX in which the ENTER
+ *   and EXIT records since the SYNC before would have taken the fewest
+ *   bytes (the one they had on a tie; kmod/bft_tbits.h), so events that
+ *   come several units apart (a trap that costs microseconds) still take
+ *   a byte each.  A reader takes tbits from each SYNC and assumes nothing
+ *   else about it.  units, the low tbits bits, is a TIME delta
  *   applied before the event: stream time += units * res_ns, exactly as a
  *   TIME_SHORT record in front of it would.  A delta that does not fit
  *   goes into a TIME or TIME_SHORT record before the event, which then
@@ -213,6 +219,12 @@
  *   1 exit, 2 units later             02
  *   3 exits, same unit                08
  *   65 exits, 1 unit later            41 04
+ *   tbits 4:
+ *   ENTER 1, 7 units later            97
+ *   ENTER 3, 15 units later           bf
+ *   ENTER 4, same unit                c0 01
+ *   1 exit, 9 units later             09
+ *   2 exits, same unit                10
  *   tbits 0 (seeds/001):
  *   ENTER 1        81
  *   ENTER 64       c0 01
@@ -629,7 +641,7 @@ enum bft_event {
 #define BFT_ESC_UNWIND		8
 #define BFT_ESC_TIME_SHORT	0x20	/* 0x20..0x3f: 1..32 units */
 #define BFT_TIME_SHORT_MAX	32
-/* 2.1: time bits of ENTER and EXIT values, as both writers set them */
+/* 2.1: time bits of ENTER and EXIT values at a session's start */
 #define BFT_TIME_BITS		2
 #define BFT_TIME_BITS_MAX	5
 

@@ -311,6 +311,56 @@ TEST(writer_produces_timed_examples)
 	bft_writer_free(&w);
 }
 
+/*
+ * The writers choose tbits again at every SYNC (bftrace.h 2.1): the
+ * records after a SYNC read with its tbits, those before with the last
+ * one's.  The tbits 4 examples of bftrace.h 2.1:
+ *   SYNC seq 0, time 1000000, res 1000, 2  41 00 00 c0 84 3d e8 07 02
+ *   THREAD 1234/1235, 500 ns               42 00 d2 09 d3 09 f4 03
+ *   ENTER 1, 3 units later                 87
+ *   1 exit, 2 units later                  02
+ *   SYNC seq 2, time 1100000, res 1000, 4  41 00 02 e0 91 43 e8 07 04
+ *   THREAD 1234/1235, 0 ns                 42 00 d2 09 d3 09 00
+ *   ENTER 1, 7 units later                 97
+ *   ENTER 3, 15 units later                bf
+ *   ENTER 4, same unit                     c0 01
+ *   1 exit, 9 units later                  09
+ *   2 exits, same unit                     10
+ */
+static const char retimed_hex[] =
+	"41 00 00 c0 84 3d e8 07 02" "42 00 d2 09 d3 09 f4 03" "87" "02"
+	"41 00 02 e0 91 43 e8 07 04" "42 00 d2 09 d3 09 00"
+	"97" "bf" "c0 01" "09" "10";
+
+static const struct want retimed_want[] = {
+	{ BFT_REC_SYNC, 0, 1000000, 0 },
+	{ BFT_REC_THREAD, 500, 1000500, 9 },
+	{ BFT_REC_ENTER, 1, 1003500, 17 },
+	{ BFT_REC_EXIT, 1, 1005500, 18 },
+	{ BFT_REC_SYNC, 2, 1100000, 19 },
+	{ BFT_REC_THREAD, 0, 1100000, 28 },
+	{ BFT_REC_ENTER, 1, 1107000, 35 },
+	{ BFT_REC_ENTER, 3, 1122000, 36 },
+	{ BFT_REC_ENTER, 4, 1122000, 37 },
+	{ BFT_REC_EXIT, 1, 1131000, 39 },
+	{ BFT_REC_EXIT, 2, 1131000, 40 },
+};
+
+static void check_retimed(struct __test_metadata *_metadata,
+			  const struct rec_log *l)
+{
+	check_want(_metadata, l, retimed_want,
+		   sizeof(retimed_want) / sizeof(retimed_want[0]));
+	EXPECT_EQ(7u, l->r[6].value2);	/* the units ENTER 1 carried */
+	EXPECT_EQ(15u, l->r[7].value2);
+	EXPECT_EQ(9u, l->r[9].value2);
+}
+
+TEST(a_sync_changes_the_time_bits_of_what_follows)
+{
+	decode_split_everywhere(_metadata, retimed_hex, 2, 9, check_retimed);
+}
+
 /* Decode hex with the given error action; returns feed/finish's result. */
 static int decode_hex(const char *hex, struct rec_log *l, int action,
 		      struct bft_stream *s)
