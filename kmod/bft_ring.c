@@ -490,6 +490,8 @@ static void bft_ring_mark_fn(struct bft_ring_op *op)
 	struct bft_ring *r = op->r;
 
 	if (op->restart) {
+		/* an open run goes out under the tbits it was begun with */
+		bft_ring_seal(r);
 		bft_ring_set_res(r, op->res);
 		bft_ring_reset_tbits(r);
 		r->have_thread = false;

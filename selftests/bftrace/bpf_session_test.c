@@ -471,4 +471,38 @@ TEST(other_versions_session_is_named)
 	EXPECT_EQ(0, system("rm -rf " STALE_DIR));
 }
 
+/*
+ * Its per-CPU state in another layout (here: a map of another value size
+ * pinned in its place) is refused too, before anything reads it into a
+ * buffer of this version's size.
+ */
+TEST(other_layouts_state_is_refused)
+{
+	char why[512];
+	struct bft_bpf *b;
+	int fd;
+
+	setenv("BFT_BPF_PIN_DIR", STALE_DIR, 1);
+	bst_bpf_mount();
+	if (bft_bpf_probe(why, sizeof(why)))
+		SKIP(return, "BPF backend: %s", why);
+	ASSERT_EQ(0, system("rm -rf " STALE_DIR));
+	ASSERT_EQ(0, bft_bpf_open_lazy(&b, why, sizeof(why))) TH_LOG("%s", why);
+	ASSERT_EQ(0, bft_bpf_set_opt(b, BFT_OPT_FLUSH_MS, 50, NULL))
+		TH_LOG("%s", bft_bpf_errmsg(b));
+	bft_bpf_close(b);
+	ASSERT_EQ(0, unlink(STALE_DIR "/cpus_tbits"));
+	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "bft_cpus", 4, 64, 1,
+			    NULL);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, bpf_obj_pin(fd, STALE_DIR "/cpus_tbits"));
+	close(fd);
+
+	EXPECT_EQ(-ESTALE, bft_bpf_open_lazy(&b, why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "per-CPU state in another layout (64 "
+			       "bytes"))
+		TH_LOG("%s", why);
+	EXPECT_EQ(0, system("rm -rf " STALE_DIR));
+}
+
 TEST_HARNESS_MAIN

@@ -663,6 +663,8 @@ int bft_ctl(struct bpf_raw_tracepoint_args *ctx)
 		ret = c->produced != c->sync_written;
 		break;
 	case BFT_BPF_OP_RESTART:
+		/* an open run goes out under the tbits it was begun with */
+		ring_seal(c, ring, WAKE_NOW);
 		c->res = arg;
 		/* kmod/bft_ring.c: bft_ring_reset_tbits() */
 		c->tbits = BFT_TIME_BITS;

@@ -86,10 +86,13 @@ struct bft_bpf {
  * session (ESTALE, open_pins()).  prog_ctl_cpu: bft_ctl takes the CPU to
  * work on as args[2].  An older program ignores it and works on the CPU it
  * runs on: for an offline CPU, served from this one, it would seal and
- * mark this CPU's ring (a second stop BREAK there) instead.
+ * mark this CPU's ring (a second stop BREAK there) instead.  cpus_tbits:
+ * the per-CPU state grew the time bits and their counts; an older binary
+ * would read it into a buffer sized for its own layout, which
+ * check_layout() cannot stop.
  */
 static const char *const pin_names[] = {
-	"ctl", "cpus", "rings", "hits", "hits_far", "methods", "read",
+	"ctl", "cpus_tbits", "rings", "hits", "hits_far", "methods", "read",
 	"prog_enter", "prog_exit", "prog_ctl_cpu",
 };
 
@@ -307,6 +310,7 @@ static int reset_cpus(struct bft_bpf *b, uint32_t res)
 
 		c->need_sync = 1;
 		c->res = res;
+		c->tbits = BFT_TIME_BITS;
 	}
 	if (bpf_map_update_elem(b->cpus_fd, &zero, vals, BPF_ANY))
 		err = fail(b, -errno, "initialising the CPU state: %s",

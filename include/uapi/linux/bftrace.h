@@ -195,11 +195,12 @@
  *
  *   tbits is the last field of the SYNC before the record (2.2).  Both
  *   writers start a session at BFT_TIME_BITS and choose tbits again at
- *   every SYNC: the value from 0 to BFT_TIME_BITS_MAX in which the ENTER
- *   and EXIT records since the SYNC before would have taken the fewest
- *   bytes (the one they had on a tie; kmod/bft_tbits.h), so events that
- *   come several units apart (a trap that costs microseconds) still take
- *   a byte each.  A reader takes tbits from each SYNC and assumes nothing
+ *   every SYNC: the value from 0 to BFT_TIME_BITS_MAX in which, by
+ *   their estimate from the ids' and the gaps' bit lengths, the ENTER and
+ *   EXIT records since the SYNC before would have taken the fewest bytes
+ *   (the one they had on a tie, else the smallest), so events that come
+ *   several units apart (a trap that costs microseconds) still take a
+ *   byte each.  A reader takes tbits from each SYNC and assumes nothing
  *   else about it.  units, the low tbits bits, is a TIME delta
  *   applied before the event: stream time += units * res_ns, exactly as a
  *   TIME_SHORT record in front of it would.  A delta that does not fit

@@ -314,7 +314,8 @@ TEST(writer_produces_timed_examples)
 /*
  * The writers choose tbits again at every SYNC (bftrace.h 2.1): the
  * records after a SYNC read with its tbits, those before with the last
- * one's.  The tbits 4 examples of bftrace.h 2.1:
+ * one's.  A decoder's case, not what a writer would choose for these
+ * gaps.  The tbits 4 examples of bftrace.h 2.1:
  *   SYNC seq 0, time 1000000, res 1000, 2  41 00 00 c0 84 3d e8 07 02
  *   THREAD 1234/1235, 500 ns               42 00 d2 09 d3 09 f4 03
  *   ENTER 1, 3 units later                 87
