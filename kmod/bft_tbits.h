@@ -55,9 +55,9 @@ static inline unsigned int bft_tb_len(unsigned long long v)
 
 /*
  * An ENTER (@enter) or EXIT record, @units time units after the record
- * before it.  Gaps
- * of 32 units or more need a TIME or TIME_SHORT whatever tbits is, and
- * an EXIT run's value is almost always 0: neither moves the choice.
+ * before it.  Gaps of 32 units or more need a TIME or TIME_SHORT whatever
+ * tbits is, and an EXIT run's value is almost always 0: neither moves the
+ * choice.
  */
 static inline void bft_tb_note(struct bft_tb_hist *h, int enter,
 			       unsigned int id, unsigned long long units)

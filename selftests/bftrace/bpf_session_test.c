@@ -426,13 +426,34 @@ TEST(asking_makes_no_session)
 	EXPECT_EQ(0, bft_bpf_unload(why, sizeof(why))) TH_LOG("%s", why);
 }
 
+#define STALE_DIR	PIN_DIR "-stale"
+
+/*
+ * A session of this version in STALE_DIR, for a test to spoil; false if
+ * the BPF backend cannot run here (@why says why).
+ */
+static bool stale_session(struct __test_metadata *_metadata, char *why,
+			  size_t n)
+{
+	struct bft_bpf *b;
+
+	setenv("BFT_BPF_PIN_DIR", STALE_DIR, 1);
+	bst_bpf_mount();
+	if (bft_bpf_probe(why, n))
+		return false;
+	ASSERT_EQ(0, system("rm -rf " STALE_DIR));
+	ASSERT_EQ(0, bft_bpf_open_lazy(&b, why, n)) TH_LOG("%s", why);
+	ASSERT_EQ(0, bft_bpf_set_opt(b, BFT_OPT_FLUSH_MS, 50, NULL))
+		TH_LOG("%s", bft_bpf_errmsg(b));
+	bft_bpf_close(b);
+	return true;
+}
+
 /*
  * A session made by another version of bftrace (here: one pin missing) is
  * refused with what it lacks and how to end it, by the library and by
  * bfctl, instead of being read as this version's.
  */
-#define STALE_DIR	PIN_DIR "-stale"
-
 TEST(other_versions_session_is_named)
 {
 	char why[512], log[] = "/tmp/bft-stale.XXXXXX", *out;
@@ -441,15 +462,8 @@ TEST(other_versions_session_is_named)
 	pid_t pid;
 	int fd;
 
-	setenv("BFT_BPF_PIN_DIR", STALE_DIR, 1);
-	bst_bpf_mount();
-	if (bft_bpf_probe(why, sizeof(why)))
+	if (!stale_session(_metadata, why, sizeof(why)))
 		SKIP(return, "BPF backend: %s", why);
-	ASSERT_EQ(0, system("rm -rf " STALE_DIR));
-	ASSERT_EQ(0, bft_bpf_open_lazy(&b, why, sizeof(why))) TH_LOG("%s", why);
-	ASSERT_EQ(0, bft_bpf_set_opt(b, BFT_OPT_FLUSH_MS, 50, NULL))
-		TH_LOG("%s", bft_bpf_errmsg(b));
-	bft_bpf_close(b);
 	ASSERT_EQ(0, unlink(STALE_DIR "/hits_far"));
 
 	EXPECT_EQ(-ESTALE, bft_bpf_open_lazy(&b, why, sizeof(why)));
@@ -482,15 +496,8 @@ TEST(other_layouts_state_is_refused)
 	struct bft_bpf *b;
 	int fd;
 
-	setenv("BFT_BPF_PIN_DIR", STALE_DIR, 1);
-	bst_bpf_mount();
-	if (bft_bpf_probe(why, sizeof(why)))
+	if (!stale_session(_metadata, why, sizeof(why)))
 		SKIP(return, "BPF backend: %s", why);
-	ASSERT_EQ(0, system("rm -rf " STALE_DIR));
-	ASSERT_EQ(0, bft_bpf_open_lazy(&b, why, sizeof(why))) TH_LOG("%s", why);
-	ASSERT_EQ(0, bft_bpf_set_opt(b, BFT_OPT_FLUSH_MS, 50, NULL))
-		TH_LOG("%s", bft_bpf_errmsg(b));
-	bft_bpf_close(b);
 	ASSERT_EQ(0, unlink(STALE_DIR "/cpus_tbits"));
 	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "bft_cpus", 4, 64, 1,
 			    NULL);

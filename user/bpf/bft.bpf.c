@@ -619,6 +619,9 @@ static __always_inline void mark(struct bft_bpf_cpu *c, void *ring, __u8 brk)
 	}
 }
 
+/* a flavour of its own: a vmlinux.h made on such a kernel lacks the value */
+enum bpf_func_id___bft { BPF_FUNC_map_lookup_percpu_elem___bft = 195 };
+
 /*
  * Usually the CPU this runs on.  An offline CPU is served from another
  * one: nothing runs there, and its batch and its heartbeat SYNCs must not
@@ -626,8 +629,6 @@ static __always_inline void mark(struct bft_bpf_cpu *c, void *ring, __u8 brk)
  * there is no helper to reach another CPU's state; the verifier drops the
  * branch its kernel lacks, and the offline CPU waits, as it used to.
  */
-/* a flavour of its own: a vmlinux.h made on such a kernel lacks the value */
-enum bpf_func_id___bft { BPF_FUNC_map_lookup_percpu_elem___bft = 195 };
 
 static __always_inline struct bft_bpf_cpu *ctl_cpu(__u32 cpu)
 {
