@@ -394,7 +394,7 @@ bpf_bench() {
 bpf_bench
 # a real library: libsqlite3's API under the module and bpftrace (a small
 # workload: single-stepped probes cost tens of microseconds under TCG)
-"$root/bench/sqlite-api.sh" "$kver" 200 3
+"$root/bench/sqlite-api.sh" "$kver" 500 5 3
 # the counters agent at 10 Hz with 1000 probes (loads the module again)
 "$root/bench/guest-counters.sh" "$kver"
 rm -rf "$tmp"

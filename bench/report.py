@@ -233,17 +233,27 @@ def guest_report(kver, path):
 
 def sqlite_of(res, cmds, rid):
     """bench/sqlite-api.sh: per traced call of libsqlite3's API, bftrace
-    against bpftrace, on the same probes, with the probes' counts checked."""
+    against bpftrace, on the same probes, with the probes' counts checked.
+    Each repetition's cost is its traced median round less its own
+    untraced one, over the calls traced in a round; the figure is the
+    median of the repetitions, with their range."""
     recs = res.get(rid, [])
     if not recs:
         return None
-    med = {k: median_of(recs, k)[0] for k in ("untraced_ns", "bftrace_ns", "bpftrace_empty_ns",
-                                               "bpftrace_ns", "hits", "api_calls")}
+    tools = ("bftrace_ns", "bftrace_at_entry_ns", "bpftrace_empty_ns", "bpftrace_ns")
+    med = {k: median_of(recs, k)[0] for k in ("untraced_ns", "hits", "api_calls") + tools}
     hits = med["hits"]
+    rounds = num(recs[0].get("rounds")) or 1
 
     def cost(k):
-        t, u = med[k], med["untraced_ns"]
-        return (t - u) / hits if t is not None and u is not None and hits else None
+        per = []
+        for r in recs:
+            t, u, h = num(r.get(k)), num(r.get("untraced_ns")), num(r.get("hits")) or hits
+            if t is not None and u is not None and h:
+                per.append((t - u) * rounds / h)
+        if not per:
+            return None, None
+        return statistics.median(per), (min(per), max(per))
     wrong = []
     for r in recs:
         h = r.get("hits")
@@ -258,30 +268,32 @@ def sqlite_of(res, cmds, rid):
         fs = r.get("floor_seen", "-")
         if fs not in ("-", "") and fs != f"{h}/{h}":
             wrong.append(f"rep {r.get('rep')}: floor programs ran {fs} times for {h} calls")
-    out = {"reps": len(recs), "rows": num(recs[0].get("rows")), "probes": num(recs[0].get("probes")),
-           "api_calls": med["api_calls"], "hits": hits, "untraced_ns": med["untraced_ns"],
-           "bftrace_ns": med["bftrace_ns"], "bpftrace_empty_ns": med["bpftrace_empty_ns"],
-           "bpftrace_ns": med["bpftrace_ns"],
-           "bftrace_cost_ns": cost("bftrace_ns"), "bpftrace_empty_cost_ns": cost("bpftrace_empty_ns"),
-           "bpftrace_cost_ns": cost("bpftrace_ns"), "counts_right": not wrong, "count_errors": wrong,
+    out = {"reps": len(recs), "rows": num(recs[0].get("rows")), "rounds": rounds,
+           "probes": num(recs[0].get("probes")), "api_calls": med["api_calls"], "hits": hits,
+           "untraced_ns": med["untraced_ns"], "counts_right": not wrong, "count_errors": wrong,
            "floor_seen": recs[0].get("floor_seen", "-"),
            "commands": {k: cmds.get(f"{rid}.{k}", "") for k in
-                        ("untraced", "bftrace", "bpftrace_empty", "bpftrace", "floor_count", "classes")}}
+                        ("untraced", "bftrace", "bftrace_at_entry", "bpftrace_empty", "bpftrace",
+                         "floor_count", "classes")}}
+    for k in tools:
+        out[k] = med[k]
+        out[k.replace("_ns", "_cost_ns")], out[k.replace("_ns", "_cost_range")] = cost(k)
     out["bftrace_vs_bpftrace_empty"] = ratio(out["bftrace_cost_ns"], out["bpftrace_empty_cost_ns"])
     out["bftrace_vs_bpftrace"] = ratio(out["bftrace_cost_ns"], out["bpftrace_cost_ns"])
+    out["bftrace_vs_at_entry"] = ratio(out["bftrace_cost_ns"], out["bftrace_at_entry_cost_ns"])
     fns = res.get("sqlite_fn." + rid.split(".", 1)[1], [])
     if fns:
         by = {}
         for f in fns:
             c = by.setdefault(f.get("class"), {"probes": 0, "hits": 0})
             c["probes"] += 1
-            c["hits"] += int(f.get("hits") or 0)
+            c["hits"] += int(f.get("hits") or 0) // rounds
         tot_p = sum(c["probes"] for c in by.values())
         tot_h = sum(c["hits"] for c in by.values())
         ss = [by.get(k, {"probes": 0, "hits": 0}) for k in ("moved_by_rule", "single_stepped")]
         out["single_step"] = {
             "classes": by, "functions": [{"name": f.get("name"), "class": f.get("class"),
-                                          "hits": num(f.get("hits"))} for f in fns],
+                                          "hits": (num(f.get("hits")) or 0) / rounds} for f in fns],
             "probes_single_stepped": ss[0]["probes"] + ss[1]["probes"], "probes": tot_p,
             "calls_single_stepped": ss[0]["hits"] + ss[1]["hits"], "calls": tot_h,
             "probes_after_rule": ss[1]["probes"], "calls_after_rule": ss[1]["hits"]}
@@ -536,6 +548,19 @@ def targets(guests, native):
                                  and p["bftrace_ns"] < p["bpftrace_empty_ns"])}
     out.append(t)
 
+    # the issue's real library: what bfctl's placement is for
+    def t1s(g):
+        q = g.get("sqlite")
+        r = q.get("bftrace_vs_bpftrace_empty") if q else None
+        return {"value": r, "text": f"bftrace {fmt(q['bftrace_cost_ns'] if q else None)} ns/call, bpftrace "
+                f"empty {fmt(q['bpftrace_empty_cost_ns'] if q else None)}: {fmt_ratio(r)}",
+                "holds": r is not None and r < 1 and bool(q and q["counts_right"])}
+    t = {"target": "a real library (libsqlite3's API): bftrace below bpftrace's empty probes",
+         "per_kernel": each(t1s)}
+    if (native or {}).get("sqlite"):
+        t["native"] = t1s(native)
+    out.append(t)
+
     def t2(g):
         r = g["cet"]["bpftrace"]["ratio_to_bftrace_func4"]
         best = ratio(g["cet"]["bpftrace"]["ns_per_call"], g["cet"]["floor_func4"]["ns_per_call"])
@@ -720,20 +745,38 @@ def sqlite_md(L, doc):
         return
     L.append("## A real library: libsqlite3's API under a fixed SQL workload\n")
     L.append("`bench/targets/bench_sqlite.c` fills an in-memory table through a prepared INSERT "
-             "and reads it back; both tools probe entry and return of the same `sqlite3_*` "
-             "functions, the ones the workload calls. Cost per traced API call = (traced - "
-             "untraced workload time) / the calls the probes counted (the library calls some of "
-             "them itself); medians of the repetitions.\n")
+             "and reads it back, several rounds per process, each on a new database; both tools "
+             "probe entry and return of the same `sqlite3_*` functions, the ones the workload "
+             "calls. bftrace runs twice: with its probes where bfctl places them (off single-step "
+             "where it can) and with `--at-entry`, on each function's first byte, where bpftrace's "
+             "are. Cost per traced API call = (the traced run's median round - the same "
+             "repetition's untraced median round) / the calls the probes counted in a round (the "
+             "library calls some of them itself); the median of the repetitions, their range in "
+             "brackets.\n")
+
+    def c(q, k):
+        v, rng = q.get(k + "_cost_ns"), q.get(k + "_cost_range")
+        if v is None:
+            return "n/a"
+        if not rng or q["reps"] < 2 or rng[0] == rng[1]:
+            return fmt(v)
+        return f"{fmt(v)} ({fmt(rng[0])} to {fmt(rng[1])})"
     rows = []
     for w, q in where:
-        rows.append([w, fmt(q["rows"]), fmt(q["probes"]), fmt(q["api_calls"]), fmt(q["hits"]),
+        per_round = q["rounds"] or 1
+        rows.append([w, f"{fmt(q['rows'])} x {fmt(per_round)}", fmt(q["probes"]),
+                     fmt(q["api_calls"] / per_round if q["api_calls"] else None),
+                     fmt(q["hits"] / per_round if q["hits"] else None),
                      fmt(q["untraced_ns"] / 1e6 if q["untraced_ns"] else None, 2),
-                     fmt(q["bftrace_cost_ns"]), fmt(q["bpftrace_empty_cost_ns"]),
-                     fmt(q["bpftrace_cost_ns"]), fmt_ratio(q["bftrace_vs_bpftrace_empty"]),
+                     c(q, "bftrace"), c(q, "bftrace_at_entry"), c(q, "bpftrace_empty"),
+                     c(q, "bpftrace"), fmt_ratio(q["bftrace_vs_bpftrace_empty"]),
+                     fmt_ratio(q["bftrace_vs_at_entry"]),
                      "right" if q["counts_right"] else "**WRONG**: " + "; ".join(q["count_errors"][:3])])
-    L.append(md_table(rows, ["where", "rows", "probed functions", "calls the workload makes",
-                             "calls traced", "untraced ms", "bftrace ns/call", "bpftrace empty ns/call",
-                             "bpftrace counting ns/call", "bftrace / bpftrace empty",
+    L.append(md_table(rows, ["where", "rows x rounds", "probed functions", "calls the workload makes "
+                             "a round", "calls traced a round", "untraced ms a round",
+                             "bftrace ns/call (placed)", "bftrace --at-entry ns/call",
+                             "bpftrace empty ns/call", "bpftrace counting ns/call",
+                             "bftrace / bpftrace empty", "bftrace placed / at entry",
                              "counts (bftrace = 2 x calls = bpftrace's)"]))
     L.append("\nCommands:\n")
     for w, q in where:
@@ -744,22 +787,24 @@ def sqlite_md(L, doc):
     ss = (n.get("sqlite") or {}).get("single_step")
     if ss:
         L.append("Which of these probes uprobes single-step (`bench/singlestep-share.py`, the "
-                 "library's code, weighed by the calls the native run counted): today "
-                 f"{ss['probes_single_stepped']} of {ss['probes']} probed functions and "
-                 f"{fmt(ss['calls_single_stepped'])} of {fmt(ss['calls'])} calls "
+                 "library's code, weighed by the calls the native run counted): at each "
+                 f"function's first byte (bpftrace, bftrace --at-entry) {ss['probes_single_stepped']} "
+                 f"of {ss['probes']} probed functions and {fmt(ss['calls_single_stepped'])} of "
+                 f"{fmt(ss['calls'])} calls "
                  f"({fmt(100 * ratio(ss['calls_single_stepped'], ss['calls']) if ss['calls'] else None, 1)} %); "
-                 f"with the generalised endbr64 rule {ss['probes_after_rule']} functions and "
-                 f"{fmt(ss['calls_after_rule'])} calls would be.")
+                 f"where bfctl places them (the generalised endbr64 rule) {ss['probes_after_rule']} "
+                 f"function{'' if ss['probes_after_rule'] == 1 else 's'} and "
+                 f"{fmt(ss['calls_after_rule'])} calls.")
         lib = ss.get("library")
         if lib:
             L.append(f"Over all {fmt(lib['functions'])} exported `sqlite3_*` functions: "
                      f"{fmt(lib['emulated_at_entry'])} start with an emulated instruction, "
-                     f"{fmt(lib['moved_by_rule'])} more would with the rule, "
+                     f"{fmt(lib['moved_by_rule'])} more do where bfctl places the probe, "
                      f"{fmt(lib['still_single_stepped'])} stay single-stepped.")
         L.append("")
         L.append(md_table([[code(f["name"]), f["class"], fmt(f["hits"])] for f in
                            sorted(ss["functions"], key=lambda f: -(f["hits"] or 0))],
-                          ["function", "first instruction", "calls traced (native)"]))
+                          ["function", "first instruction", "calls traced a round (native)"]))
         L.append("")
 
 

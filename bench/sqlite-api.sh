@@ -8,14 +8,18 @@
 # the empty floor programs' run counts, bench-bpffloor -c), and bftrace's
 # events must be twice that.  bftrace runs twice: with its probes where
 # bfctl places them (off single-step where it can, bfctl(8) "Probes"), and
-# with --at-entry, on each function's first byte as bpftrace's are.  A
-# benchmark, not a test.
+# with --at-entry, on each function's first byte as bpftrace's are.  Each
+# run does the workload ROUNDS times and reports its median round, so the
+# process's start and the first round's cold caches (under TCG, the code
+# the emulator translates first) stay out; each repetition runs the
+# untraced workload next to the traced ones.  A benchmark, not a test.
 #
-#   bench/sqlite-api.sh native ROWS REPS   (the BPF backend, this machine)
-#   bench/sqlite-api.sh KVER ROWS REPS     (bftrace.ko, inside a guest)
+#   bench/sqlite-api.sh native ROWS ROUNDS REPS   (the BPF backend, this machine)
+#   bench/sqlite-api.sh KVER ROWS ROUNDS REPS     (bftrace.ko, inside a guest)
 #
 # Prints "@cmd ID COMMAND", "@res sqlite.WHERE key=value" (one per
-# repetition; times are the workload's whole elapsed ns) and
+# repetition; times are the median round's ns, hits the calls bpftrace
+# counted over all rounds) and
 # "@res sqlite_fn.WHERE name=F class=C hits=N" (natively, the class from
 # bench/singlestep-share.py).  Root; scripts/bench builds
 # build/bench/bench-sqlite first.  No process substitution: the guests
@@ -24,8 +28,9 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$root" || exit 1
-(($# == 3)) || { echo "usage: bench/sqlite-api.sh native|KVER ROWS REPS" >&2; exit 2; }
-where=$1 rows=$2 reps=$3
+(($# == 4)) || { echo "usage: bench/sqlite-api.sh native|KVER ROWS ROUNDS REPS" >&2; exit 2; }
+where=$1 rows=$2 rounds=$3 reps=$4
+work=("$rows" "$rounds")
 bin=$root/build/bench/bench-sqlite
 bfctl=$root/build/user/bfctl
 coll=$root/build/user/bfcollector
@@ -75,46 +80,46 @@ done
 id=sqlite.$where
 echo "@info sqlite_lib $lib"
 echo "@info sqlite_funcs ${funcs[*]}"
-echo "@cmd $id.untraced $bin $rows"
-echo "@cmd $id.bftrace $bfctl run ${pats[*]} -- $bin $rows  ($setup)"
-echo "@cmd $id.bftrace_at_entry $bfctl run --at-entry ${pats[*]} -- $bin $rows  ($setup)"
-echo "@cmd $id.bpftrace_empty bpftrace -e '$empty' -c '$bin $rows'"
-echo "@cmd $id.bpftrace bpftrace -e '$counting' -c '$bin $rows'"
+echo "@cmd $id.untraced $bin ${work[*]}"
+echo "@cmd $id.bftrace $bfctl run ${pats[*]} -- $bin ${work[*]}  ($setup)"
+echo "@cmd $id.bftrace_at_entry $bfctl run --at-entry ${pats[*]} -- $bin ${work[*]}  ($setup)"
+echo "@cmd $id.bpftrace_empty bpftrace -e '$empty' -c '$bin ${work[*]}'"
+echo "@cmd $id.bpftrace bpftrace -e '$counting' -c '$bin ${work[*]}'"
 floor=$root/build/bench/bench-bpffloor
 floor_obj=$root/build/bench/bench_floor.bpf.o
 fhits=
 if [[ $where == native && -x $floor ]]; then
-	echo "@cmd $id.floor_count $floor -c $floor_obj ${specs[*]} -- $bin $rows"
-	fhits=$(timeout "$tool_timeout" "$floor" -c "$floor_obj" "${specs[@]}" -- "$bin" "$rows" |
+	echo "@cmd $id.floor_count $floor -c $floor_obj ${specs[*]} -- $bin ${work[*]}"
+	fhits=$(timeout "$tool_timeout" "$floor" -c "$floor_obj" "${specs[@]}" -- "$bin" "${work[@]}" |
 		sed -n 's/^floor .* entries=\([0-9]*\) returns=\([0-9]*\)$/\1\/\2/p')
 fi
 
 for rep in $(seq "$reps"); do
-	timeout "$tool_timeout" "$bin" "$rows" >"$tmp/u" 2>&1
+	timeout "$tool_timeout" "$bin" "${work[@]}" >"$tmp/u" 2>&1
 	read -r p0 l0 <<<"$(ring_counters)"
-	timeout "$tool_timeout" "$bfctl" run "${pats[@]}" -- "$bin" "$rows" >"$tmp/b" 2>"$tmp/berr"
+	timeout "$tool_timeout" "$bfctl" run "${pats[@]}" -- "$bin" "${work[@]}" >"$tmp/b" 2>"$tmp/berr"
 	read -r p1 l1 <<<"$(ring_counters)"
-	[[ -n $(field elapsed_ns "$tmp/b") ]] || sed 's/^/# bfctl: /' "$tmp/berr" | tail -n 5
-	timeout "$tool_timeout" "$bfctl" run --at-entry "${pats[@]}" -- "$bin" "$rows" >"$tmp/a" 2>"$tmp/aerr"
-	[[ -n $(field elapsed_ns "$tmp/a") ]] || sed 's/^/# bfctl --at-entry: /' "$tmp/aerr" | tail -n 5
-	timeout "$tool_timeout" bpftrace -q -e "$empty" -c "$bin $rows" >"$tmp/e" 2>"$tmp/eerr"
-	[[ -n $(field elapsed_ns "$tmp/e") ]] || sed 's/^/# bpftrace: /' "$tmp/eerr" | tail -n 5
+	[[ -n $(field round_ns "$tmp/b") ]] || sed 's/^/# bfctl: /' "$tmp/berr" | tail -n 5
+	timeout "$tool_timeout" "$bfctl" run --at-entry "${pats[@]}" -- "$bin" "${work[@]}" >"$tmp/a" 2>"$tmp/aerr"
+	[[ -n $(field round_ns "$tmp/a") ]] || sed 's/^/# bfctl --at-entry: /' "$tmp/aerr" | tail -n 5
+	timeout "$tool_timeout" bpftrace -q -e "$empty" -c "$bin ${work[*]}" >"$tmp/e" 2>"$tmp/eerr"
+	[[ -n $(field round_ns "$tmp/e") ]] || sed 's/^/# bpftrace: /' "$tmp/eerr" | tail -n 5
 	# Counting, natively in every repetition; in a guest, where each
 	# bpftrace start takes seconds, once: the workload is fixed, so its
 	# count holds for the other repetitions.
 	: >"$tmp/c"
 	if [[ $where == native ]] || ((rep == 1)); then
-		timeout "$tool_timeout" bpftrace -q -e "$counting" -c "$bin $rows" >"$tmp/c" 2>"$tmp/cerr"
-		[[ -n $(field elapsed_ns "$tmp/c") ]] || sed 's/^/# bpftrace: /' "$tmp/cerr" | tail -n 5
+		timeout "$tool_timeout" bpftrace -q -e "$counting" -c "$bin ${work[*]}" >"$tmp/c" 2>"$tmp/cerr"
+		[[ -n $(field round_ns "$tmp/c") ]] || sed 's/^/# bpftrace: /' "$tmp/cerr" | tail -n 5
 		# @calls[uprobe:LIB:F]: N, one line per function
 		sed -n 's/^@calls\[uprobe:.*:\(sqlite3_[a-z0-9_]*\)\]: \([0-9]*\)$/\1 \2/p' "$tmp/c" >"$tmp/hits"
 		hits=$(awk '{ s += $2 } END { print s + 0 }' "$tmp/hits")
 		returns=$(sed -n 's/^@returns: \([0-9]*\)$/\1/p' "$tmp/c")
 	fi
-	echo "@res $id rep=$rep rows=$rows api_calls=$(field api_calls "$tmp/u")" \
-		"untraced_ns=$(field elapsed_ns "$tmp/u") bftrace_ns=$(field elapsed_ns "$tmp/b")" \
-		"bftrace_at_entry_ns=$(field elapsed_ns "$tmp/a")" \
-		"bpftrace_empty_ns=$(field elapsed_ns "$tmp/e") bpftrace_ns=$(field elapsed_ns "$tmp/c")" \
+	echo "@res $id rep=$rep rows=$rows rounds=$rounds api_calls=$(field api_calls "$tmp/u")" \
+		"untraced_ns=$(field round_ns "$tmp/u") bftrace_ns=$(field round_ns "$tmp/b")" \
+		"bftrace_at_entry_ns=$(field round_ns "$tmp/a")" \
+		"bpftrace_empty_ns=$(field round_ns "$tmp/e") bpftrace_ns=$(field round_ns "$tmp/c")" \
 		"hits=$hits returns=$returns" \
 		"bftrace_seen=$((${p1:-0} - ${p0:-0})) bftrace_lost=$((${l1:-0} - ${l0:-0}))" \
 		"floor_seen=${fhits:--} probes=${#funcs[@]}"
