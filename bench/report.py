@@ -79,7 +79,7 @@ def fmt(v, digits=0):
 
 def ratio_range(d):
     """' (lo-hi)' of a figure's per-repetition ratios to its floor, or ''."""
-    rr = d.get("ratio_reps") or []
+    rr = [x for x in d.get("ratio_reps") or [] if x is not None]
     if len(rr) < 2 or min(rr) == max(rr) or max(rr) < 0.05:
         return ""  # the floor itself, the untraced loop
     return f" ({min(rr):.2f}-{max(rr):.2f})"
@@ -139,13 +139,16 @@ def guest_report(kver, path):
         med, vals = median_of(recs, "ns")
         fl = res.get(floor_id, []) if floor_id else []
         fmed, fvals = median_of(fl, "ns")
-        within = [v / f for v, f in zip((num(r.get("ns")) for r in recs),
-                                        (num(r.get("ns")) for r in fl)) if v is not None and f]
+        # one per repetition, None where either run failed, so that two
+        # tools' lists stay aligned
+        within = [v / f if v is not None and f else None
+                  for v, f in zip((num(r.get("ns")) for r in recs), (num(r.get("ns")) for r in fl))]
         if not paired or len(recs) != len(fl):
             within = []
+        got = [x for x in within if x is not None]
         d = {"ns_per_call": med, "ns_reps": vals, "floor_ns_reps": fvals,
-             "ratio_reps": within,
-             "ratio_to_floor": statistics.median(within) if within else ratio(med, fmed),
+             "ratio_reps": within, "paired": bool(got),
+             "ratio_to_floor": statistics.median(got) if got else ratio(med, fmed),
              "floor": floor_id,
              "seen": seen_text(recs), "complete": complete(recs),
              "command": cmds.get(rid, "")}
@@ -284,9 +287,13 @@ def sqlite_of(res, cmds, rid):
             continue
         if r.get("returns") != h:
             wrong.append(f"rep {r.get('rep')}: bpftrace {h} entries, {r.get('returns')} returns")
-        if r.get("bftrace_seen") != str(2 * int(h)):
-            wrong.append(f"rep {r.get('rep')}: bftrace {r.get('bftrace_seen')} events for {h} calls "
-                         f"({r.get('bftrace_lost')} lost)")
+        for k, what in (("bftrace", "bftrace"), ("bftrace_at_entry", "bftrace --at-entry")):
+            seen = r.get(k + "_seen")
+            if seen is None and k == "bftrace_at_entry":
+                continue  # outputs from before the at-entry run was counted
+            if seen != str(2 * int(h)):
+                wrong.append(f"rep {r.get('rep')}: {what} {seen} events for {h} calls "
+                             f"({r.get(k + '_lost')} lost)")
         fs = r.get("floor_seen", "-")
         if fs not in ("-", "") and fs != f"{h}/{h}":
             wrong.append(f"rep {r.get('rep')}: floor programs ran {fs} times for {h} calls")
@@ -300,16 +307,18 @@ def sqlite_of(res, cmds, rid):
     for k in tools:
         out[k] = med[k]
         out[k.replace("_ns", "_cost_ns")], out[k.replace("_ns", "_cost_range")] = cost(k)
-    out["bftrace_vs_bpftrace_empty"] = ratio(out["bftrace_cost_ns"], out["bpftrace_empty_cost_ns"])
-    out["bftrace_vs_bpftrace"] = ratio(out["bftrace_cost_ns"], out["bpftrace_cost_ns"])
-    out["bftrace_vs_at_entry"] = ratio(out["bftrace_cost_ns"], out["bftrace_at_entry_cost_ns"])
+    def pos_ratio(a, b):  # a negative cost is noise, not a ratio
+        return ratio(out[a], out[b]) if (out[a] or 0) > 0 and (out[b] or 0) > 0 else None
+    out["bftrace_vs_bpftrace_empty"] = pos_ratio("bftrace_cost_ns", "bpftrace_empty_cost_ns")
+    out["bftrace_vs_bpftrace"] = pos_ratio("bftrace_cost_ns", "bpftrace_cost_ns")
+    out["bftrace_vs_at_entry"] = pos_ratio("bftrace_cost_ns", "bftrace_at_entry_cost_ns")
     fns = res.get("sqlite_fn." + rid.split(".", 1)[1], [])
     if fns:
         by = {}
         for f in fns:
             c = by.setdefault(f.get("class"), {"probes": 0, "hits": 0})
             c["probes"] += 1
-            c["hits"] += int(f.get("hits") or 0) // rounds
+            c["hits"] += (num(f.get("hits")) or 0) / rounds
         tot_p = sum(c["probes"] for c in by.values())
         tot_h = sum(c["hits"] for c in by.values())
         ss = [by.get(k, {"probes": 0, "hits": 0}) for k in ("moved_by_rule", "single_stepped")]
@@ -556,7 +565,8 @@ def targets(guests, native):
     def t1(g):
         b, bp = g["per_call"]["bftrace"], g["per_call"]["bpftrace"]
         r = b["ratio_to_floor"]
-        pairs = list(zip(b["ratio_reps"], bp["ratio_reps"]))
+        pairs = [(x, y) for x, y in zip(b["ratio_reps"], bp["ratio_reps"])
+                 if x is not None and y is not None]
         below = sum(x < y for x, y in pairs)
         if pairs:
             is_below = 2 * below > len(pairs)
@@ -785,7 +795,9 @@ def sqlite_md(L, doc):
              "are. Cost per traced API call = (the traced run's median round - the same "
              "repetition's untraced median round) / the calls the probes counted in a round (the "
              "library calls some of them itself); the median of the repetitions, their range in "
-             "brackets.\n")
+             "brackets. In the guests bpftrace's counting run, which gives the calls, runs in the "
+             "first repetition only (each bpftrace start takes seconds there), so its column is "
+             "one run.\n")
 
     def c(q, k):
         v, rng = q.get(k + "_cost_ns"), q.get(k + "_cost_range")
@@ -925,7 +937,8 @@ def write_md(doc, path, notes):
                  "bpftrace": "bpftrace, empty action",
                  "perf": "perf probe + perf record"}
         for t, d in g["per_call"].items():
-            rows.append([names[t], fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]) + ratio_range(d),
+            own = "" if d.get("paired") or t in ("untraced", "floor") else " (own loop: ratio of medians)"
+            rows.append([names[t], fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]) + ratio_range(d) + own,
                          d["seen"], code(d["command"])])
         L.append(md_table(rows, ["", "ns/call", "vs floor", "events seen", "command (in the guest)"]))
         b = g["per_call"]["bftrace"]
@@ -943,7 +956,7 @@ def write_md(doc, path, notes):
             rows.append([names[t], fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]) + ratio_range(d),
                          d["floor"].split(".")[1].replace("floor_", ""),
                          fmt_ratio(d["ratio_to_bftrace_func4"]), d["seen"], code(d["command"])])
-        L.append(md_table(rows, ["", "ns/call", "vs floor", "floor at", "vs bftrace func+4",
+        L.append(md_table(rows, ["", "ns/call", "vs floor", "floor at", "vs bftrace func+4 (medians)",
                                  "events seen", "command"]))
         c = g["cet"]
         L.append(f"\nSingle-stepping endbr64 costs {fmt_ratio(ratio(c['floor_func']['ns_per_call'], c['floor_func4']['ns_per_call']))} "
@@ -1023,7 +1036,8 @@ def write_md(doc, path, notes):
             L.append(f"Not measured: {bpf['skip']}\n")
         elif bpf:
             L.append(f"`bfctl --backend bpf` ({bpf.get('links') or '?'}), its collector draining, "
-                     "in the same boot as the figures above; the module's and bpftrace's figures "
+                     "in the same boot as the figures above, in a loop of its own after theirs, so "
+                     "its ratios are ratios of medians; the module's and bpftrace's figures "
                      "are those of the tables above.\n")
             rows = []
             for key, label in (("plain", "plain build, probe at func"),

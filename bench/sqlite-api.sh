@@ -101,6 +101,7 @@ for rep in $(seq "$reps"); do
 	read -r p1 l1 <<<"$(ring_counters)"
 	[[ -n $(field round_ns "$tmp/b") ]] || sed 's/^/# bfctl: /' "$tmp/berr" | tail -n 5
 	timeout "$tool_timeout" "$bfctl" run --at-entry "${pats[@]}" -- "$bin" "${work[@]}" >"$tmp/a" 2>"$tmp/aerr"
+	read -r p2 l2 <<<"$(ring_counters)"
 	[[ -n $(field round_ns "$tmp/a") ]] || sed 's/^/# bfctl --at-entry: /' "$tmp/aerr" | tail -n 5
 	timeout "$tool_timeout" bpftrace -q -e "$empty" -c "$bin ${work[*]}" >"$tmp/e" 2>"$tmp/eerr"
 	[[ -n $(field round_ns "$tmp/e") ]] || sed 's/^/# bpftrace: /' "$tmp/eerr" | tail -n 5
@@ -122,6 +123,7 @@ for rep in $(seq "$reps"); do
 		"bpftrace_empty_ns=$(field round_ns "$tmp/e") bpftrace_ns=$(field round_ns "$tmp/c")" \
 		"hits=$hits returns=$returns" \
 		"bftrace_seen=$((${p1:-0} - ${p0:-0})) bftrace_lost=$((${l1:-0} - ${l0:-0}))" \
+		"bftrace_at_entry_seen=$((${p2:-0} - ${p1:-0})) bftrace_at_entry_lost=$((${l2:-0} - ${l1:-0}))" \
 		"floor_seen=${fhits:--} probes=${#funcs[@]}"
 done
 
