@@ -213,10 +213,11 @@ fi
 # bpf_session_test the owner rule (kill -9 of a starter leaves nothing);
 # counters_test the counters agent against calltree's model; bpf_wake_test
 # that a ring wakes its reader once per watermark and that nothing is lost;
-# bpf_overflow_test that a full ring's lost batches are counted exactly.
+# bpf_overflow_test that a full ring's lost batches are counted exactly;
+# fork_test that a child forked inside traced functions stays out of it.
 if ((selftests_ok && user_ok)); then
 	for t in trace_test pipeline_test bpf_refusals_test bpf_session_test counters_test \
-		bpf_wake_test bpf_overflow_test; do
+		bpf_wake_test bpf_overflow_test fork_test; do
 		test_step "bpf backend: $t (native)" env BFT_BACKEND=bpf "build/selftests/$t"
 		if ((step_rc != 0 && step_nok == 0)); then
 			fail "bpf backend: $t (native): exit $step_rc with no failing test reported"

@@ -525,18 +525,28 @@ static __always_inline void nested_drop(struct bft_bpf_cpu *c,
 		__sync_fetch_and_add(&c->nested_lost, 1);
 }
 
+/* A hit in a process the probe was not attached for (BFT_BPF_COOKIE). */
+static __always_inline bool foreign(__u64 cookie, struct task_struct *tsk)
+{
+	__u32 tgid = cookie >> BFT_BPF_COOKIE_TGID_SHIFT;
+
+	return tgid && tgid != (__u32)tsk->tgid;
+}
+
 SEC("uprobe")
 int bft_enter(struct pt_regs *regs)
 {
 	__u64 cookie = bpf_get_attach_cookie(regs);
-	__u32 id = (__u32)cookie, pf = cookie >> 32;
+	__u32 id = (__u32)cookie;
+	__u32 pf = (cookie >> 32) & ((1U << BFT_BPF_COOKIE_PF_BITS) - 1);
 	struct task_struct *tsk = bpf_get_current_task_btf();
 	struct bft_bpf_ctl *ctl = get_ctl();
 	struct bft_bpf_cpu *c = get_cpu();
 	__u32 depth;
 	__u64 *hits;
 
-	if (!ctl || !c || !(pf & BFT_PF_ENTRY) || !session_active(ctl->mode))
+	if (!ctl || !c || !(pf & BFT_PF_ENTRY) || !session_active(ctl->mode) ||
+	    foreign(cookie, tsk))
 		return 0;
 	/*
 	 * The kernel checks this same depth right after the handlers and
@@ -572,8 +582,8 @@ int bft_enter(struct pt_regs *regs)
 }
 
 /*
- * Attached only where BFT_PF_RETURN is set (bft_bpf.c), so the cookie
- * has nothing to say here.
+ * Attached only where BFT_PF_RETURN is set (bft_bpf.c), so of the cookie
+ * only the tgid counts here.
  */
 SEC("uretprobe")
 int bft_exit(struct pt_regs *regs)
@@ -582,7 +592,8 @@ int bft_exit(struct pt_regs *regs)
 	struct bft_bpf_ctl *ctl = get_ctl();
 	struct bft_bpf_cpu *c = get_cpu();
 
-	if (!ctl || !c || !session_active(ctl->mode))
+	if (!ctl || !c || !session_active(ctl->mode) ||
+	    foreign(bpf_get_attach_cookie(regs), tsk))
 		return 0;
 	/* this frame's return instance is still counted in the depth */
 	if (too_deep(ctl, uretprobe_depth(tsk) - 1))

@@ -33,8 +33,22 @@
  */
 #define BFT_BPF_NEAR_IDS	65536
 
-/* The attach cookie: method id in the low half, BFT_PF_* in the high. */
-#define BFT_BPF_COOKIE(id, flags)	(((__u64)(flags) << 32) | (__u32)(id))
+/*
+ * The attach cookie: the method id in bits 0-31, the probe's BFT_PF_* (the
+ * entry, return and hook bits, 0-8) in bits 32-41, and the target's tgid
+ * in bits 42-63 (pids stay below 2^22), or 0 where the loader cannot name
+ * it as the programs see it (from another pid namespace than the first).
+ * The programs ignore a hit in any other process: before Linux 6.6 the
+ * links are perf events, whose return programs the kernel runs without
+ * the process filter it applies to entries, and a child forked inside a
+ * traced function returns through copies of its parent's return probes.
+ */
+#define BFT_BPF_COOKIE_PF_BITS		10
+#define BFT_BPF_COOKIE_TGID_SHIFT	(32 + BFT_BPF_COOKIE_PF_BITS)
+#define BFT_BPF_COOKIE(id, flags, tgid)					\
+	(((__u64)(tgid) << BFT_BPF_COOKIE_TGID_SHIFT) |			\
+	 ((__u64)((flags) & ((1U << BFT_BPF_COOKIE_PF_BITS) - 1)) << 32) | \
+	 (__u32)(id))
 
 /*
  * One CPU's writer state: the module's struct bft_ring without the bytes

@@ -41,6 +41,8 @@
 #ifndef BPF_FS_MAGIC
 #define BPF_FS_MAGIC 0xcafe4a11
 #endif
+/* include/linux/proc_ns.h: the first pid namespace's inode, fixed */
+#define PROC_PID_INIT_INO		0xEFFFFFFCU
 /* Debian 12's UAPI headers predate uprobe_multi (Linux 6.6). */
 #define BFT_TRACE_UPROBE_MULTI		48
 #define BFT_F_UPROBE_MULTI_RETURN	1U
@@ -995,6 +997,20 @@ out:
 	return err;
 }
 
+/*
+ * The target as the programs name it (BFT_BPF_COOKIE): the tgid given,
+ * from the first pid namespace, whose pids are the kernel's own; else 0,
+ * and the programs leave the process filter to the kernel.
+ */
+static uint32_t cookie_tgid(uint32_t tgid)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) || st.st_ino != PROC_PID_INIT_INO)
+		return 0;
+	return tgid;
+}
+
 /* Probes of one file, attached with two uprobe_multi links. */
 static int attach_group_multi(struct bft_bpf *b, uint32_t tgid,
 			      const struct bft_nl_probe *probes,
@@ -1003,6 +1019,7 @@ static int attach_group_multi(struct bft_bpf *b, uint32_t tgid,
 {
 	uint64_t *offs = calloc(n, sizeof(*offs));
 	uint64_t *cookies = calloc(n, sizeof(*cookies));
+	uint32_t ctgid = cookie_tgid(tgid);
 	size_t nret = 0;
 	int fd, err = 0;
 
@@ -1014,7 +1031,7 @@ static int attach_group_multi(struct bft_bpf *b, uint32_t tgid,
 		const struct bft_nl_probe *p = &probes[idx[i]];
 
 		offs[i] = p->offset;
-		cookies[i] = BFT_BPF_COOKIE(p->method_id, p->flags);
+		cookies[i] = BFT_BPF_COOKIE(p->method_id, p->flags, ctgid);
 	}
 	fd = link_multi(b->enter_fd, tgid, probes[idx[0]].path, offs, cookies,
 			n, false);
@@ -1031,7 +1048,8 @@ static int attach_group_multi(struct bft_bpf *b, uint32_t tgid,
 
 		if (p->flags & BFT_PF_RETURN) {
 			offs[nret] = p->offset;
-			cookies[nret++] = BFT_BPF_COOKIE(p->method_id, p->flags);
+			cookies[nret++] = BFT_BPF_COOKIE(p->method_id, p->flags,
+							 ctgid);
 		}
 	}
 	if (nret) {
@@ -1058,7 +1076,8 @@ out:
 static int attach_one(struct bft_bpf *b, uint32_t tgid,
 		      const struct bft_nl_probe *p, unsigned int *seq)
 {
-	uint64_t cookie = BFT_BPF_COOKIE(p->method_id, p->flags);
+	uint64_t cookie = BFT_BPF_COOKIE(p->method_id, p->flags,
+					 cookie_tgid(tgid));
 	int fd, err;
 
 	fd = link_one(b->enter_fd, tgid, p->path, p->offset, false, cookie);

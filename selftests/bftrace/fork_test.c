@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A traced process forks inside traced functions, on both backends.  The
+ * child is not a target, yet the kernel gives it copies of the pending
+ * return probes (uprobe_copy_process()), so it returns through them, and
+ * its pages keep the parent's breakpoints until a handler asks for their
+ * removal.  The child must run as it would untraced, and the trace must
+ * hold the parent's calls and nothing of the child's: before Linux 6.6
+ * the BPF backend's links are perf events, whose return programs the
+ * kernel runs without the process filter it applies to entries.
+ *
+ * The BPF variants: uprobe_multi links where the kernel has them, and the
+ * perf-event links forced with BFT_BPF_UPROBE_MULTI=0.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "bft_selftest.h"
+
+#define PIN_DIR		"/sys/fs/bpf/bftrace-fork"
+#define FORKS		8
+#define M_OUTER		21
+#define M_FORK		22
+#define M_CHILD		23
+#define CHILD_OK	42
+
+static pid_t child_pid;
+
+/* The child returns 3v, the parent 0 (or -1: fork failed). */
+__attribute__((noipa, used)) long fork_fn(long v)
+{
+	pid_t pid = fork();
+
+	if (pid > 0)
+		child_pid = pid;
+	asm volatile("" : : : "memory");
+	return pid == 0 ? 3 * v : pid < 0 ? -1 : 0;
+}
+
+__attribute__((noipa, used)) long outer_fn(long v)
+{
+	return fork_fn(v) + 1;
+}
+
+/* Called by the child only, through the breakpoint it inherited. */
+__attribute__((noipa, used)) long child_fn(long v)
+{
+	asm volatile("" : : "r"(v) : "memory");
+	return v + 1;
+}
+
+static char exe[4096];
+
+FIXTURE(fork) {
+	struct bst_session s;
+	struct bft_bpf *b;
+	struct bst_trace t;
+};
+
+FIXTURE_VARIANT(fork) {
+	bool bpf;
+	const char *multi;	/* BFT_BPF_UPROBE_MULTI, NULL: the default */
+};
+
+FIXTURE_VARIANT_ADD(fork, module) {
+	.bpf = false,
+};
+
+FIXTURE_VARIANT_ADD(fork, bpf) {
+	.bpf = true,
+};
+
+FIXTURE_VARIANT_ADD(fork, bpf_perf_links) {
+	.bpf = true,
+	.multi = "0",
+};
+
+FIXTURE_SETUP(fork)
+{
+	const struct bst_fn fns[] = {
+		{ .file = exe, .func = "outer_fn", .method_id = M_OUTER },
+		{ .file = exe, .func = "fork_fn", .method_id = M_FORK },
+		{ .file = exe, .func = "child_fn", .method_id = M_CHILD },
+	};
+	struct bft_nl_probe probes[3];
+	char why[512];
+	ssize_t n;
+	int r;
+
+	setenv("BFT_BPF_PIN_DIR", PIN_DIR, 1);
+	if (variant->multi)
+		setenv("BFT_BPF_UPROBE_MULTI", variant->multi, 1);
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ASSERT_LT(0, n);
+	exe[n] = '\0';
+	r = bst_backend_open(variant->bpf, &self->s, &self->b, 2, why,
+			     sizeof(why));
+	if (r > 0)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, r) TH_LOG("%s", why);
+	if (variant->bpf) {
+		ASSERT_EQ(0, bst_resolve(fns, 3, probes));
+		ASSERT_EQ(0, bft_bpf_attach(self->b, (uint32_t)getpid(), probes,
+					    3, &r))
+			TH_LOG("%s", bft_bpf_errmsg(self->b));
+		ASSERT_EQ(0, bft_bpf_start(self->b, true, NULL))
+			TH_LOG("%s", bft_bpf_errmsg(self->b));
+	} else {
+		ASSERT_EQ(0, bst_attach_fns(&self->s, getpid(), fns, 3));
+		ASSERT_EQ(0, bst_start(&self->s, false));
+	}
+}
+
+FIXTURE_TEARDOWN(fork)
+{
+	bst_trace_free(&self->t);
+	if (variant->bpf)
+		bst_bpf_close(self->b);
+	else if (self->s.nl)
+		bst_session_close(&self->s);
+	unsetenv("BFT_BPF_UPROBE_MULTI");
+}
+
+TEST_F_TIMEOUT(fork, child_runs_untraced_and_stays_out_of_the_trace, 120)
+{
+	const pid_t me = getpid();
+	const struct bst_thread *th[4];
+	struct bst_ev want[4 * FORKS];
+	size_t nth, nw = 0;
+	int ok = 0;
+
+	/* this harness runs the body after a SKIP in the setup */
+	if (_metadata->skip)
+		return;
+	for (long i = 1; i <= FORKS; i++) {
+		long r = outer_fn(i);
+		int st;
+
+		if (getpid() != me)	/* the child, out of both frames */
+			_exit(r == 3 * i + 1 && child_fn(r) == r + 1 ?
+			      CHILD_OK : 1);
+		ASSERT_EQ(1, r);
+		ASSERT_EQ(child_pid, waitpid(child_pid, &st, 0));
+		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == CHILD_OK)
+			TH_LOG("child %d of %ld: wait status %#x", child_pid, i,
+			       st);
+		ok += WIFEXITED(st) && WEXITSTATUS(st) == CHILD_OK;
+		want[nw++] = (struct bst_ev){ .kind = BST_ENTER, .id = M_OUTER };
+		want[nw++] = (struct bst_ev){ .kind = BST_ENTER, .id = M_FORK };
+		want[nw++] = (struct bst_ev){ .kind = BST_EXIT };
+		want[nw++] = (struct bst_ev){ .kind = BST_EXIT };
+	}
+	EXPECT_EQ(FORKS, ok);
+
+	if (variant->bpf) {
+		ASSERT_EQ(0, bft_bpf_mode_cmd(self->b, BFT_CMD_STOP, NULL))
+			TH_LOG("%s", bft_bpf_errmsg(self->b));
+		ASSERT_EQ(0, bst_bpf_collect(self->b, 300, 10000, &self->t))
+			TH_LOG("%s", self->t.err);
+	} else {
+		ASSERT_EQ(0, bst_mode(&self->s, BFT_CMD_STOP));
+		ASSERT_EQ(0, bst_collect(&self->s, 300, 10000, &self->t))
+			TH_LOG("%s", self->t.err);
+	}
+
+	for (size_t i = 0; i < self->t.nth; i++) {
+		const struct bst_thread *o = &self->t.th[i];
+		char *text = bst_ev_text(o->ev, o->n);
+
+		EXPECT_EQ((uint32_t)me, o->tgid)
+			TH_LOG("process %u in the trace, thread %u: %s",
+			       o->tgid, o->tid, text ? text : "?");
+		free(text);
+	}
+	nth = bst_trace_threads_of(&self->t, me, th, 4);
+	ASSERT_EQ(1, nth);
+	EXPECT_EQ(0, self->t.orphans);
+	EXPECT_EQ(0, self->t.unbalanced);
+	if (th[0]->n != nw) {
+		char *text = bst_ev_text(th[0]->ev, th[0]->n);
+
+		TH_LOG("the parent: %s", text ? text : "?");
+		free(text);
+	}
+	ASSERT_EQ(nw, th[0]->n);
+	for (size_t i = 0; i < nw; i++) {
+		EXPECT_EQ(want[i].kind, th[0]->ev[i].kind) TH_LOG("record %zu", i);
+		EXPECT_EQ(want[i].id, th[0]->ev[i].id) TH_LOG("record %zu", i);
+	}
+}
+
+TEST_HARNESS_MAIN
