@@ -699,7 +699,7 @@ def profile_delta(floor, bft):
         return out
     f, b = per_sym(floor), per_sym(bft)
     rows = [(k, f.get(k, 0.0), b.get(k, 0.0)) for k in set(f) | set(b)]
-    rows.sort(key=lambda x: -(x[2] - x[1]))
+    rows.sort(key=lambda x: (-(x[2] - x[1]), x[0]))  # a set: ties by name
     return rows
 
 
