@@ -5,6 +5,7 @@
  * cannot run BPF at all, there is nothing to refuse: the tests skip.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -107,6 +108,15 @@ TEST(unknown_backend_is_exit_2)
 }
 
 /* The batch checks of the module, before anything is attached. */
+/* A second thread: says its id, then waits to be cancelled. */
+static void *park(void *arg)
+{
+	__atomic_store_n((pid_t *)arg, gettid(), __ATOMIC_RELEASE);
+	for (;;)
+		pause();
+	return NULL;
+}
+
 TEST(bad_batches_are_refused_whole)
 {
 	struct bft_bpf *b;
@@ -145,6 +155,20 @@ TEST(bad_batches_are_refused_whole)
 	/* no such process */
 	p[1].method_id = 2;
 	EXPECT_EQ(-ESRCH, bft_bpf_attach(b, 0x3ffffff0, p, 2, res));
+	/* a thread, not a process: the programs would drop its every hit */
+	{
+		pthread_t th;
+		pid_t tid = 0;
+
+		ASSERT_EQ(0, pthread_create(&th, NULL, park, &tid));
+		while (!__atomic_load_n(&tid, __ATOMIC_ACQUIRE))
+			usleep(1000);
+		EXPECT_EQ(-ESRCH, bft_bpf_attach(b, tid, p, 2, res));
+		EXPECT_TRUE(strstr(bft_bpf_errmsg(b), "thread"))
+			TH_LOG("%s", bft_bpf_errmsg(b));
+		pthread_cancel(th);
+		pthread_join(th, NULL);
+	}
 	/* nothing attached by any of it */
 	{
 		struct bft_nl_status st;

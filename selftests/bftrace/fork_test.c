@@ -9,6 +9,10 @@
  * the BPF backend's links are perf events, whose return programs the
  * kernel runs without the process filter it applies to entries.
  *
+ * On 6.1 the same path runs, at each return, the return programs of every
+ * perf-event link on the probe: two processes of one program, both traced,
+ * each had every return recorded twice.
+ *
  * The BPF variants: uprobe_multi links where the kernel has them, and the
  * perf-event links forced with BFT_BPF_UPROBE_MULTI=0.
  */
@@ -55,6 +59,12 @@ __attribute__((noipa, used)) long child_fn(long v)
 
 static char exe[4096];
 
+static const struct bst_fn fns[] = {
+	{ .file = exe, .func = "outer_fn", .method_id = M_OUTER },
+	{ .file = exe, .func = "fork_fn", .method_id = M_FORK },
+	{ .file = exe, .func = "child_fn", .method_id = M_CHILD },
+};
+
 FIXTURE(fork) {
 	struct bst_session s;
 	struct bft_bpf *b;
@@ -81,15 +91,10 @@ FIXTURE_VARIANT_ADD(fork, bpf_perf_links) {
 
 FIXTURE_SETUP(fork)
 {
-	const struct bst_fn fns[] = {
-		{ .file = exe, .func = "outer_fn", .method_id = M_OUTER },
-		{ .file = exe, .func = "fork_fn", .method_id = M_FORK },
-		{ .file = exe, .func = "child_fn", .method_id = M_CHILD },
-	};
 	struct bft_nl_probe probes[3];
+	int r, res[3];
 	char why[512];
 	ssize_t n;
-	int r;
 
 	setenv("BFT_BPF_PIN_DIR", PIN_DIR, 1);
 	if (variant->multi)
@@ -105,8 +110,16 @@ FIXTURE_SETUP(fork)
 	if (variant->bpf) {
 		ASSERT_EQ(0, bst_resolve(fns, 3, probes));
 		ASSERT_EQ(0, bft_bpf_attach(self->b, (uint32_t)getpid(), probes,
-					    3, &r))
+					    3, res))
 			TH_LOG("%s", bft_bpf_errmsg(self->b));
+		for (int i = 0; i < 3; i++) {
+			ASSERT_EQ(0, res[i]) TH_LOG("probe %d", i);
+		}
+		/* the variant is the kind of link it says */
+		if (variant->multi)
+			ASSERT_FALSE(bft_bpf_multi(self->b));
+		TH_LOG("%s links", bft_bpf_multi(self->b) ? "uprobe_multi" :
+		       "perf-event");
 		ASSERT_EQ(0, bft_bpf_start(self->b, true, NULL))
 			TH_LOG("%s", bft_bpf_errmsg(self->b));
 	} else {
@@ -123,6 +136,30 @@ FIXTURE_TEARDOWN(fork)
 	else if (self->s.nl)
 		bst_session_close(&self->s);
 	unsetenv("BFT_BPF_UPROBE_MULTI");
+}
+
+static int stop_and_collect(FIXTURE_DATA(fork) *self, bool bpf)
+{
+	int err;
+
+	if (bpf) {
+		err = bft_bpf_mode_cmd(self->b, BFT_CMD_STOP, NULL);
+		return err ? err : bst_bpf_collect(self->b, 300, 10000, &self->t);
+	}
+	err = bst_mode(&self->s, BFT_CMD_STOP);
+	return err ? err : bst_collect(&self->s, 300, 10000, &self->t);
+}
+
+/* Whether thread th holds n calls of child_fn, and nothing else. */
+static bool only_child_fn_calls(const struct bst_thread *th, size_t n)
+{
+	if (!th || th->n != 2 * n)
+		return false;
+	for (size_t i = 0; i < th->n; i++)
+		if (th->ev[i].kind != (i % 2 ? BST_EXIT : BST_ENTER) ||
+		    th->ev[i].id != (i % 2 ? 0 : M_CHILD))
+			return false;
+	return true;
 }
 
 TEST_F_TIMEOUT(fork, child_runs_untraced_and_stays_out_of_the_trace, 120)
@@ -156,16 +193,8 @@ TEST_F_TIMEOUT(fork, child_runs_untraced_and_stays_out_of_the_trace, 120)
 	}
 	EXPECT_EQ(FORKS, ok);
 
-	if (variant->bpf) {
-		ASSERT_EQ(0, bft_bpf_mode_cmd(self->b, BFT_CMD_STOP, NULL))
-			TH_LOG("%s", bft_bpf_errmsg(self->b));
-		ASSERT_EQ(0, bst_bpf_collect(self->b, 300, 10000, &self->t))
-			TH_LOG("%s", self->t.err);
-	} else {
-		ASSERT_EQ(0, bst_mode(&self->s, BFT_CMD_STOP));
-		ASSERT_EQ(0, bst_collect(&self->s, 300, 10000, &self->t))
-			TH_LOG("%s", self->t.err);
-	}
+	ASSERT_EQ(0, stop_and_collect(self, variant->bpf))
+		TH_LOG("%s", self->t.err);
 
 	for (size_t i = 0; i < self->t.nth; i++) {
 		const struct bst_thread *o = &self->t.th[i];
@@ -191,6 +220,63 @@ TEST_F_TIMEOUT(fork, child_runs_untraced_and_stays_out_of_the_trace, 120)
 		EXPECT_EQ(want[i].kind, th[0]->ev[i].kind) TH_LOG("record %zu", i);
 		EXPECT_EQ(want[i].id, th[0]->ev[i].id) TH_LOG("record %zu", i);
 	}
+}
+
+TEST_F_TIMEOUT(fork, two_processes_on_the_same_probes_each_get_their_own, 120)
+{
+	const pid_t me = getpid();
+	const struct bst_thread *th[2] = { NULL, NULL };
+	int go[2], res[3], st;
+	struct bft_nl_probe probes[3];
+	pid_t kid;
+
+	if (_metadata->skip)
+		return;
+	/* forked before anything traced runs: it inherits no return probe */
+	ASSERT_EQ(0, pipe(go));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (kid == 0) {
+		char c;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		for (long i = 0; i < FORKS; i++)
+			child_fn(i);
+		_exit(CHILD_OK);
+	}
+	close(go[0]);
+	if (variant->bpf) {
+		ASSERT_EQ(0, bst_resolve(fns, 3, probes));
+		ASSERT_EQ(0, bft_bpf_attach(self->b, (uint32_t)kid, probes, 3,
+					    res))
+			TH_LOG("%s", bft_bpf_errmsg(self->b));
+	} else {
+		ASSERT_EQ(0, bst_attach_fns(&self->s, kid, fns, 3));
+	}
+	for (long i = 0; i < FORKS; i++)
+		child_fn(i);
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	close(go[1]);
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == CHILD_OK)
+		TH_LOG("wait status %#x", st);
+	ASSERT_EQ(0, stop_and_collect(self, variant->bpf))
+		TH_LOG("%s", self->t.err);
+
+	EXPECT_EQ(1, bst_trace_threads_of(&self->t, me, &th[0], 1));
+	EXPECT_EQ(1, bst_trace_threads_of(&self->t, kid, &th[1], 1));
+	for (int i = 0; i < 2; i++) {
+		char *text = th[i] ? bst_ev_text(th[i]->ev, th[i]->n) : NULL;
+
+		EXPECT_TRUE(only_child_fn_calls(th[i], FORKS))
+			TH_LOG("%s: %s", i ? "the second process" : "this one",
+			       text ? text : "no thread");
+		free(text);
+	}
+	EXPECT_EQ(0, self->t.orphans);
+	EXPECT_EQ(0, self->t.unbalanced);
 }
 
 TEST_HARNESS_MAIN

@@ -710,6 +710,28 @@ static bool tgid_alive(uint32_t tgid)
 	return !bft_proc_exited(tgid);
 }
 
+/*
+ * The process of thread id tid (the Tgid line of its status), 0 if that
+ * cannot be read.  /proc/<tid> exists for every thread, not only for a
+ * process's first one.
+ */
+static uint32_t tgid_of(uint32_t tid)
+{
+	char p[64], line[128];
+	unsigned int v = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%u/status", tid);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %u", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
 /* tgids with a links directory, into out (up to cap); count. */
 static size_t list_targets(uint32_t *out, size_t cap)
 {
@@ -923,12 +945,17 @@ static int check_batch(struct bft_bpf *b, uint32_t tgid,
 {
 	struct bft_bpf_ctl ctl;
 	struct bft_bpf_method m;
-	uint32_t targets[BFT_MAX_TARGETS];
+	uint32_t targets[BFT_MAX_TARGETS], owner;
 	size_t nt;
 	int err;
 
 	if (!tgid || !tgid_alive(tgid))
 		return fail(b, -ESRCH, "no process with tgid %u", tgid);
+	/* as the module: the programs filter on the process (BFT_BPF_COOKIE) */
+	owner = tgid_of(tgid);
+	if (owner && owner != tgid)
+		return fail(b, -ESRCH, "%u is a thread of process %u, not a "
+			    "process", tgid, owner);
 	nt = list_targets(targets, BFT_MAX_TARGETS);
 	if (nt >= BFT_MAX_TARGETS) {
 		char p[PATH_MAX];
