@@ -538,7 +538,7 @@ int bft_enter(struct pt_regs *regs)
 {
 	__u64 cookie = bpf_get_attach_cookie(regs);
 	__u32 id = (__u32)cookie;
-	__u32 pf = (cookie >> 32) & ((1U << BFT_BPF_COOKIE_PF_BITS) - 1);
+	__u32 pf = (cookie >> 32) & BFT_BPF_COOKIE_PF_MASK;
 	struct task_struct *tsk = bpf_get_current_task_btf();
 	struct bft_bpf_ctl *ctl = get_ctl();
 	struct bft_bpf_cpu *c = get_cpu();
@@ -640,7 +640,6 @@ enum bpf_func_id___bft { BPF_FUNC_map_lookup_percpu_elem___bft = 195 };
  * there is no helper to reach another CPU's state; the verifier drops the
  * branch its kernel lacks, and the offline CPU waits, as it used to.
  */
-
 static __always_inline struct bft_bpf_cpu *ctl_cpu(__u32 cpu)
 {
 	__u32 zero = 0;

@@ -43,12 +43,11 @@
  * the process filter it applies to entries, and a child forked inside a
  * traced function returns through copies of its parent's return probes.
  */
-#define BFT_BPF_COOKIE_PF_BITS		10
-#define BFT_BPF_COOKIE_TGID_SHIFT	(32 + BFT_BPF_COOKIE_PF_BITS)
+#define BFT_BPF_COOKIE_PF_MASK		((1U << 10) - 1)
+#define BFT_BPF_COOKIE_TGID_SHIFT	42
 #define BFT_BPF_COOKIE(id, flags, tgid)					\
 	(((__u64)(tgid) << BFT_BPF_COOKIE_TGID_SHIFT) |			\
-	 ((__u64)((flags) & ((1U << BFT_BPF_COOKIE_PF_BITS) - 1)) << 32) | \
-	 (__u32)(id))
+	 ((__u64)((flags) & BFT_BPF_COOKIE_PF_MASK) << 32) | (__u32)(id))
 
 /*
  * One CPU's writer state: the module's struct bft_ring without the bytes

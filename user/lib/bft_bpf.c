@@ -1040,13 +1040,12 @@ static uint32_t cookie_tgid(uint32_t tgid)
 
 /* Probes of one file, attached with two uprobe_multi links. */
 static int attach_group_multi(struct bft_bpf *b, uint32_t tgid,
-			      const struct bft_nl_probe *probes,
+			      uint32_t ctgid, const struct bft_nl_probe *probes,
 			      const size_t *idx, size_t n, int *results,
 			      unsigned int *seq)
 {
 	uint64_t *offs = calloc(n, sizeof(*offs));
 	uint64_t *cookies = calloc(n, sizeof(*cookies));
-	uint32_t ctgid = cookie_tgid(tgid);
 	size_t nret = 0;
 	int fd, err = 0;
 
@@ -1100,11 +1099,10 @@ out:
 	return err;
 }
 
-static int attach_one(struct bft_bpf *b, uint32_t tgid,
+static int attach_one(struct bft_bpf *b, uint32_t tgid, uint32_t ctgid,
 		      const struct bft_nl_probe *p, unsigned int *seq)
 {
-	uint64_t cookie = BFT_BPF_COOKIE(p->method_id, p->flags,
-					 cookie_tgid(tgid));
+	uint64_t cookie = BFT_BPF_COOKIE(p->method_id, p->flags, ctgid);
 	int fd, err;
 
 	fd = link_one(b->enter_fd, tgid, p->path, p->offset, false, cookie);
@@ -1132,6 +1130,7 @@ static int do_attach(struct bft_bpf *b, uint32_t tgid,
 	int *res = results ? results : calloc(n ? n : 1, sizeof(int));
 	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
 	bool *done = calloc(n ? n : 1, sizeof(*done));
+	uint32_t ctgid = cookie_tgid(tgid);	/* once, not per probe */
 	unsigned int seq = 0;
 	int err, first = 0, ok = 0;
 	char p[PATH_MAX];
@@ -1158,7 +1157,7 @@ static int do_attach(struct bft_bpf *b, uint32_t tgid,
 			continue;
 		if (!multi) {
 			done[i] = true;
-			res[i] = attach_one(b, tgid, &probes[i], &seq);
+			res[i] = attach_one(b, tgid, ctgid, &probes[i], &seq);
 			continue;
 		}
 		for (size_t j = i; j < n; j++) {
@@ -1167,7 +1166,7 @@ static int do_attach(struct bft_bpf *b, uint32_t tgid,
 				idx[k++] = j;
 			}
 		}
-		attach_group_multi(b, tgid, probes, idx, k, res, &seq);
+		attach_group_multi(b, tgid, ctgid, probes, idx, k, res, &seq);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!res[i]) {
