@@ -3,7 +3,9 @@
 # emulated here, so the absolute figures mean something): what a traced call
 # costs next to the untraced loop, the bare trap (the floor: empty uprobe and
 # uretprobe programs, bench/tools/bench_bpffloor.c) and bpftrace with empty
-# and with counting actions; how many ring bytes a call takes, and the
+# and with counting actions, and the floor again on uprobe_multi links, the
+# kind bftrace makes on Linux 6.6+ (the floor and bpftrace 0.17 make
+# perf-event links, which cost more); how many ring bytes a call takes, and the
 # collector's CPU time at that rate (from the run's start to its drain;
 # its one-time start-up, making the session, apart).  A benchmark, not a test.
 #
@@ -88,16 +90,26 @@ for build in plain cet; do
 	fi
 	[[ $build == cet ]] &&
 		echo "@cmd $id.floor_func taskset -c 0 $floor $floor_obj $bin:bench_work -- $bin $sscalls 1"
+	# uprobe_multi links, where the kernel has them (6.6+)
+	fmc=$(taskset -c 0 "$floor" -c -m "$floor_obj" "$bin:$site" -- "$bin" 1000 1 2>/dev/null |
+		sed -n 's/^floor probes=1 entries=\([0-9]*\) returns=\([0-9]*\)$/\1\/\2/p') || true
+	multi=0
+	if [[ $fmc == "$((1000 + warmup))/$((1000 + warmup))" ]]; then
+		multi=1
+		echo "@cmd $id.floor_multi taskset -c 0 $floor -m $floor_obj $bin:$site -- $bin $calls 1"
+	fi
 
 	# The floor's probes must see every call: count them once, with the
 	# kernel's run statistics on (not timed: they add clock reads).
 	fc=$(taskset -c 0 "$floor" -c "$floor_obj" "$bin:$site" -- "$bin" "$sscalls" 1 |
 		sed -n 's/^floor probes=1 entries=\([0-9]*\) returns=\([0-9]*\)$/\1\/\2/p')
 
-	base=() fl=() flf=() traced=() bt=() bte=() bytes=() ccpu=() cpct=() cstart=() seen=() lost=()
+	base=() fl=() flm=() flf=() traced=() bt=() bte=() bytes=() ccpu=() cpct=() cstart=() seen=() lost=()
 	for _ in $(seq "$reps"); do
 		base+=("$(taskset -c 0 "$bin" "$calls" 1 | ns_of)")
 		fl+=("$(taskset -c 0 "$floor" "$floor_obj" "$bin:$site" -- "$bin" "$calls" 1 | ns_of)")
+		((multi)) &&
+			flm+=("$(taskset -c 0 "$floor" -m "$floor_obj" "$bin:$site" -- "$bin" "$calls" 1 | ns_of)")
 		[[ $build == cet ]] &&
 			flf+=("$(taskset -c 0 "$floor" "$floor_obj" "$bin:bench_work" -- "$bin" "$sscalls" 1 | ns_of)")
 
@@ -152,6 +164,10 @@ print(*(sum(c[k] for c in st["cpus"]) for k in ("bytes_written", "produced", "lo
 	line+=" bpf_seen=$(med "${seen[@]}") bpf_expect=$((2 * (calls + warmup))) bpf_lost=$(med "${lost[@]}")"
 	line+=" bytes_per_call=$(med "${bytes[@]}") collector_cpu_s=$(med "${ccpu[@]}")"
 	line+=" collector_cpu_pct=$(med "${cpct[@]}") collector_start_cpu_s=$(med "${cstart[@]}")"
+	if ((${#flm[@]})); then
+		fm=$(med "${flm[@]}")
+		line+=" floor_multi_ns=$fm floor_multi_cost_ns=$(minus "$fm" "$b0") floor_multi_seen=$fmc"
+	fi
 	if ((${#flf[@]})); then
 		ff=$(med "${flf[@]}")
 		line+=" floor_func_ns=$ff floor_func_cost_ns=$(minus "$ff" "$b0")"

@@ -492,6 +492,7 @@ def native_report(path, profile_path):
                         for k, v in r.items()} for r in res.get("bpf_native", [])]
     for raw, r in zip(res.get("bpf_native", []), n["bpf_native"]):
         r["floor_seen_text"] = raw.get("floor_seen")
+        r["floor_multi_seen_text"] = raw.get("floor_multi_seen")
     n["bpf_native_skip"] = info.get("bpf_native_skip")
     n["live_view"] = live_view_of(res, cmds)
     n["counters"] = counters_of(res, cmds)
@@ -526,6 +527,10 @@ def live_view_of(res, cmds):
     return lv
 
 
+def minus(a, b):
+    return a - b if a is not None and b is not None else None
+
+
 def native_floor(native):
     """bench/bpf-native.sh per build: bftrace (BPF backend), the floor
     (empty programs) and bpftrace, per traced call, as ratios to the floor
@@ -549,7 +554,14 @@ def native_floor(native):
              "bftrace_vs_bpftrace_empty": ratio(r.get("bpf_ns"), r.get("bpftrace_empty_ns")),
              "seen": f"{fmt(r.get('bpf_seen'))} of {fmt(r.get('bpf_expect'))}, "
                      f"{fmt(r.get('bpf_lost'))} lost",
-             "floor_seen": r.get("floor_seen_text"), "floor_expect": r.get("floor_expect")}
+             "floor_seen": r.get("floor_seen_text"), "floor_expect": r.get("floor_expect"),
+             # empty programs on uprobe_multi links, bftrace's kind
+             "floor_multi_ns": r.get("floor_multi_ns"),
+             "floor_multi_seen": r.get("floor_multi_seen_text"),
+             "floor_multi_vs_floor": ratio(r.get("floor_multi_ns"), r.get("floor_ns")),
+             "bftrace_vs_floor_multi": ratio(r.get("bpf_ns"), r.get("floor_multi_ns")),
+             "bftrace_over_floor_multi_ns": minus(r.get("bpf_ns"), r.get("floor_multi_ns")),
+             "multi_saves_ns": minus(r.get("floor_ns"), r.get("floor_multi_ns"))}
         out[b] = d
     return out if "plain" in out else None
 
@@ -583,9 +595,13 @@ def targets(guests, native):
     nat = native_floor(native)
     if nat:
         p = nat["plain"]
+        same = ""
+        if p.get("bftrace_vs_floor_multi") is not None:
+            same = (f"; against empty programs on its own kind of link (uprobe_multi), "
+                    f"{fmt_ratio(p['bftrace_vs_floor_multi'])}")
         t["native"] = {"value": p["bftrace_vs_floor"],
                        "text": f"{fmt_ratio(p['bftrace_vs_floor'])} floor, bpftrace "
-                               f"{fmt_ratio(p['bpftrace_empty_vs_floor'])} (BPF backend, plain build)",
+                               f"{fmt_ratio(p['bpftrace_empty_vs_floor'])} (BPF backend, plain build{same})",
                        "holds": (p["bftrace_vs_floor"] is not None and p["bftrace_vs_floor"] <= 1.10
                                  and p["bpftrace_empty_ns"] is not None
                                  and p["bftrace_ns"] < p["bpftrace_empty_ns"])}
@@ -737,6 +753,11 @@ def native_floor_md(L, doc):
                 [f"floor at {d['floor_at']}", fmt(d["floor_ns"], 1), "1.00x",
                  f"{d['floor_seen'] or 'n/a'} of {fmt(d['floor_expect'])} (entries/returns)",
                  code(cmds.get(cid + "floor", ""))]]
+        if d.get("floor_multi_ns") is not None:
+            rows.append([f"floor at {d['floor_at']}, uprobe_multi links (bftrace's kind)",
+                         fmt(d["floor_multi_ns"], 1), fmt_ratio(d["floor_multi_vs_floor"]),
+                         f"{d['floor_multi_seen'] or 'n/a'} (entries/returns, a run of 1,000 calls)",
+                         code(cmds.get(cid + "floor_multi", ""))])
         if d.get("floor_func_ns") is not None:
             rows.append(["floor at func (single-steps endbr64)", fmt(d["floor_func_ns"], 1),
                          fmt_ratio(ratio(d["floor_func_ns"], d["floor_ns"])), "",
@@ -755,7 +776,14 @@ def native_floor_md(L, doc):
         L.append(md_table(rows, ["", "ns/call", "vs floor", "events seen", "command"]))
         L.append(f"\nbftrace / bpftrace (empty): {fmt_ratio(d['bftrace_vs_bpftrace_empty'])}; "
                  f"bftrace's own cost over the floor's: {fmt_ratio(d['bftrace_cost_vs_floor_cost'])} "
-                 "(each minus the untraced loop).\n")
+                 "(each minus the untraced loop)."
+                 + (f" The floor and bpftrace 0.17 attach perf-event links; bftrace, on this kernel, "
+                    f"uprobe_multi links, which save {fmt(d['multi_saves_ns'])} ns a call on empty "
+                    f"programs. On the same kind of link, bftrace's programs cost "
+                    f"{fmt(d['bftrace_over_floor_multi_ns'])} ns a call more than empty ones "
+                    f"({fmt_ratio(d['bftrace_vs_floor_multi'])}): what it does per call, the clock "
+                    "read and the record, against programs that do nothing."
+                    if d.get("floor_multi_ns") is not None else "") + "\n")
     rows = []
     for k, g in doc["kernels"].items():
         pc = g["per_call"]

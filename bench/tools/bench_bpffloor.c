@@ -6,8 +6,11 @@
  * probe's program does nothing (the trap, the uprobe core and the BPF
  * dispatch), the figure a tracer's own cost is measured against.
  *
- *   bench-bpffloor [-c] OBJ PATH:FUNC[+OFF]... -- COMMAND [ARG...]
+ *   bench-bpffloor [-c] [-m] OBJ PATH:FUNC[+OFF]... -- COMMAND [ARG...]
  *
+ * The probes are perf-event links, as bpftrace 0.17 makes them; with -m
+ * uprobe_multi links (Linux 6.6), the kind bftrace's BPF backend makes
+ * there, which costs the traced call less.
  * +OFF places both probes OFF bytes into the function (past an endbr64, as
  * bfctl does).  With -c the kernel's BPF run statistics are on during the
  * run (they add two clock reads per program run, so not for timing) and the
@@ -23,52 +26,128 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/syscall.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bft_elf.h"
+
+/* Debian 12's UAPI headers predate uprobe_multi (Linux 6.6). */
+#define TRACE_UPROBE_MULTI	48
+#define F_UPROBE_MULTI_RETURN	1U
+
+struct uprobe_multi_attr {
+	__u32 prog_fd, target_fd, attach_type, flags;
+	__u64 path, offsets, ref_ctr_offsets, cookies;
+	__u32 cnt, multi_flags, pid, pad;
+};
+
+struct probe {
+	struct bpf_link *link;	/* perf-event link */
+	int fd;			/* uprobe_multi link, or -1 */
+};
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: bench-bpffloor [-c] OBJ PATH:FUNC[+OFF]... -- COMMAND [ARG...]\n");
+	fprintf(stderr, "usage: bench-bpffloor [-c] [-m] OBJ PATH:FUNC[+OFF]... -- COMMAND [ARG...]\n");
 	return 2;
 }
 
-static int attach(struct bpf_program *prog, int ret, const char *spec,
-		  struct bpf_link **link)
+/* PATH:FUNC[+OFF] split in place: *func and *off, or -EINVAL. */
+static int parse_spec(char *path, const char *spec, char **func,
+		      unsigned long *off)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret);
-	char *path = strdup(spec), *func, *plus;
-	unsigned long off = 0;
-	int err = 0;
+	char *plus;
 
-	if (!path)
-		return -ENOMEM;
-	func = strrchr(path, ':');
-	if (!func || func == path || !func[1]) {
+	*off = 0;
+	*func = strrchr(path, ':');
+	if (!*func || *func == path || !(*func)[1]) {
 		fprintf(stderr, "bench-bpffloor: '%s' is not PATH:FUNC[+OFF]\n", spec);
-		free(path);
 		return -EINVAL;
 	}
-	*func++ = '\0';
-	plus = strchr(func, '+');
+	*(*func)++ = '\0';
+	plus = strchr(*func, '+');
 	if (plus) {
 		char *end;
 
 		*plus++ = '\0';
 		errno = 0;
-		off = strtoul(plus, &end, 0);
+		*off = strtoul(plus, &end, 0);
 		if (errno || end == plus || *end) {
 			fprintf(stderr, "bench-bpffloor: bad offset in '%s'\n", spec);
-			free(path);
 			return -EINVAL;
 		}
 	}
-	o.func_name = func;
-	*link = bpf_program__attach_uprobe_opts(prog, -1, path, off, &o);
-	if (!*link) {
-		err = -errno;
-		fprintf(stderr, "bench-bpffloor: attaching %s to %s: %s\n",
-			ret ? "the return probe" : "the entry probe", spec, strerror(errno));
+	return 0;
+}
+
+/* uprobe_multi wants a file offset: libbpf 1.1 resolves none for it. */
+static int file_offset(const char *path, const char *func, __u64 *out)
+{
+	struct bft_elf_func f;
+	struct bft_elf *e;
+	char why[256];
+	int err;
+
+	err = bft_elf_open(path, &e, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "bench-bpffloor: %s: %s\n", path, why);
+		return err;
 	}
+	err = bft_elf_find_func(e, func, &f);
+	if (err)
+		fprintf(stderr, "bench-bpffloor: %s in %s: %s\n", func, path,
+			err == -ENOENT ? "no such function" : strerror(-err));
+	else
+		*out = f.offset;
+	bft_elf_close(e);
+	return err;
+}
+
+static int link_multi(struct bpf_program *prog, int ret, const char *path,
+		      __u64 off)
+{
+	struct uprobe_multi_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = bpf_program__fd(prog);
+	a.attach_type = TRACE_UPROBE_MULTI;
+	a.path = (__u64)(uintptr_t)path;
+	a.offsets = (__u64)(uintptr_t)&off;
+	a.cnt = 1;
+	a.multi_flags = ret ? F_UPROBE_MULTI_RETURN : 0;
+	return syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+}
+
+static int attach(struct bpf_program *prog, int ret, int multi,
+		  const char *spec, struct probe *p)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret);
+	char *path = strdup(spec), *func;
+	unsigned long off;
+	__u64 foff;
+	int err;
+
+	if (!path)
+		return -ENOMEM;
+	err = parse_spec(path, spec, &func, &off);
+	if (!err && multi)
+		err = file_offset(path, func, &foff);
+	if (err)
+		goto out;
+	if (multi) {
+		p->fd = link_multi(prog, ret, path, foff + off);
+		err = p->fd < 0 ? -errno : 0;
+	} else {
+		o.func_name = func;
+		p->link = bpf_program__attach_uprobe_opts(prog, -1, path, off, &o);
+		err = p->link ? 0 : -errno;
+	}
+	if (err)
+		fprintf(stderr, "bench-bpffloor: attaching %s to %s: %s\n",
+			ret ? "the return probe" : "the entry probe", spec, strerror(-err));
+out:
 	free(path);
 	return err;
 }
@@ -86,15 +165,18 @@ static long long run_count(struct bpf_program *prog)
 int main(int argc, char **argv)
 {
 	struct bpf_program *entry, *ret;
-	struct bpf_link **links;
 	struct bpf_object *obj;
-	int count = 0, stats = -1, nspec, status, i, rc = 1;
+	struct probe *probes;
+	int count = 0, multi = 0, stats = -1, nspec, status, i, rc = 1;
 	pid_t pid;
 
-	if (argc > 1 && !strcmp(argv[1], "-c")) {
-		count = 1;
-		argv++;
-		argc--;
+	for (; argc > 1 && argv[1][0] == '-' && strcmp(argv[1], "--"); argv++, argc--) {
+		if (!strcmp(argv[1], "-c"))
+			count = 1;
+		else if (!strcmp(argv[1], "-m"))
+			multi = 1;
+		else
+			return usage();
 	}
 	for (nspec = 0; 2 + nspec < argc && strcmp(argv[2 + nspec], "--"); nspec++)
 		;
@@ -107,20 +189,30 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-bpffloor: opening %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
+	entry = bpf_object__find_program_by_name(obj, "floor_entry");
+	ret = bpf_object__find_program_by_name(obj, "floor_return");
+	if (!entry || !ret) {
+		fprintf(stderr, "bench-bpffloor: %s lacks floor_entry or floor_return\n", argv[1]);
+		goto out_obj;
+	}
+	if (multi) {
+		bpf_program__set_expected_attach_type(entry, TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(ret, TRACE_UPROBE_MULTI);
+	}
 	if (bpf_object__load(obj)) {
 		fprintf(stderr, "bench-bpffloor: loading %s: %s\n", argv[1], strerror(errno));
 		goto out_obj;
 	}
-	entry = bpf_object__find_program_by_name(obj, "floor_entry");
-	ret = bpf_object__find_program_by_name(obj, "floor_return");
-	links = calloc(2 * (size_t)nspec, sizeof(*links));
-	if (!entry || !ret || !links) {
-		fprintf(stderr, "bench-bpffloor: %s lacks floor_entry or floor_return\n", argv[1]);
-		goto out_links;
+	probes = calloc(2 * (size_t)nspec, sizeof(*probes));
+	if (!probes) {
+		perror("bench-bpffloor");
+		goto out_obj;
 	}
+	for (i = 0; i < 2 * nspec; i++)
+		probes[i].fd = -1;
 	for (i = 0; i < nspec; i++)
-		if (attach(entry, 0, argv[2 + i], &links[2 * i]) ||
-		    attach(ret, 1, argv[2 + i], &links[2 * i + 1]))
+		if (attach(entry, 0, multi, argv[2 + i], &probes[2 * i]) ||
+		    attach(ret, 1, multi, argv[2 + i], &probes[2 * i + 1]))
 			goto out_links;
 	if (count) {
 		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
@@ -155,9 +247,12 @@ int main(int argc, char **argv)
 out_links:
 	if (stats >= 0)
 		close(stats);
-	for (i = 0; links && i < 2 * nspec; i++)
-		bpf_link__destroy(links[i]);
-	free(links);
+	for (i = 0; i < 2 * nspec; i++) {
+		bpf_link__destroy(probes[i].link);
+		if (probes[i].fd >= 0)
+			close(probes[i].fd);
+	}
+	free(probes);
 out_obj:
 	bpf_object__close(obj);
 	return rc;
