@@ -13,7 +13,8 @@
 #
 # Prints "@cmd ID COMMAND" and "@res bpf_native key=value ..." lines (the
 # format of build/bench/native.txt).  Each figure is the median of REPS
-# runs, the tracers interleaved within a repetition, one thread pinned to
+# runs, the tracers interleaved within a repetition (each run's figure is
+# there too, reps_*, for ratios within a repetition), one thread pinned to
 # CPU 0, bfcollector (writing .flow files) on CPU 1.  On the CET build
 # bftrace and its floor probe func+4 (past endbr64); bpftrace 0.17 probes
 # only func there (it refuses an offset), which single-steps endbr64 at
@@ -164,6 +165,13 @@ print(*(sum(c[k] for c in st["cpus"]) for k in ("bytes_written", "produced", "lo
 	line+=" bpf_seen=$(med "${seen[@]}") bpf_expect=$((2 * (calls + warmup))) bpf_lost=$(med "${lost[@]}")"
 	line+=" bytes_per_call=$(med "${bytes[@]}") collector_cpu_s=$(med "${ccpu[@]}")"
 	line+=" collector_cpu_pct=$(med "${cpct[@]}") collector_start_cpu_s=$(med "${cstart[@]}")"
+	# each repetition's runs too, in order, "" where a run failed: the
+	# report takes ratios within a repetition (bench/report.py)
+	reps() { local IFS=,; echo "$*"; }
+	line+=" reps_untraced=$(reps "${base[@]}") reps_floor=$(reps "${fl[@]}") reps_bpf=$(reps "${traced[@]}")"
+	((${#flm[@]})) && line+=" reps_floor_multi=$(reps "${flm[@]}")"
+	((${#flf[@]})) && line+=" reps_floor_func=$(reps "${flf[@]}")"
+	((${#bte[@]})) && line+=" reps_bpftrace_empty=$(reps "${bte[@]}") reps_bpftrace=$(reps "${bt[@]}")"
 	if ((${#flm[@]})); then
 		fm=$(med "${flm[@]}")
 		line+=" floor_multi_ns=$fm floor_multi_cost_ns=$(minus "$fm" "$b0") floor_multi_seen=$fmc"

@@ -488,7 +488,9 @@ def native_report(path, profile_path):
                     prof.append({"pct": float(m.group(1)), "symbol": m.group(3),
                                  "kernel": m.group(2) == "k"})
     n["profile"] = prof
-    n["bpf_native"] = [{k: (v if k in ("build", "floor_at", "bpf_at", "bpftrace_at") else num(v))
+    n["bpf_native"] = [{k: (v if k in ("build", "floor_at", "bpf_at", "bpftrace_at")
+                            else [num(x) for x in v.split(",")] if k.startswith("reps_")
+                            else num(v))
                         for k, v in r.items()} for r in res.get("bpf_native", [])]
     for raw, r in zip(res.get("bpf_native", []), n["bpf_native"]):
         r["floor_seen_text"] = raw.get("floor_seen")
@@ -531,37 +533,74 @@ def minus(a, b):
     return a - b if a is not None and b is not None else None
 
 
+def within(r, a, b, op):
+    """op(a, b) within each repetition of bench/bpf-native.sh's loop
+    (its reps_* lists), None where either run failed; [] without them."""
+    xs, ys = r.get("reps_" + a), r.get("reps_" + b)
+    if not xs or not ys or len(xs) != len(ys):
+        return []
+    return [op(x, y) if x is not None and y else None for x, y in zip(xs, ys)]
+
+
+def paired(r, a, b, fallback, op=lambda x, y: x / y):
+    """The median of within(), with the list, or the fallback (the
+    figure from the medians) for raw outputs without the lists."""
+    w = within(r, a, b, op)
+    got = [x for x in w if x is not None]
+    return (statistics.median(got) if got else fallback), w
+
+
 def native_floor(native):
     """bench/bpf-native.sh per build: bftrace (BPF backend), the floor
     (empty programs) and bpftrace, per traced call, as ratios to the floor
-    at the same site."""
+    at the same site.  As in the guests, a ratio is the median of the
+    ratios within each repetition, where the tools ran side by side, and
+    "below" is counted per repetition."""
     out = {}
     for r in (native or {}).get("bpf_native", []):
         if r.get("floor_ns") is None:
             continue
         b = r["build"]
         bpf_at_func = r.get("floor_func_ns") if b == "cet" else r.get("floor_ns")
+        at_func = "floor_func" if b == "cet" else "floor"
+        vs_floor, vs_floor_reps = paired(r, "bpf", "floor", ratio(r.get("bpf_ns"), r.get("floor_ns")))
+        bte_floor, bte_floor_reps = paired(r, "bpftrace_empty", at_func,
+                                           ratio(r.get("bpftrace_empty_ns"), bpf_at_func))
+        vs_multi, vs_multi_reps = paired(r, "bpf", "floor_multi",
+                                         ratio(r.get("bpf_ns"), r.get("floor_multi_ns")))
+        below = [x for x in within(r, "bpf", "bpftrace_empty", lambda x, y: x < y)
+                 if x is not None]
         d = {"calls": r.get("calls"), "untraced_ns": r.get("untraced_ns"),
+             "vs_floor_reps": vs_floor_reps, "bpftrace_empty_vs_floor_reps": bte_floor_reps,
+             "vs_floor_multi_reps": vs_multi_reps,
+             "below_bpftrace": sum(below) if below else None, "pairs": len(below),
              "floor_ns": r.get("floor_ns"), "floor_at": r.get("floor_at"),
              "floor_func_ns": r.get("floor_func_ns"),
              "bftrace_ns": r.get("bpf_ns"), "bpftrace_empty_ns": r.get("bpftrace_empty_ns"),
              "bpftrace_ns": r.get("bpftrace_ns"), "bpftrace_calls": r.get("bpftrace_calls"),
-             "bftrace_vs_floor": ratio(r.get("bpf_ns"), r.get("floor_ns")),
+             "bftrace_vs_floor": vs_floor,
              "bftrace_cost_vs_floor_cost": ratio(r.get("bpf_cost_ns"), r.get("floor_cost_ns")),
              # bpftrace probes func; its floor is the floor at func
-             "bpftrace_empty_vs_floor": ratio(r.get("bpftrace_empty_ns"), bpf_at_func),
-             "bpftrace_vs_floor": ratio(r.get("bpftrace_ns"), bpf_at_func),
-             "bftrace_vs_bpftrace_empty": ratio(r.get("bpf_ns"), r.get("bpftrace_empty_ns")),
+             "bpftrace_empty_vs_floor": bte_floor,
+             "bpftrace_vs_floor": paired(r, "bpftrace", at_func,
+                                         ratio(r.get("bpftrace_ns"), bpf_at_func))[0],
+             "bftrace_vs_bpftrace_empty": paired(r, "bpf", "bpftrace_empty",
+                                                 ratio(r.get("bpf_ns"), r.get("bpftrace_empty_ns")))[0],
              "seen": f"{fmt(r.get('bpf_seen'))} of {fmt(r.get('bpf_expect'))}, "
                      f"{fmt(r.get('bpf_lost'))} lost",
              "floor_seen": r.get("floor_seen_text"), "floor_expect": r.get("floor_expect"),
              # empty programs on uprobe_multi links, bftrace's kind
              "floor_multi_ns": r.get("floor_multi_ns"),
              "floor_multi_seen": r.get("floor_multi_seen_text"),
-             "floor_multi_vs_floor": ratio(r.get("floor_multi_ns"), r.get("floor_ns")),
-             "bftrace_vs_floor_multi": ratio(r.get("bpf_ns"), r.get("floor_multi_ns")),
-             "bftrace_over_floor_multi_ns": minus(r.get("bpf_ns"), r.get("floor_multi_ns")),
-             "multi_saves_ns": minus(r.get("floor_ns"), r.get("floor_multi_ns"))}
+             "floor_multi_vs_floor": paired(r, "floor_multi", "floor",
+                                            ratio(r.get("floor_multi_ns"), r.get("floor_ns")))[0],
+             "bftrace_vs_floor_multi": vs_multi,
+             "bftrace_over_floor_multi_ns": paired(r, "bpf", "floor_multi",
+                                                   minus(r.get("bpf_ns"), r.get("floor_multi_ns")),
+                                                   op=lambda x, y: x - y)[0],
+             "multi_saves_ns": paired(r, "floor", "floor_multi",
+                                      minus(r.get("floor_ns"), r.get("floor_multi_ns")),
+                                      op=lambda x, y: x - y)[0]}
         out[b] = d
     return out if "plain" in out else None
 
@@ -598,13 +637,23 @@ def targets(guests, native):
         same = ""
         if p.get("bftrace_vs_floor_multi") is not None:
             same = (f"; against empty programs on its own kind of link (uprobe_multi), "
-                    f"{fmt_ratio(p['bftrace_vs_floor_multi'])}")
+                    f"{fmt_ratio(p['bftrace_vs_floor_multi'])}"
+                    f"{ratio_range({'ratio_reps': p['vs_floor_multi_reps']})}")
+        if p["pairs"]:
+            how = f"; below bpftrace in {p['below_bpftrace']} of {p['pairs']} repetitions"
+            is_below = 2 * p["below_bpftrace"] > p["pairs"]
+        else:
+            how = ""
+            is_below = (p["bpftrace_empty_ns"] is not None
+                        and p["bftrace_ns"] < p["bpftrace_empty_ns"])
         t["native"] = {"value": p["bftrace_vs_floor"],
-                       "text": f"{fmt_ratio(p['bftrace_vs_floor'])} floor, bpftrace "
-                               f"{fmt_ratio(p['bpftrace_empty_vs_floor'])} (BPF backend, plain build{same})",
+                       "text": f"{fmt_ratio(p['bftrace_vs_floor'])} floor"
+                               f"{ratio_range({'ratio_reps': p['vs_floor_reps']})}, bpftrace "
+                               f"{fmt_ratio(p['bpftrace_empty_vs_floor'])}"
+                               f"{ratio_range({'ratio_reps': p['bpftrace_empty_vs_floor_reps']})}"
+                               f"{how} (BPF backend, plain build{same})",
                        "holds": (p["bftrace_vs_floor"] is not None and p["bftrace_vs_floor"] <= 1.10
-                                 and p["bpftrace_empty_ns"] is not None
-                                 and p["bftrace_ns"] < p["bpftrace_empty_ns"])}
+                                 and is_below)}
     out.append(t)
 
     # the issue's real library: what bfctl's placement is for
@@ -742,7 +791,8 @@ def native_floor_md(L, doc):
              "on the hardware, the BPF backend (`bench/bpf-native.sh`). The floor is the same "
              "uprobe + uretprobe with BPF programs that do nothing (`bench/tools/bench_bpffloor.c`, "
              "`bench/tools/bench_floor.bpf.c`): the trap, the uprobe core and the BPF dispatch. "
-             "Medians of the repetitions, the tracers interleaved within each.\n")
+             "Medians of the repetitions, the tracers interleaved within each; a ratio is the median "
+             "of the ratios within each repetition, their range in brackets.\n")
     for b, label in (("plain", "plain build (push %rbp at func)"),
                      ("cet", "CET build (endbr64 at func, push %rbp at func+4)")):
         d = nf.get(b)
@@ -763,10 +813,12 @@ def native_floor_md(L, doc):
                          fmt_ratio(ratio(d["floor_func_ns"], d["floor_ns"])), "",
                          code(cmds.get(cid + "floor_func", ""))])
         rows.append([f"bftrace, BPF backend, at {d['floor_at']}", fmt(d["bftrace_ns"], 1),
-                     fmt_ratio(d["bftrace_vs_floor"]), d["seen"], code(cmds.get(cid + "bpf", ""))])
+                     fmt_ratio(d["bftrace_vs_floor"]) + ratio_range({"ratio_reps": d["vs_floor_reps"]}),
+                     d["seen"], code(cmds.get(cid + "bpf", ""))])
         fl = "" if b == "plain" else " (vs the floor at func)"
         rows.append([f"bpftrace, empty actions, at func", fmt(d["bpftrace_empty_ns"], 1),
-                     fmt_ratio(d["bpftrace_empty_vs_floor"]) + fl, "",
+                     fmt_ratio(d["bpftrace_empty_vs_floor"])
+                     + ratio_range({"ratio_reps": d["bpftrace_empty_vs_floor_reps"]}) + fl, "",
                      code(cmds.get(cid + "bpftrace_empty", ""))])
         rows.append([f"bpftrace, counting, at func", fmt(d["bpftrace_ns"], 1),
                      fmt_ratio(d["bpftrace_vs_floor"]) + fl, "",
@@ -774,7 +826,9 @@ def native_floor_md(L, doc):
         L.append(f"### Native, {label}, {fmt(d['calls'])} calls"
                  + (f" ({fmt(d['bpftrace_calls'])} for the rows at func)" if b == "cet" else "") + "\n")
         L.append(md_table(rows, ["", "ns/call", "vs floor", "events seen", "command"]))
-        L.append(f"\nbftrace / bpftrace (empty): {fmt_ratio(d['bftrace_vs_bpftrace_empty'])}; "
+        below = (f", below it in {d['below_bpftrace']} of {d['pairs']} repetitions"
+                 if d["pairs"] else "")
+        L.append(f"\nbftrace / bpftrace (empty): {fmt_ratio(d['bftrace_vs_bpftrace_empty'])}{below}; "
                  f"bftrace's own cost over the floor's: {fmt_ratio(d['bftrace_cost_vs_floor_cost'])} "
                  "(each minus the untraced loop)."
                  + (f" The floor and bpftrace 0.17 attach perf-event links; bftrace, on this kernel, "
