@@ -151,13 +151,13 @@ finish_fixture() { # out-file, [command to run between "done" and the exit]
 # probe (with probe, bpftrace compiles one program per function, which takes
 # minutes under TCG for hundreds of them).  func is symbolized when bpftrace
 # prints, so stop it while the process is still alive.
-bpftrace_start() { # list.json, pid, out[, map key: func unless given]
+bpftrace_start() { # list.json, pid, out[, map key: func unless given[, more program]]
 	local prog
-	prog=$(python3 - "$1" "${4:-func}" <<'EOF'
+	prog=$(python3 - "$1" "${4:-func}" "${5:-}" <<'EOF'
 import json, sys
 lst = json.load(open(sys.argv[1]))
 spec = ",".join("uprobe:%s:%s" % (p["path"], p["mangled"]) for p in lst["probes"])
-print(spec + ' { @[%s] = count(); } BEGIN { printf("READY\\n"); }' % sys.argv[2])
+print(spec + ' { @[%s] = count(); } BEGIN { printf("READY\\n"); } %s' % (sys.argv[2], sys.argv[3]))
 EOF
 )
 	# 7>&-: no background process may keep sqlite_check's FIFO open
@@ -168,14 +168,17 @@ EOF
 }
 
 bpftrace_killed=0
-bpftrace_stop() {
+bpftrace_stop() { # [seconds it may take to exit]
 	kill -INT "$BPFPID" 2>/dev/null
 	# its first map print in a fresh guest symbolizes cold: over 60 s
 	# seen on 6.1, and over 180 s on 6.12 in a CI run
 	bpftrace_killed=0
-	timeout 420 tail --pid="$BPFPID" -f /dev/null || bpftrace_killed=1
+	timeout "${1:-420}" tail --pid="$BPFPID" -f /dev/null || bpftrace_killed=1
 	bounded_wait "$BPFPID" 1
 }
+
+# bpftrace's JSON map prints so far in file $1
+map_prints() { grep -c '"type": *"map"' "$1" 2>/dev/null || true; }
 
 # Compare bfctl record, bpftrace and the expected counts ("name=count;...",
 # names as bfctl shows symbols).  Prints the table as TAP comments.
@@ -412,7 +415,11 @@ EOF
 	# keyed by the probe's address, not func: bpftrace symbolizes func when
 	# it prints, which in a fresh 6.1 guest once took over 420 s
 	cat "/proc/$sq/maps" >"$T/sq.maps"
-	if ! bpftrace_start "$T/sub.json" "$sq" "$T/bpf.out" 'reg("ip")'; then
+	# and printed every second: its exit once took over 420 s in a 6.1
+	# guest (ip keys and all), so the counts are read from a print made
+	# while sqlite3 waits, not from the one at its exit
+	if ! bpftrace_start "$T/sub.json" "$sq" "$T/bpf.out" 'reg("ip")' \
+		'interval:s:1 { print(@); }'; then
 		note "$T/bpf.out"; not_ok "$name # bpftrace"; exec 7>&-; return
 	fi
 	step "bpftrace ready"
@@ -421,7 +428,8 @@ EOF
 	fi
 	step attached
 	tracing
-	bf --json record --pid "$sq" >"$T/rec.json" 2>"$T/rec.err" 7>&- &
+	# bounded above every step until 'bfctl stop' ends it (bf's 120 s is not)
+	timeout -k 5 900 "$BFCTL" --json record --pid "$sq" >"$T/rec.json" 2>"$T/rec.err" 7>&- &
 	local rec=$!
 	bg_pids+=("$rec")
 	cat >&7 <<'EOF'
@@ -441,7 +449,14 @@ EOF
 	wait_for "$T/sq.done" done 120
 	step "statements done"
 	timeout 60 "$BFCTL" --json methods --pid "$sq" >"$T/hits.json" 2>>"$T/err"
-	bpftrace_stop
+	local prints i
+	prints=$(map_prints "$T/bpf.out")
+	for ((i = 0; i < 1200; i++)); do
+		(($(map_prints "$T/bpf.out") > prints)) && break
+		sleep 0.1
+	done
+	step "bpftrace printed its counts"
+	bpftrace_stop 30
 	step "bpftrace stopped"
 	local sleeper
 	for sleeper in $(pgrep -P "$sq" sleep); do kill "$sleeper"; done
