@@ -26,22 +26,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <sys/syscall.h>
-
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bft_bpf.h"
 #include "bft_elf.h"
-
-/* Debian 12's UAPI headers predate uprobe_multi (Linux 6.6). */
-#define TRACE_UPROBE_MULTI	48
-#define F_UPROBE_MULTI_RETURN	1U
-
-struct uprobe_multi_attr {
-	__u32 prog_fd, target_fd, attach_type, flags;
-	__u64 path, offsets, ref_ctr_offsets, cookies;
-	__u32 cnt, multi_flags, pid, pad;
-};
 
 struct probe {
 	struct bpf_link *link;	/* perf-event link */
@@ -83,7 +72,7 @@ static int parse_spec(char *path, const char *spec, char **func,
 }
 
 /* uprobe_multi wants a file offset: libbpf 1.1 resolves none for it. */
-static int file_offset(const char *path, const char *func, __u64 *out)
+static int file_offset(const char *path, const char *func, uint64_t *out)
 {
 	struct bft_elf_func f;
 	struct bft_elf *e;
@@ -105,28 +94,13 @@ static int file_offset(const char *path, const char *func, __u64 *out)
 	return err;
 }
 
-static int link_multi(struct bpf_program *prog, int ret, const char *path,
-		      __u64 off)
-{
-	struct uprobe_multi_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.prog_fd = bpf_program__fd(prog);
-	a.attach_type = TRACE_UPROBE_MULTI;
-	a.path = (__u64)(uintptr_t)path;
-	a.offsets = (__u64)(uintptr_t)&off;
-	a.cnt = 1;
-	a.multi_flags = ret ? F_UPROBE_MULTI_RETURN : 0;
-	return syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
-}
-
 static int attach(struct bpf_program *prog, int ret, int multi,
 		  const char *spec, struct probe *p)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret);
 	char *path = strdup(spec), *func;
 	unsigned long off;
-	__u64 foff;
+	uint64_t foff;
 	int err;
 
 	if (!path)
@@ -137,8 +111,10 @@ static int attach(struct bpf_program *prog, int ret, int multi,
 	if (err)
 		goto out;
 	if (multi) {
-		p->fd = link_multi(prog, ret, path, foff + off);
-		err = p->fd < 0 ? -errno : 0;
+		foff += off;
+		p->fd = bft_bpf_link_multi(bpf_program__fd(prog), 0, path,
+					   &foff, NULL, 1, ret);
+		err = p->fd < 0 ? p->fd : 0;
 	} else {
 		o.func_name = func;
 		p->link = bpf_program__attach_uprobe_opts(prog, -1, path, off, &o);
@@ -196,8 +172,8 @@ int main(int argc, char **argv)
 		goto out_obj;
 	}
 	if (multi) {
-		bpf_program__set_expected_attach_type(entry, TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(ret, TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(entry, BFT_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(ret, BFT_TRACE_UPROBE_MULTI);
 	}
 	if (bpf_object__load(obj)) {
 		fprintf(stderr, "bench-bpffloor: loading %s: %s\n", argv[1], strerror(errno));

@@ -107,7 +107,6 @@ TEST(unknown_backend_is_exit_2)
 						  "caps", NULL }));
 }
 
-/* The batch checks of the module, before anything is attached. */
 /* A second thread: says its id, then waits to be cancelled. */
 static void *park(void *arg)
 {
@@ -117,6 +116,7 @@ static void *park(void *arg)
 	return NULL;
 }
 
+/* The batch checks of the module, before anything is attached. */
 TEST(bad_batches_are_refused_whole)
 {
 	struct bft_bpf *b;

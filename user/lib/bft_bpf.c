@@ -43,8 +43,6 @@
 #endif
 /* include/linux/proc_ns.h: the first pid namespace's inode, fixed */
 #define PROC_PID_INIT_INO		0xEFFFFFFCU
-/* Debian 12's UAPI headers predate uprobe_multi (Linux 6.6). */
-#define BFT_TRACE_UPROBE_MULTI		48
 #define BFT_F_UPROBE_MULTI_RETURN	1U
 
 /* Options: the module's defaults and bounds (kmod/bft_control.c). */
@@ -854,9 +852,9 @@ struct uprobe_multi_attr {
 	uint32_t pad;
 };
 
-static int link_multi(int prog_fd, uint32_t tgid, const char *path,
-		      const uint64_t *offsets, const uint64_t *cookies,
-		      uint32_t cnt, bool ret)
+int bft_bpf_link_multi(int prog_fd, uint32_t tgid, const char *path,
+		       const uint64_t *offsets, const uint64_t *cookies,
+		       uint32_t cnt, bool ret)
 {
 	struct uprobe_multi_attr a;
 	int fd;
@@ -1059,7 +1057,7 @@ static int attach_group_multi(struct bft_bpf *b, uint32_t tgid,
 		offs[i] = p->offset;
 		cookies[i] = BFT_BPF_COOKIE(p->method_id, p->flags, ctgid);
 	}
-	fd = link_multi(b->enter_fd, tgid, probes[idx[0]].path, offs, cookies,
+	fd = bft_bpf_link_multi(b->enter_fd, tgid, probes[idx[0]].path, offs, cookies,
 			n, false);
 	if (fd < 0) {
 		err = fail(b, fd, "uprobe_multi on %s: %s", probes[idx[0]].path,
@@ -1081,7 +1079,7 @@ static int attach_group_multi(struct bft_bpf *b, uint32_t tgid,
 	if (nret) {
 		unsigned int entries = *seq - 1;
 
-		fd = link_multi(b->exit_fd, tgid, probes[idx[0]].path, offs,
+		fd = bft_bpf_link_multi(b->exit_fd, tgid, probes[idx[0]].path, offs,
 				cookies, nret, true);
 		if (fd < 0)
 			err = fail(b, fd, "uretprobe_multi on %s: %s",

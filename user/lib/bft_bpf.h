@@ -79,6 +79,18 @@ int bft_bpf_unload(char *err, size_t errlen);
 /* Whether the programs attach with uprobe_multi links (else per function). */
 bool bft_bpf_multi(const struct bft_bpf *b);
 
+/* Debian 12's UAPI headers predate uprobe_multi (Linux 6.6). */
+#define BFT_TRACE_UPROBE_MULTI		48
+
+/*
+ * One uprobe_multi link of prog_fd (loaded for BFT_TRACE_UPROBE_MULTI) on
+ * cnt offsets of path: return probes if ret; only in process tgid unless
+ * 0; cookies may be NULL.  The link's fd, or -errno.
+ */
+int bft_bpf_link_multi(int prog_fd, uint32_t tgid, const char *path,
+		       const uint64_t *offsets, const uint64_t *cookies,
+		       uint32_t cnt, bool ret);
+
 int bft_bpf_get_caps(struct bft_bpf *b, struct bft_nl_caps *caps);
 int bft_bpf_attach(struct bft_bpf *b, uint32_t tgid,
 		   const struct bft_nl_probe *probes, size_t n, int *results);
