@@ -6,6 +6,7 @@
 #include <linux/elf.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/mm.h>
 #include <linux/namei.h>
 #include <linux/percpu.h>
 #include <linux/slab.h>
@@ -95,8 +96,61 @@ static bool bft_elf_executable(const struct bft_elf *e, u64 off)
 static bool bft_same_function(const struct bft_probe *a,
 			      const struct bft_probe *b)
 {
-	return d_real_inode(a->path.dentry) == d_real_inode(b->path.dentry) &&
-	       a->offset == b->offset;
+	return a->inode == b->inode && a->offset == b->offset;
+}
+
+/* Was @f, a mapping's file, opened through @path? */
+static bool bft_opened_as(const struct file *f, const struct path *path)
+{
+#ifdef BFT_HAVE_FILE_USER_PATH
+	if (file_user_path(f)->dentry == path->dentry)
+		return true;
+#endif
+	/* before 6.8 an overlayfs mapping kept the overlay's path */
+	return f->f_path.dentry == path->dentry;
+}
+
+/*
+ * The inode to probe for @path in @mm, ihold()ed.  On overlayfs a process
+ * keeps running the layer its file was opened on, while the path moves to
+ * the upper copy once anything copies the file up (a chmod is enough): the
+ * probe goes where the process runs, or it would never be hit.  A file the
+ * process does not map yet (a library loaded later) is probed as the path
+ * resolves now.
+ */
+static struct inode *bft_mapped_inode(struct mm_struct *mm,
+				      const struct path *path)
+{
+	struct inode *inode = d_real_inode(path->dentry);
+	struct inode *mapped = NULL;
+	struct vm_area_struct *vma;
+	struct vma_iterator vmi;
+
+	if (mmget_not_zero(mm)) {
+		mmap_read_lock(mm);
+		vma_iter_init(&vmi, mm, 0);
+		for_each_vma(vmi, vma) {
+			struct file *f = vma->vm_file;
+
+			if (!f)
+				continue;
+			if (file_inode(f) == inode) {
+				mapped = NULL;
+				break;
+			}
+			if (!mapped && bft_opened_as(f, path))
+				mapped = file_inode(f);
+		}
+		if (mapped)
+			inode = mapped;
+		/* under the lock: the mapping pins @mapped until then */
+		ihold(inode);
+		mmap_read_unlock(mm);
+		mmput(mm);
+	} else {
+		ihold(inode);
+	}
+	return inode;
 }
 
 /* Is @p's method id or (target, file, offset) taken, here or in @batch? */
@@ -166,7 +220,8 @@ bad:
 }
 
 static int bft_probe_parse(struct nlattr *nest, u32 idx, struct bft_elf *elf,
-			   struct bft_probe **out, struct netlink_ext_ack *ext)
+			   struct mm_struct *mm, struct bft_probe **out,
+			   struct netlink_ext_ack *ext)
 {
 	struct nlattr *tb[BFT_P_MAX + 1];
 	struct bft_probe *p;
@@ -225,7 +280,8 @@ static int bft_probe_parse(struct nlattr *nest, u32 idx, struct bft_elf *elf,
 		err = elf->err;
 		goto put;
 	}
-	size = i_size_read(d_real_inode(p->path.dentry));
+	p->inode = bft_mapped_inode(mm, &p->path);
+	size = i_size_read(p->inode);
 	if (p->offset < 0 || p->offset >= size) {
 		BFT_SET_ERR_MSG_FMT(ext, "probe %u: offset %lld is past the end (%lld)",
 				    idx, p->offset, size);
@@ -248,6 +304,7 @@ static int bft_probe_parse(struct nlattr *nest, u32 idx, struct bft_elf *elf,
 	*out = p;
 	return 0;
 put:
+	iput(p->inode);
 	path_put(&p->path);
 free_name:
 	free_percpu(p->hits);
@@ -384,7 +441,7 @@ int bft_attach(struct genl_info *info)
 			err = -EINVAL;
 			goto out;
 		}
-		err = bft_probe_parse(nest, idx, elf, &p, ext);
+		err = bft_probe_parse(nest, idx, elf, t->mm, &p, ext);
 		if (!err) {
 			err = bft_probe_clash(p, t, &batch, ext, idx);
 			if (err)

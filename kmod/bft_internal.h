@@ -151,7 +151,14 @@ struct bft_probe {
 	struct uprobe_consumer uc;
 	struct list_head node;
 	struct bft_target *target;
-	struct path path;	/* pins dentry and mount, so the inode too */
+	struct path path;	/* as the caller named it: for the method table */
+	/*
+	 * The inode the uprobe is registered on, ihold()ed: the one the
+	 * target maps, which on a stacked file system is not always the one
+	 * the path resolves to now (an overlayfs copy-up moves the path to a
+	 * new inode); unregistering must name the same inode.
+	 */
+	struct inode *inode;
 	loff_t offset;
 	u32 method_id;
 	u32 flags;

@@ -114,7 +114,7 @@ static bool bft_filter(BFT_FILTER_ARGS)
 
 int bft_probe_register(struct bft_probe *p)
 {
-	struct inode *inode = d_real_inode(p->path.dentry);
+	struct inode *inode = p->inode;
 
 	p->uc.handler = bft_entry_handler;
 	if (bft_probe_has_ret(p))
@@ -139,7 +139,7 @@ static void bft_probe_unregister_nosync(struct bft_probe *p)
 #if BFT_UPROBE_GEN >= 2
 	uprobe_unregister_nosync(p->uprobe, &p->uc);
 #else
-	uprobe_unregister(d_real_inode(p->path.dentry), p->offset, &p->uc);
+	uprobe_unregister(p->inode, p->offset, &p->uc);
 #endif
 }
 
@@ -152,6 +152,7 @@ static void bft_probes_unregister_sync(void)
 
 void bft_probe_free(struct bft_probe *p)
 {
+	iput(p->inode);
 	path_put(&p->path);
 	free_percpu(p->hits);
 	kfree(p->name);
