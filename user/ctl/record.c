@@ -8,8 +8,11 @@
  * waits for a start.  --last instead reads what the last session left and
  * exits.  It runs until the module's mode is shutting_down (after 'bfctl
  * stop') and the rings are drained, or until interrupted, or for --duration
- * seconds.  Data already in the rings of a running session is read too.
- * Method names come
+ * seconds.  Data already in the rings of a running session is decoded too
+ * (exits need their entries), but only calls from the moment record started
+ * are counted or printed, and after an interruption or --duration only the
+ * calls up to that moment: the rings of a running session never go quiet,
+ * so the last read is bounded by one flush interval.  Method names come
  * from the kernel's method table, which keeps detached probes' entries
  * until the next start; it is read every 100 ms while recording, so a name
  * is "#ID" only if a start came between the calls and their reading.
@@ -48,6 +51,11 @@ struct method_count {
 
 struct rec {
 	struct ctl *c;
+	struct bft_rings *rings;	/* the module's, or */
+	struct bft_bpf_rings *brings;	/* the BPF backend's */
+	bool discarding;		/* what the last session left */
+	uint64_t discarded;		/* bytes */
+	uint64_t from_ns, until_ns;	/* the window counted; 0: open */
 	struct bft_merge m;
 	struct bft_calltree ct;
 	uint32_t tgid;		/* 0: every process */
@@ -116,7 +124,7 @@ static void print_event(struct rec *x, const struct bft_call_event *ev)
 	uint64_t t = ev->time_ns - x->first_ns;
 
 	out_begin();
-	out_u64("time_ns", "%12llu ", t);
+	out_u64("time_ns", "%12llu ns ", t);
 	out_u64("tgid", "%llu/", ev->tgid);
 	out_u64("tid", "%-8llu ", ev->tid);
 	out_str("kind", NULL, kinds[ev->kind]);
@@ -140,6 +148,8 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 	struct method_count *mc;
 
 	if (x->tgid && ev->tgid != x->tgid)
+		return 0;
+	if (ev->time_ns < x->from_ns || (x->until_ns && ev->time_ns > x->until_ns))
 		return 0;
 	if (!x->have_first) {
 		x->first_ns = ev->time_ns;
@@ -173,8 +183,13 @@ static int on_record(void *ctx, const struct bft_record *r)
 static int on_data(unsigned int cpu, const void *data, size_t len, void *arg)
 {
 	struct rec *x = arg;
-	int rc = bft_merge_feed(&x->m, cpu, data, len);
+	int rc;
 
+	if (x->discarding) {
+		x->discarded += len;
+		return 0;
+	}
+	rc = bft_merge_feed(&x->m, cpu, data, len);
 	if (!rc)
 		rc = bft_merge_run(&x->m);
 	if (rc)
@@ -223,12 +238,24 @@ static bool session_running(uint8_t mode)
 	       mode == BFT_MODE_SUSPENDED;
 }
 
-static int discard(unsigned int cpu, const void *data, size_t len, void *arg)
+/* Either backend's rings: what is there after at most timeout_ms. */
+static ssize_t rings_poll(struct rec *x, int timeout_ms)
 {
-	(void)cpu;
-	(void)data;
-	*(uint64_t *)arg += len;
-	return 0;
+	if (x->brings)
+		return bft_bpf_rings_poll(x->brings, timeout_ms);
+	return bft_rings_poll(x->rings, timeout_ms, on_data, x);
+}
+
+static ssize_t rings_drain(struct rec *x, int quiet_ms, int max_ms)
+{
+	if (x->brings)
+		return bft_bpf_rings_drain(x->brings, quiet_ms, max_ms);
+	return bft_rings_drain(x->rings, quiet_ms, max_ms, on_data, x);
+}
+
+static const char *rings_errmsg(struct rec *x)
+{
+	return x->brings ? bft_bpf_errmsg(x->c->bpf) : bft_rings_errmsg(x->rings);
 }
 
 /*
@@ -238,25 +265,29 @@ static int discard(unsigned int cpu, const void *data, size_t len, void *arg)
  * bytes are the next session's: they end the wait even when that session
  * was too short for a status poll to see it run.
  */
-static int wait_next_session(struct rec *x, struct bft_rings *rings,
-			     const struct bft_nl_opt *flush)
+static int wait_next_session(struct rec *x, const struct bft_nl_opt *flush,
+			     int64_t deadline_ms)
 {
 	struct ctl *c = x->c;
 	int64_t last_status = 0;
-	uint64_t old = 0;
 	uint8_t mode;
 	ssize_t n;
 	int rc;
 
-	n = bft_rings_drain(rings, (int)flush->value * 2 + 100, 10000, discard, &old);
+	x->discarding = true;
+	n = rings_drain(x, (int)flush->value * 2 + 100, 10000);
+	x->discarding = false;
 	if (n < 0)
-		vlog(c, 1, "record: discarding: %s", bft_rings_errmsg(rings));
+		vlog(c, 1, "record: discarding: %s", rings_errmsg(x));
 	fprintf(stderr, "bfctl: record: no session is running%s; recording the next one "
 		"(bfctl record --last reads what the last one left)\n",
-		old ? ": discarded what the last one left" : "");
-	vlog(c, 1, "record: discarded %" PRIu64 " bytes", old);
+		x->discarded ? ": discarded what the last one left" : "");
+	vlog(c, 1, "record: discarded %" PRIu64 " bytes", x->discarded);
 	while (!interrupted && !x->err) {
 		int64_t t = bft_mono_ms();
+
+		if (deadline_ms && t >= deadline_ms)
+			return EXIT_OK;
 
 		if (t - last_status >= STATUS_EVERY_MS) {
 			rc = mode_now(c, &mode);
@@ -266,11 +297,11 @@ static int wait_next_session(struct rec *x, struct bft_rings *rings,
 				return EXIT_OK;
 			last_status = t;
 		}
-		n = bft_rings_poll(rings, 50, on_data, x);
+		n = rings_poll(x, 50);
 		if (n > 0)
 			return EXIT_OK;
 		if (n < 0 && !x->err) {
-			err_msg("record: %s", bft_rings_errmsg(rings));
+			err_msg("record: %s", rings_errmsg(x));
 			return EXIT_FAIL;
 		}
 	}
@@ -299,11 +330,9 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 	};
 	struct bft_merge_opts mo = { .on_record = on_record, .ctx = &x };
 	struct bft_calltree_opts co = { .on_call = on_call, .ctx = &x };
-	struct bft_rings *rings = NULL;
 	struct bft_nl_opt flush = { .value = 100 };
 	int64_t t0, last_names = 0, last_status = 0, last_flush = 0;
-	struct bft_bpf_rings *brings = NULL;
-	bool merge_ok = false, tree_ok = false;
+	bool merge_ok = false, tree_ok = false, ended = false;
 	char err[256];
 	uint8_t mode;
 	ssize_t n;
@@ -319,17 +348,17 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 	if (ctl_get_opt(c, BFT_OPT_FLUSH_MS, &flush))
 		vlog(c, 1, "record: flush interval unknown, assuming 100 ms");
 	if (c->bpf) {
-		rc = bft_bpf_rings_open(c->bpf, &brings, on_data, &x);
+		rc = bft_bpf_rings_open(c->bpf, &x.brings, on_data, &x);
 		snprintf(err, sizeof(err), "%s", bft_bpf_errmsg(c->bpf));
 	} else {
-		rc = bft_rings_open(&rings, NULL, c->caps.nr_cpus, err, sizeof(err));
+		rc = bft_rings_open(&x.rings, NULL, c->caps.nr_cpus, err, sizeof(err));
 	}
 	if (rc) {
 		err_msg("record: %s", err);
 		rc = rc == -ENOENT ? EXIT_NOMODULE : exit_for_errno(rc);
 		goto out;
 	}
-	mo.ncpus = c->bpf ? c->caps.nr_cpus : bft_rings_nr_cpus(rings);
+	mo.ncpus = c->bpf ? c->caps.nr_cpus : bft_rings_nr_cpus(x.rings);
 	if (bft_merge_init(&x.m, &mo) || bft_calltree_init(&x.ct, &co)) {
 		err_msg("record: out of memory");
 		rc = EXIT_FAIL;
@@ -343,12 +372,15 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 		rc = ctl_nl_fail(c, "status", rc);
 		goto out;
 	}
+	/* --duration bounds the whole command, a wait for a start included */
+	t0 = bft_mono_ms();
 	if (!last && !session_running(mode)) {
-		rc = wait_next_session(&x, rings, &flush);
+		rc = wait_next_session(&x, &flush, duration ? t0 + (int64_t)duration * 1000 : 0);
 		if (rc)
 			goto out;
 	}
-	t0 = bft_mono_ms();
+	if (!last)
+		x.from_ns = bft_mono_ns();
 	vlog(c, 2, "record: reading %u rings", mo.ncpus);
 	while (!interrupted && !x.err) {
 		int64_t t = bft_mono_ms();
@@ -365,33 +397,41 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 				rc = ctl_nl_fail(c, "status", rc);
 				goto out;
 			}
-			if (mode == BFT_MODE_SHUTTING_DOWN)
+			if (mode == BFT_MODE_SHUTTING_DOWN) {
+				ended = true;
 				break;
+			}
 			last_status = t;
 		}
 		/* the BPF backend has no flush timer of its own: its reader is */
-		if (brings && t - last_flush >= (int64_t)flush.value) {
+		if (x.brings && t - last_flush >= (int64_t)flush.value) {
 			n = bft_bpf_flush(c->bpf, true);
 			if (n < 0)
 				vlog(c, 1, "record: flush: %s", bft_bpf_errmsg(c->bpf));
 			last_flush = t;
 		}
-		n = brings ? bft_bpf_rings_poll(brings, 50) :
-		    bft_rings_poll(rings, 50, on_data, &x);
+		n = rings_poll(&x, 50);
 		if (n < 0 && !x.err) {
-			err_msg("record: %s", brings ? bft_bpf_errmsg(c->bpf) :
-				bft_rings_errmsg(rings));
+			err_msg("record: %s", rings_errmsg(&x));
 			rc = EXIT_FAIL;
 			goto out;
 		}
 	}
-	/* What the flush timer seals last arrives within one interval. */
+	/*
+	 * What the flush timer seals last arrives within one interval.  A
+	 * session that still runs never goes quiet: read what was sealed
+	 * up to now, and count nothing later.
+	 */
+	if (!ended && !last)
+		x.until_ns = bft_mono_ns();
 	if (!x.err) {
-		n = brings ? bft_bpf_rings_drain(brings, (int)flush.value * 2 + 100, 10000) :
-		    bft_rings_drain(rings, (int)flush.value * 2 + 100, 10000, on_data, &x);
+		int quiet = (int)flush.value * 2 + 100;
+
+		if (x.brings && !ended)
+			bft_bpf_flush(c->bpf, true);
+		n = rings_drain(&x, quiet, ended || last ? 10000 : quiet);
 		if (n < 0 && !x.err)
-			vlog(c, 1, "record: draining: %s", brings ?
-			     bft_bpf_errmsg(c->bpf) : bft_rings_errmsg(rings));
+			vlog(c, 1, "record: draining: %s", rings_errmsg(&x));
 	}
 	if (!x.err)
 		x.err = bft_merge_drain(&x.m);
@@ -423,8 +463,8 @@ out:
 	for (size_t i = 0; i < x.nmc; i++)
 		free(x.mc[i].name);
 	free(x.mc);
-	bft_rings_close(rings);
-	bft_bpf_rings_close(brings);
+	bft_rings_close(x.rings);
+	bft_bpf_rings_close(x.brings);
 	ctl_close(c);
 	return rc;
 }
