@@ -223,6 +223,13 @@ if ((selftests_ok && user_ok)); then
 			fail "bpf backend: $t (native): exit $step_rc with no failing test reported"
 		fi
 	done
+	# bfctl as a newcomer uses it, on the BPF backend (the module's half
+	# runs in the guests)
+	test_step "bfctl checks (native, bpf)" env BFT_BFCTL_BACKENDS=bpf \
+		BFT_BFCTL_ONLY='^(record)$' user/ctl/tests/guest_bfctl.sh
+	if ((step_rc != 0 && step_nok == 0)); then
+		fail "bfctl checks (native, bpf): exit $step_rc with no failing test reported"
+	fi
 	# bfhq --http in headless Chromium while the calltree target is traced
 	packaging_step "live viewer in chromium (native, bpf)" python3 scripts/live-view-test.py
 else
