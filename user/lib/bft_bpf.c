@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <sys/vfs.h>
 #include <time.h>
@@ -2003,6 +2004,7 @@ struct ring_ctx {
  */
 struct bft_bpf_rings {
 	struct bft_bpf *b;
+	int lock_fd;		/* the reader's lock, on the links directory */
 	struct ring_buffer *rb;
 	bft_rings_cb cb;
 	void *arg;
@@ -2128,6 +2130,64 @@ static int watch_ring(struct bft_bpf_rings *r, struct ring_ctx *c)
 	return 0;
 }
 
+/* The pid that holds an flock on dir, from /proc/locks; 0 if unknown. */
+static pid_t flock_holder(const char *dir)
+{
+	unsigned int maj, min;
+	unsigned long ino;
+	char line[256];
+	struct stat st;
+	pid_t pid = 0;
+	int who;
+	FILE *f;
+
+	if (stat(dir, &st))
+		return 0;
+	f = fopen("/proc/locks", "re");
+	if (!f)
+		return 0;
+	while (!pid && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*d: FLOCK %*s %*s %d %x:%x:%lu", &who, &maj,
+			   &min, &ino) == 4 && maj == major(st.st_dev) &&
+		    min == minor(st.st_dev) && ino == st.st_ino)
+			pid = who;
+	fclose(f);
+	return pid;
+}
+
+/*
+ * One reader at a time, as the module binds each ring to one file: two
+ * readers would each take part of the records and see gaps.  The lock is
+ * an flock on the session's links directory (the session lock is on the
+ * pin directory itself), so it goes with the reader, however it ends.
+ */
+static int reader_lock(struct bft_bpf *b)
+{
+	char p[PATH_MAX];
+	pid_t holder;
+	int fd;
+
+	pin_path(p, sizeof(p), "links");
+	fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(b, -errno, "%s: %s", p, strerror(errno));
+	if (!flock(fd, LOCK_EX | LOCK_NB))
+		return fd;
+	if (errno != EWOULDBLOCK) {
+		int err = -errno;
+
+		close(fd);
+		return fail(b, err, "locking %s: %s", p, strerror(-err));
+	}
+	close(fd);
+	holder = flock_holder(p);
+	if (holder)
+		return fail(b, -EBUSY, "process %d (%s) already reads this session's rings: one reader at a time (bfctl record or bfcollector)",
+			    (int)holder, bft_bpf_pin_dir());
+	return fail(b, -EBUSY, "another process already reads this session's rings (%s): one reader at a time (bfctl record or bfcollector)",
+		    bft_bpf_pin_dir());
+}
+
 int bft_bpf_rings_open(struct bft_bpf *b, struct bft_bpf_rings **rp,
 		       bft_rings_cb cb, void *arg)
 {
@@ -2142,12 +2202,19 @@ int bft_bpf_rings_open(struct bft_bpf *b, struct bft_bpf_rings **rp,
 		free(r);
 		return err;
 	}
+	r->lock_fd = reader_lock(b);
+	if (r->lock_fd < 0) {
+		err = r->lock_fd;
+		free(r);
+		return err;
+	}
 	r->b = b;
 	r->cb = cb;
 	r->arg = arg;
 	r->page = (size_t)sysconf(_SC_PAGESIZE);
 	r->cpus = calloc(b->nr_cpus, sizeof(*r->cpus));
 	if (!r->cpus) {
+		close(r->lock_fd);
 		free(r);
 		return -ENOMEM;
 	}
@@ -2219,6 +2286,7 @@ void bft_bpf_rings_close(struct bft_bpf_rings *r)
 	}
 	if (r->wake_fd >= 0)
 		close(r->wake_fd);
+	close(r->lock_fd);
 	free(r->cpus);
 	free(r);
 }

@@ -121,7 +121,7 @@ static int open_ring(struct bft_rings *r, const char *dev, unsigned int cpu)
 		case ENODEV:
 			return 0;	/* no ring on this CPU: skip it */
 		case EBUSY:
-			return set_err(r, -EBUSY, "%s: CPU %u's ring already has a reader",
+			return set_err(r, -EBUSY, "%s: CPU %u's ring already has a reader: one reader at a time (bfctl record or bfcollector)",
 				       dev, cpu);
 		case ENOTTY:
 		case EINVAL:
