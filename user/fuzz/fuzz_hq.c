@@ -129,7 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (i = 0; i < hq.nconns; i++)
 			hq.conns[i]->out.len = 0;
 	}
-	i = hq.ntraces;
+	/* every trace made, those that ended and were freed too */
+	i = hq.next_index;
 	hq_free(&hq);
 	check_live(i);
 	bfp_config_free(&hq.o.config);

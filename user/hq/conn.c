@@ -26,6 +26,22 @@ static int set_nonblock(int fd)
 	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+int hq_addr_canon(const char *s, char *out)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (inet_pton(AF_INET, s, &a4) == 1)
+		return inet_ntop(AF_INET, &a4, out, 48) ? 0 : -1;
+	if (inet_pton(AF_INET6, s, &a6) != 1)
+		return -1;
+	if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+		memcpy(&a4, &a6.s6_addr[12], 4);
+		return inet_ntop(AF_INET, &a4, out, 48) ? 0 : -1;
+	}
+	return inet_ntop(AF_INET6, &a6, out, 48) ? 0 : -1;
+}
+
 int hq_listen_on(const char *host, unsigned int port)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,
@@ -187,6 +203,8 @@ void hq_accept(struct hq *hq)
 			snprintf(c->peer, sizeof(c->peer), "[%s]:%u", host,
 				 ntohs(in->sin6_port));
 		}
+		if (hq_addr_canon(host, c->addr))
+			c->addr[0] = 0;
 		if (hq->o.verbose)
 			hq_log("connection from %s", c->peer);
 	}
@@ -263,6 +281,37 @@ void hq_conn_close(struct hq *hq, struct conn *c)
 	c->trace = NULL;
 }
 
+/*
+ * A data connection joins its run only from where the run's control
+ * connection came (or an address --data-from names): the run id is one
+ * byte, and anyone who could connect could otherwise write into another
+ * agent's trace.
+ */
+static bool data_from_ok(struct hq *hq, struct trace *t, struct conn *c)
+{
+	unsigned int i;
+
+	if (hq->o.data_from_any || (t->control &&
+				    !strcmp(t->control->addr, c->addr)))
+		return true;
+	for (i = 0; i < hq->o.ndata_from; i++)
+		if (!strcmp(hq->o.data_from[i], c->addr))
+			return true;
+	hq_log("%s: data connection for run %u, whose agent is at %s: "
+	       "refused (--data-from)", c->peer, t->run_id,
+	       t->control ? t->control->peer : "?");
+	hq_send_error(c, "Data connection refused: not from the agent's "
+			 "address");
+	return false;
+}
+
+static void join(struct hq *hq, struct trace *t, struct conn *c)
+{
+	c->wait_run = -1;
+	if (data_from_ok(hq, t, c))
+		hq_trace_add_data(hq, t, c);
+}
+
 /* notes §4.1: (0, v) hello, (30, run) data hello, anything else refused. */
 static void greet(struct hq *hq, struct conn *c)
 {
@@ -295,7 +344,7 @@ static void greet(struct hq *hq, struct conn *c)
 		c->kind = CONN_DATA;
 		t = hq_trace_by_run(hq, run);
 		if (t) {
-			hq_trace_add_data(hq, t, c);
+			join(hq, t, c);
 		} else {
 			c->wait_run = run;	/* a trace may register soon */
 			c->since_ms = hq_now_ms();
@@ -327,8 +376,7 @@ void hq_greet_timeouts(struct hq *hq, uint64_t now)
 							  (uint8_t)c->wait_run);
 
 			if (t) {
-				c->wait_run = -1;
-				hq_trace_add_data(hq, t, c);
+				join(hq, t, c);
 			} else if (now - c->since_ms > HQ_DATA_WAIT_MS) {
 				hq_log("%s: data hello for unknown run %d",
 				       c->peer, c->wait_run);
@@ -523,8 +571,18 @@ void hq_conn_process(struct hq *hq, struct conn *c, bool eof)
 		__attribute__((fallthrough));
 	case CONN_CONTROL:
 	case CONN_DATA:
-		if (c->trace)
+		if (c->trace) {
 			decode_all(hq, c);
+		} else if (c->kind == CONN_DATA && c->wait_run >= 0 &&
+			   c->in.len > HQ_DATA_WAIT_MAX) {
+			/* kept for a run that may come, but not without end */
+			hq_log("%s: more than %u bytes for unknown run %d: "
+			       "closed", c->peer, HQ_DATA_WAIT_MAX,
+			       c->wait_run);
+			hq_send_error(c, "Data connection sent too much "
+					 "before its trace was known");
+			c->in.len = 0;
+		}
 		break;
 	case CONN_CTL:
 		ctl_read(hq, c);

@@ -66,6 +66,14 @@ void hq_reap(struct hq *hq)
 		free(c);
 	}
 	hq->nconns = k;
+	/* a trace that ended is on disk: nothing of it stays here */
+	for (i = 0, k = 0; i < hq->ntraces; i++) {
+		if (hq->traces[i]->finished)
+			hq_trace_free(hq->traces[i]);
+		else
+			hq->traces[k++] = hq->traces[i];
+	}
+	hq->ntraces = k;
 }
 
 void hq_free(struct hq *hq)

@@ -40,6 +40,16 @@
 #define HQ_LINGER_MS		5000	/* data EOF after the control EOF */
 #define HQ_MAX_PENDING		(1u << 20)	/* reorder queue bound */
 #define HQ_MAX_BREAKS		4096	/* data breaks ahead of the data */
+/*
+ * Bytes of names (trace-N/live/names lines, escaped) one trace may write:
+ * maps past it are refused and counted.  A re-map to the name an id has
+ * already writes nothing.
+ */
+#define HQ_NAMES_MAX		(16u << 20)
+/* What a data connection may send before its run is known. */
+#define HQ_DATA_WAIT_MAX	(1u << 20)
+/* Bytes of marker text waiting in the reorder queue. */
+#define HQ_PENDING_TEXT_MAX	(16u << 20)
 
 struct hq_opts {
 	const char *listen_host;
@@ -56,6 +66,16 @@ struct hq_opts {
 	unsigned int reorder_bound;
 	unsigned int live_flush_ms;	/* live copy flush period, 0: none */
 	bool live_stamps;	/* --live-stamps: trace-N/live/stamps */
+	/* Data connections are taken from the address of their run's
+	 * control connection, from these (hq_addr_canon() forms), or, if
+	 * data_from_any, from anywhere. */
+	bool data_from_any;
+	char data_from[8][48];
+	unsigned int ndata_from;
+	/* --http: the Host names served besides the bound one and loopback's */
+	const char *http_names[8];
+	unsigned int nhttp_names;
+	bool http_any_host;
 	unsigned int count;	/* exit after this many traces (0: never) */
 	unsigned int timeout_s;	/* exit after this long (0: never) */
 	int verbose;
@@ -81,6 +101,7 @@ struct conn {
 	bool close_after_flush;	/* an error was sent: close once written */
 	bool dead;		/* to be freed by the loop */
 	char peer[64];
+	char addr[48];		/* the peer's address, hq_addr_canon()'s; "": none */
 	uint64_t bytes_in, msgs_in;
 };
 
@@ -115,6 +136,8 @@ struct trace {
 	uint64_t heartbeats, classes[3], agent_errors, gaps, gap_missing;
 	uint64_t late, breaks_seen, breaks_late, routed;
 	uint64_t lost_bound, lost_missing;	/* at the reorder bound */
+	uint64_t names_bytes, names_refused;	/* against HQ_NAMES_MAX */
+	uint64_t pending_text;	/* marker bytes in the heap */
 	uint64_t start_wall_us;	/* the agent's hello, Unix time */
 	char *agent_error;	/* the text of the agent's Error, NULs kept */
 	size_t agent_error_len;
@@ -163,6 +186,11 @@ void hq_reap(struct hq *hq);
 void hq_free(struct hq *hq);
 
 /* conn.c */
+/*
+ * The numeric address s in one form for comparing (an IPv4-mapped IPv6
+ * address as IPv4) into out (48 bytes): 0, or -1 if s is no address.
+ */
+int hq_addr_canon(const char *s, char *out);
 /* A non-blocking listening TCP socket on host:port, or -1 (logged). */
 int hq_listen_on(const char *host, unsigned int port);
 int hq_listen(struct hq *hq);
@@ -217,6 +245,9 @@ void route_free(struct route *r);
 void route_map_thread(struct route *r, uint16_t thread, uint32_t time,
 		      const char *name);
 void route_map_method(struct route *r, uint32_t id, const char *sig);
+/* Whether kind ('M', 'T', 'X') id is mapped to name (len bytes) already. */
+bool route_has_name(struct route *r, char kind, uint32_t id,
+		    const char *name, size_t len);
 void route_map_exception(struct route *r, uint32_t id, const char *name);
 void route_event(struct route *r, const struct pending *p);
 /* Every thread's call stack is void: cause "data break" or "gap". */

@@ -40,6 +40,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -63,6 +64,8 @@
 #define HTTP_STATIC_MAX		(4u << 20)
 
 #define LIVE_DIR		"live"
+#define HTTP_MAX_NAMES		12
+#define HTTP_MISDIRECTED	421
 
 struct viewer {
 	struct hq_http *h;
@@ -89,6 +92,10 @@ struct hq_http {
 	bool stopping;		/* under lock */
 	uint64_t changes;	/* inotify wake-ups so far, under lock */
 	struct viewer *viewers;
+	/* the Host names served (hq_http_names), lower case */
+	char names[HTTP_MAX_NAMES][256];
+	unsigned int nnames;
+	bool any_host;
 };
 
 static void viewer_free(struct viewer *v)
@@ -451,18 +458,77 @@ static enum MHD_Result serve_counters(struct hq_http *h,
 	return serve_feed(h, c, feed_new_lines(path, "counters"));
 }
 
+/*
+ * Whether the Host header value host names this server: one of h's names,
+ * and the port it listens on (none: 80).  Case does not matter in names.
+ */
+static bool host_ok(const struct hq_http *h, const char *host)
+{
+	char name[256];
+	const char *end, *port;
+	unsigned long p = 80;
+	unsigned int i;
+	size_t n;
+
+	if (host[0] == '[') {
+		end = strchr(host, ']');
+		if (!end)
+			return false;
+		host++;
+		port = end[1] == ':' ? end + 2 : end[1] ? NULL : "";
+	} else {
+		end = strchr(host, ':');
+		port = end ? end + 1 : "";
+		if (!end)
+			end = host + strlen(host);
+	}
+	n = (size_t)(end - host);
+	if (!port || !n || n >= sizeof(name))
+		return false;
+	if (*port) {
+		char *e;
+
+		if (port[strspn(port, "0123456789")] || strlen(port) > 5)
+			return false;
+		p = strtoul(port, &e, 10);
+	}
+	if (p != h->port)
+		return false;
+	memcpy(name, host, n);
+	name[n] = 0;
+	for (i = 0; i < h->nnames; i++)
+		if (!strcasecmp(name, h->names[i]))
+			return true;
+	return false;
+}
+
+static enum MHD_Result refuse_host(struct MHD_Connection *c, const char *host)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text), "bfhq: Host \"%.200s\" is not a name of "
+		 "this server; start bfhq with --http-host NAME to serve it "
+		 "under that name\n", host);
+	return reply_text(c, HTTP_MISDIRECTED, text);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 			      const char *url, const char *method,
 			      const char *version, const char *upload,
 			      size_t *upload_size, void **con_cls)
 {
 	struct hq_http *h = cls;
-	const char *events;
+	const char *events, *host;
 	char num[16];
 	size_t n;
 
 	(void)version;
 	(void)upload;
+	/* no Host (HTTP/1.0) is no browser, the DNS-rebinding risk */
+	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_HOST);
+	if (host && !h->any_host && !host_ok(h, host))
+		return refuse_host(c, host);
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
 				  "GET only\n");
@@ -526,8 +592,16 @@ static int find_www(char *out, size_t n)
 	return -1;
 }
 
+static void add_name(struct hq_http *h, const char *name)
+{
+	if (h->nnames < HTTP_MAX_NAMES && *name)
+		snprintf(h->names[h->nnames++], sizeof(h->names[0]), "%s",
+			 name);
+}
+
 struct hq_http *hq_http_start(const char *host, unsigned int port,
-			      const char *outdir)
+			      const char *outdir,
+			      const struct hq_http_names *names)
 {
 	struct hq_http *h = calloc(1, sizeof(*h));
 	struct sockaddr_storage sa;
@@ -537,6 +611,15 @@ struct hq_http *hq_http_start(const char *host, unsigned int port,
 	if (!h)
 		return NULL;
 	h->inotify_fd = h->stop_fd = -1;
+	add_name(h, "localhost");
+	add_name(h, "127.0.0.1");
+	add_name(h, "::1");
+	/* a wildcard is no name: --http-host gives the machine's */
+	if (strcmp(host, "0.0.0.0") && strcmp(host, "::"))
+		add_name(h, host);
+	for (unsigned int i = 0; names && i < names->n; i++)
+		add_name(h, names->names[i]);
+	h->any_host = names && names->any_host;
 	if (find_www(h->www, sizeof(h->www))) {
 		hq_log("--http: the page's files (www/index.html) are neither "
 		       "installed next to bfhq nor in its source tree; set "

@@ -38,6 +38,11 @@
 #define FEED_ENTRY_MAX		(256u << 20)
 /* What one refill may queue: a big trace goes out in pieces. */
 #define FEED_REFILL_MAX		(1u << 20)
+/*
+ * What one refill reads of names: more than bfhq's longest line (a 64 KiB
+ * name, escaped), so that a viewer never holds the whole file.
+ */
+#define FEED_NAMES_MAX		(1u << 20)
 /* A line of the counters' is one sample: 32767 counters at most. */
 #define FEED_LINE_MAX		(16u << 20)
 
@@ -285,21 +290,28 @@ static void read_meta(struct feed *f)
 	json_decref(meta);
 }
 
-/* The names appended since the last look, whole lines only. */
-static void read_names(struct feed *f)
+/*
+ * The names appended since the last look, whole lines only, at most
+ * FEED_NAMES_MAX bytes of them.  false: there is more to read, which the
+ * stream lines after them may need.
+ */
+static bool read_names(struct feed *f)
 {
 	char path[PATH_MAX + 96];
 	struct bft_buf b = { 0 };
 	struct stat st;
+	uint64_t left = 0;
+	size_t want;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/names", f->dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return;
-	if (!fstat(fd, &st) && (uint64_t)st.st_size > f->names_off &&
-	    !feed_read_at(fd, f->names_off, (size_t)(st.st_size - f->names_off),
-		     &b)) {
+		return true;
+	if (!fstat(fd, &st) && (uint64_t)st.st_size > f->names_off)
+		left = (uint64_t)st.st_size - f->names_off;
+	want = left > FEED_NAMES_MAX ? FEED_NAMES_MAX : (size_t)left;
+	if (want && !feed_read_at(fd, f->names_off, want, &b)) {
 		unsigned char *nl = memrchr(b.data, '\n', b.len);
 
 		if (nl) {
@@ -307,10 +319,16 @@ static void read_names(struct feed *f)
 
 			sse_event(f->out, "names", (char *)b.data, n);
 			f->names_off += n + 1;
+		} else if (want == FEED_NAMES_MAX) {
+			/* no line of bfhq's: not followed */
+			f->names_off += want;
+			f->bad++;
 		}
+		left -= want;
 	}
 	bft_buf_free(&b);
 	close(fd);
+	return !left;
 }
 
 /* The time of a data line, 0 if it does not parse (it is sent as is). */
@@ -449,7 +467,8 @@ bool feed_refill(struct feed *f, struct bft_buf *out)
 		frontier = UINT64_MAX;
 	if (frontier < f->frontier)
 		frontier = f->frontier;	/* never take anything back */
-	read_names(f);
+	if (!read_names(f))
+		return false;	/* the rest first: the lines may need them */
 	for (i = 0; i < f->ns; i++) {
 		struct fstream *s = &f->s[i];
 		char head[16];

@@ -671,7 +671,7 @@ static int open_record(struct iopts *o, struct insp *s, struct hq_http **h)
 	if (o->http_port[0]) {
 		*h = hq_http_start(o->http_host,
 				   (unsigned int)atoi(o->http_port),
-				   o->outdir);
+				   o->outdir, NULL);
 		if (!*h)
 			return -1;
 	}

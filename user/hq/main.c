@@ -60,6 +60,12 @@ static void usage(FILE *f)
 "      --timeout SECONDS      exit after this long, whatever happens\n"
 "      --http [HOST:]PORT     serve the live viewer there (HOST default\n"
 "                             127.0.0.1; PORT 0: any free port, logged)\n"
+"      --http-host NAME       also serve requests whose Host is NAME (besides\n"
+"                             HOST, localhost, 127.0.0.1, [::1]; repeatable)\n"
+"      --http-any-host        serve requests whatever their Host header\n"
+"      --data-from any|ADDR   take data connections from ADDR too (repeatable),\n"
+"                             or from anywhere (default: only from the address\n"
+"                             of the run's control connection)\n"
 "  -v, --verbose              more log lines (twice: every heartbeat)\n"
 "  -h, --help\n", HQ_DEFAULT_PORT);
 }
@@ -82,7 +88,7 @@ enum {
 	OPT_SEND = 256, OPT_START, OPT_SUSPENDED, OPT_HEARTBEAT, OPT_SENDERS,
 	OPT_INCLUDE, OPT_EXCLUDE, OPT_BUDGET, OPT_RETRY, OPT_CLASS, OPT_GAP,
 	OPT_COUNT, OPT_TIMEOUT, OPT_BOUND, OPT_LIVE, OPT_REPLAY, OPT_HTTP,
-	OPT_STAMPS,
+	OPT_STAMPS, OPT_HTTP_HOST, OPT_HTTP_ANY, OPT_DATA_FROM,
 };
 
 static const struct option longopts[] = {
@@ -108,6 +114,9 @@ static const struct option longopts[] = {
 	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "http-host", required_argument, NULL, OPT_HTTP_HOST },
+	{ "http-any-host", no_argument, NULL, OPT_HTTP_ANY },
+	{ "data-from", required_argument, NULL, OPT_DATA_FROM },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -174,6 +183,37 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 					   true))
 				return -1;
 			o->http_host = http_host;
+			break;
+		case OPT_HTTP_HOST:
+			if (o->nhttp_names == 8 || !*optarg ||
+			    strlen(optarg) > 253) {
+				fprintf(stderr, "bfhq: --http-host: at most 8 "
+					"names of 1 to 253 bytes\n");
+				return -1;
+			}
+			o->http_names[o->nhttp_names++] = optarg;
+			break;
+		case OPT_HTTP_ANY:
+			o->http_any_host = true;
+			break;
+		case OPT_DATA_FROM:
+			if (!strcmp(optarg, "any")) {
+				o->data_from_any = true;
+				break;
+			}
+			if (o->ndata_from == 8) {
+				fprintf(stderr, "bfhq: --data-from: at most 8 "
+					"addresses\n");
+				return -1;
+			}
+			if (hq_addr_canon(optarg,
+					  o->data_from[o->ndata_from])) {
+				fprintf(stderr, "bfhq: --data-from: not a "
+					"numeric address (or any): %s\n",
+					optarg);
+				return -1;
+			}
+			o->ndata_from++;
 			break;
 		case 'p':
 			if (parse_uint(optarg, "port", 65535, &v))
@@ -413,8 +453,13 @@ int main(int argc, char **argv)
 	hq_log("listening on %s:%u, traces go to %s/", hq.o.listen_host,
 	       hq.o.port, hq.o.outdir);
 	if (hq.o.http_host) {
+		struct hq_http_names names = {
+			.names = hq.o.http_names, .n = hq.o.nhttp_names,
+			.any_host = hq.o.http_any_host,
+		};
+
 		http = hq_http_start(hq.o.http_host, hq.o.http_port,
-				     hq.o.outdir);
+				     hq.o.outdir, &names);
 		if (!http) {
 			hq_free(&hq);
 			close(hq.listen_fd);

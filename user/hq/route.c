@@ -40,6 +40,15 @@
 
 #define NO_NODE UINT32_MAX
 
+/*
+ * A name, counted: a frame keeps the signature its B event named while the
+ * method table moves on to a newer one, and the last of them frees it.
+ */
+struct sig {
+	uint64_t refs;
+	char s[];
+};
+
 struct frame {
 	uint32_t method;
 	uint32_t enter;		/* ms */
@@ -47,7 +56,7 @@ struct frame {
 	uint32_t node;
 	/* The signature its B event named (NULL: "#id"), so that its E
 	 * names the same even if the map came, or changed, in between. */
-	const char *bname;
+	struct sig *bname;
 };
 
 struct rthread {
@@ -71,7 +80,7 @@ struct method {
 	uint32_t id;
 	bool used_slot;
 	bool mapped;
-	char *sig;
+	struct sig *sig;
 	uint64_t calls, total_ms, self_ms;
 };
 
@@ -118,10 +127,32 @@ struct route {
 	 * the agent broke "map before first use". */
 	uint64_t unmapped_method_uses, unnamed_thread_uses;
 	uint64_t folded_cut;	/* paths deeper than FOLDED_MAX_DEPTH */
-	/* Signatures replaced by a later map: open frames may name them. */
-	char **retired;
-	uint32_t nretired, retired_cap;
 };
+
+static struct sig *sig_new(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	struct sig *g = malloc(sizeof(*g) + n);
+
+	if (!g)
+		return NULL;
+	g->refs = 1;
+	memcpy(g->s, s, n);
+	return g;
+}
+
+static struct sig *sig_get(struct sig *g)
+{
+	if (g)
+		g->refs++;
+	return g;
+}
+
+static void sig_put(struct sig *g)
+{
+	if (g && !--g->refs)
+		free(g);
+}
 
 /* ---- id tables ---- */
 
@@ -175,7 +206,7 @@ static const char *method_name(struct route *r, uint32_t id, char *tmp,
 	struct method *m = method_get(r, id, false);
 
 	if (m && m->sig)
-		return m->sig;
+		return m->sig->s;
 	snprintf(tmp, n, "#%" PRIu32, id);
 	return tmp;
 }
@@ -334,38 +365,52 @@ void route_map_thread(struct route *r, uint16_t thread, uint32_t time,
 		chrome_name(r, th);
 }
 
-/* Keep a replaced signature until the end: a frame's bname may be it. */
-static void retire(struct route *r, char *sig)
+bool route_has_name(struct route *r, char kind, uint32_t id,
+		    const char *name, size_t len)
 {
-	if (!sig)
-		return;
-	if (r->nretired == r->retired_cap) {
-		uint32_t cap = r->retired_cap ? 2 * r->retired_cap : 16;
-		char **v = realloc(r->retired, cap * sizeof(*v));
+	const struct rthread *th;
+	struct method *m;
 
-		if (!v) {
-			free(sig);	/* and no open frame may name it */
-			return;
-		}
-		r->retired = v;
-		r->retired_cap = cap;
+	if (strlen(name) != len)
+		return false;	/* a NUL inside: written out, not kept */
+	switch (kind) {
+	case 'T':
+		th = id <= UINT16_MAX ? thread_at(r, (uint16_t)id) : NULL;
+		return th && th->mapped && th->name && !strcmp(th->name, name);
+	case 'M':
+		m = method_get(r, id, false);
+		break;
+	default:
+		m = table_get(&r->exceptions, &r->ecap, &r->ecount, id, false);
+		break;
 	}
-	r->retired[r->nretired++] = sig;
+	return m && m->mapped && m->sig && !strcmp(m->sig->s, name);
+}
+
+/*
+ * One name per id: the one replaced is freed once no open frame names it
+ * (an agent may re-map an id as often as it likes).
+ */
+static void set_sig(struct method *m, const char *name)
+{
+	struct sig *g;
+
+	m->mapped = true;
+	if (m->sig && !strcmp(m->sig->s, name))
+		return;
+	g = sig_new(name);
+	if (!g)
+		return;
+	sig_put(m->sig);
+	m->sig = g;
 }
 
 void route_map_method(struct route *r, uint32_t id, const char *sig)
 {
 	struct method *m = method_get(r, id, true);
 
-	if (!m)
-		return;
-	if (m->sig && !strcmp(m->sig, sig)) {
-		m->mapped = true;
-		return;
-	}
-	retire(r, m->sig);
-	m->sig = strdup(sig);
-	m->mapped = true;
+	if (m)
+		set_sig(m, sig);
 }
 
 void route_map_exception(struct route *r, uint32_t id, const char *name)
@@ -373,11 +418,8 @@ void route_map_exception(struct route *r, uint32_t id, const char *name)
 	struct method *m = table_get(&r->exceptions, &r->ecap, &r->ecount, id,
 				     true);
 
-	if (!m)
-		return;
-	free(m->sig);
-	m->sig = strdup(name);
-	m->mapped = true;
+	if (m)
+		set_sig(m, name);
 }
 
 /* An exception type's name, "#<id>" if it was never mapped. */
@@ -388,7 +430,7 @@ static const char *exception_name(struct route *r, uint32_t id, char *tmp,
 				     false);
 
 	if (e && e->sig)
-		return e->sig;
+		return e->sig->s;
 	snprintf(tmp, n, "#%" PRIu32, id);
 	return tmp;
 }
@@ -447,7 +489,7 @@ static void enter(struct route *r, struct rthread *th, uint32_t method,
 	f->method = method;
 	f->enter = time;
 	f->child_ms = 0;
-	f->bname = m ? m->sig : NULL;
+	f->bname = m ? sig_get(m->sig) : NULL;
 	f->node = node_child(r, th->depth > 1 ? th->stack[th->depth - 2].node :
 						th->root, method);
 	if (f->node != NO_NODE)
@@ -506,22 +548,24 @@ static void leave_exc(struct route *r, struct rthread *th, uint32_t time,
 	if (f.node != NO_NODE)
 		r->nodes[f.node].self_ms += self;
 	if (f.bname) {
-		name = f.bname;
+		name = f.bname->s;
 	} else {
 		snprintf(tmp, sizeof(tmp), "#%" PRIu32, f.method);
 		name = tmp;
 	}
 	if (!exc) {
 		chrome_slice(r, th, "E", name, time);
-		return;
+	} else {
+		if (!th->named_in_json)
+			chrome_name(r, th);
+		chrome_event(r, json_pack("{s:s,s:s,s:I,s:I,s:I,s:{s:s}}",
+					  "name", name, "ph", "E",
+					  "ts", (json_int_t)time * 1000,
+					  "pid", (json_int_t)th->pid,
+					  "tid", (json_int_t)th->tid,
+					  "args", "unwound by", exc));
 	}
-	if (!th->named_in_json)
-		chrome_name(r, th);
-	chrome_event(r, json_pack("{s:s,s:s,s:I,s:I,s:I,s:{s:s}}", "name",
-				  name, "ph", "E", "ts", (json_int_t)time * 1000,
-				  "pid", (json_int_t)th->pid,
-				  "tid", (json_int_t)th->tid,
-				  "args", "unwound by", exc));
+	sig_put(f.bname);
 }
 
 static void leave(struct route *r, struct rthread *th, uint32_t time,
@@ -734,6 +778,8 @@ void route_free(struct route *r)
 	for (i = 0; i < r->nthreads; i++) {
 		struct rthread *th = thread_at(r, r->order[i]);
 
+		while (th->depth)
+			sig_put(th->stack[--th->depth].bname);
 		free(th->name);
 		free(th->stack);
 		bft_buf_free(&th->text);
@@ -744,13 +790,10 @@ void route_free(struct route *r)
 	 * still records where it came from */
 	for (i = 0; i < r->mcap; i++)
 		if (r->methods[i].sig)
-			free(r->methods[i].sig);
+			sig_put(r->methods[i].sig);
 	for (i = 0; i < r->ecap; i++)
 		if (r->exceptions[i].sig)
-			free(r->exceptions[i].sig);
-	for (i = 0; i < r->nretired; i++)
-		free(r->retired[i]);
-	free(r->retired);
+			sig_put(r->exceptions[i].sig);
 	free(r->methods);
 	free(r->exceptions);
 	free(r->nodes);
@@ -877,6 +920,9 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 	fprintf(f, "before map:    %" PRIu64 " events of an unmapped method, %"
 		PRIu64 " of an unnamed thread\n", r->unmapped_method_uses,
 		r->unnamed_thread_uses);
+	if (t->names_refused)
+		fprintf(f, "names:         %" PRIu64 " maps refused past %u "
+			"bytes of names\n", t->names_refused, HQ_NAMES_MAX);
 	fprintf(f, "messages:      %" PRIu64 " sequenced, %" PRIu64
 		" heartbeats (last mode %c)\n", t->routed, t->heartbeats,
 		t->last_mode ? t->last_mode : '-');

@@ -34,6 +34,12 @@ static inline bool seq_before(uint32_t a, uint32_t b)
 	return (int32_t)(a - b) < 0;
 }
 
+/* The marker text p holds, for the reorder queue's bound in bytes. */
+static uint64_t pending_text(const struct pending *p)
+{
+	return (p->key ? strlen(p->key) : 0) + (p->value ? strlen(p->value) : 0);
+}
+
 static void heap_swap(struct pending *h, uint32_t i, uint32_t j)
 {
 	struct pending t = h[i];
@@ -57,6 +63,7 @@ static int heap_push(struct trace *t, const struct pending *p)
 	}
 	i = t->nheap++;
 	t->heap[i] = *p;
+	t->pending_text += pending_text(p);
 	while (i && seq_before(t->heap[i].seq, t->heap[(i - 1) / 2].seq)) {
 		heap_swap(t->heap, i, (i - 1) / 2);
 		i = (i - 1) / 2;
@@ -82,6 +89,7 @@ static struct pending heap_pop(struct trace *t)
 		heap_swap(t->heap, i, m);
 		i = m;
 	}
+	t->pending_text -= pending_text(&top);
 	return top;
 }
 
@@ -90,6 +98,7 @@ static void pending_free(struct pending *p)
 	free(p->key);
 	free(p->value);
 }
+
 
 static bool run_in_use(struct hq *hq, uint8_t run)
 {
@@ -503,6 +512,44 @@ void hq_trace_control_msg(struct hq *hq, struct trace *t,
 	}
 }
 
+/* The bytes of s (n bytes) once hq_escape()d. */
+static size_t escaped_len(const char *s, size_t n)
+{
+	size_t i, len = n;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		len += c == '\\' || !c ? 1 : c < 0x20 || c == 0x7f ? 3 : 0;
+	}
+	return len;
+}
+
+/*
+ * Whether a map is news within the trace's budget of names: a re-map to
+ * the same name is none, and once HQ_NAMES_MAX bytes of names are written
+ * the rest are refused, so that an agent re-mapping an id with long names
+ * grows neither bfhq nor the names file without bound.
+ */
+static bool map_news(struct trace *t, char kind, uint32_t id,
+		     const struct bfp_msg *m)
+{
+	/* "K <id> " and '\n' */
+	uint64_t cost = 14 + escaped_len(m->str, m->str_len);
+
+	if (route_has_name(t->route, kind, id, m->str, m->str_len))
+		return false;
+	if (t->names_bytes + cost > HQ_NAMES_MAX) {
+		if (!t->names_refused++)
+			hq_log("run %u: more than %u bytes of names: maps "
+			       "refused from here on (counted)", t->run_id,
+			       HQ_NAMES_MAX);
+		return false;
+	}
+	t->names_bytes += cost;
+	return true;
+}
+
 void hq_trace_data_msg(struct hq *hq, struct trace *t, struct conn *c,
 		       const struct bfp_msg *m)
 {
@@ -510,14 +557,20 @@ void hq_trace_data_msg(struct hq *hq, struct trace *t, struct conn *c,
 
 	switch (m->id) {
 	case BFP_MAP_THREAD:
+		if (!map_news(t, 'T', m->thread, m))
+			return;
 		route_map_thread(t->route, m->thread, m->time, m->str);
 		live_name(t->live, 'T', m->thread, m->str, m->str_len);
 		return;
 	case BFP_MAP_METHOD:
+		if (!map_news(t, 'M', m->method, m))
+			return;
 		route_map_method(t->route, m->method, m->str);
 		live_name(t->live, 'M', m->method, m->str, m->str_len);
 		return;
 	case BFP_MAP_EXCEPTION:
+		if (!map_news(t, 'X', m->exception, m))
+			return;
 		route_map_exception(t->route, m->exception, m->str);
 		live_name(t->live, 'X', m->exception, m->str, m->str_len);
 		return;
@@ -539,7 +592,9 @@ void hq_trace_data_msg(struct hq *hq, struct trace *t, struct conn *c,
 		p.key = strdup(m->str ? m->str : "");
 		p.value = strdup(m->str2 ? m->str2 : "");
 	}
-	if (t->nheap >= HQ_MAX_PENDING)
+	/* markers of 64 KiB strings waiting would swell us long before */
+	if (t->nheap >= HQ_MAX_PENDING ||
+	    t->pending_text >= HQ_PENDING_TEXT_MAX)
 		pump(t, GAP, 0);
 	if (heap_push(t, &p)) {
 		pending_free(&p);
@@ -594,6 +649,33 @@ void hq_trace_tick(struct hq *hq, struct trace *t, uint64_t now)
 		hq_trace_finish(hq, t);
 }
 
+/*
+ * What a trace holds for its outputs: once they are written, the live copy
+ * on disk is all a viewer reads, so a long-running bfhq keeps nothing of a
+ * trace that ended.
+ */
+static void trace_release(struct trace *t)
+{
+	while (t->nheap) {
+		struct pending p = heap_pop(t);
+
+		pending_free(&p);
+	}
+	free(t->heap);
+	free(t->breaks);
+	free(t->agent_error);
+	free(t->data);
+	route_free(t->route);
+	live_close(t->live);
+	t->heap = NULL;
+	t->breaks = NULL;
+	t->agent_error = NULL;
+	t->data = NULL;
+	t->route = NULL;
+	t->live = NULL;
+	t->heap_cap = t->breaks_cap = t->nbreaks = 0;
+}
+
 void hq_trace_finish(struct hq *hq, struct trace *t)
 {
 	unsigned int i;
@@ -615,21 +697,12 @@ void hq_trace_finish(struct hq *hq, struct trace *t)
 	t->finished = true;
 	route_finish(t->route, t, hq_log_quiet ? NULL : stdout);
 	live_tick(t->live, t, hq_now_ms(), true, true);
+	trace_release(t);
 	hq->finished++;
 }
 
 void hq_trace_free(struct trace *t)
 {
-	while (t->nheap) {
-		struct pending p = heap_pop(t);
-
-		pending_free(&p);
-	}
-	free(t->heap);
-	free(t->breaks);
-	free(t->agent_error);
-	free(t->data);
-	route_free(t->route);
-	live_close(t->live);
+	trace_release(t);
 	free(t);
 }

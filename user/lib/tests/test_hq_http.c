@@ -74,7 +74,7 @@ FIXTURE_SETUP(http)
 	ASSERT_NE(NULL, self->t);
 	ASSERT_NE(NULL, self->t->live);
 	snprintf(self->live, sizeof(self->live), "%s/trace-1/live", self->dir);
-	self->h = hq_http_start("127.0.0.1", 0, self->dir);
+	self->h = hq_http_start("127.0.0.1", 0, self->dir, NULL);
 	ASSERT_NE(NULL, self->h);
 }
 
@@ -86,8 +86,12 @@ FIXTURE_TEARDOWN(http)
 	remove_tmpdir(self->dir);
 }
 
-/* An HTTP/1.0 request (no chunked reply): the connected socket. */
-static int request(FIXTURE_DATA(http) *self, const char *path)
+/*
+ * An HTTP/1.0 request (no chunked reply) with these header lines (each
+ * ending in \r\n): the connected socket.
+ */
+static int request_with(FIXTURE_DATA(http) *self, const char *path,
+			const char *headers)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -98,13 +102,19 @@ static int request(FIXTURE_DATA(http) *self, const char *path)
 	if (fd < 0)
 		return -1;
 	sa.sin_port = htons((uint16_t)hq_http_port(self->h));
-	n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n%s\r\n", path,
+		     headers);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    write(fd, req, (size_t)n) != n) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+static int request(FIXTURE_DATA(http) *self, const char *path)
+{
+	return request_with(self, path, "");
 }
 
 /*
@@ -138,11 +148,10 @@ static bool read_until(int fd, struct bft_buf *b, const char *want)
 	}
 }
 
-/* The whole reply to GET path, NUL-ended (caller frees). */
-static char *get(FIXTURE_DATA(http) *self, const char *path)
+/* The whole reply on fd (-1: none), NUL-ended (caller frees). */
+static char *whole_reply(int fd)
 {
 	struct bft_buf b = { 0 };
-	int fd = request(self, path);
 
 	if (fd < 0)
 		return NULL;
@@ -151,6 +160,73 @@ static char *get(FIXTURE_DATA(http) *self, const char *path)
 	close(fd);
 	bft_buf_append(&b, "", 1);
 	return (char *)b.data;
+}
+
+static char *get(FIXTURE_DATA(http) *self, const char *path)
+{
+	return whole_reply(request(self, path));
+}
+
+/* The reply to GET /api/traces with Host: host (its port: the server's if port). */
+static char *get_host(FIXTURE_DATA(http) *self, const char *host, bool port)
+{
+	char headers[300];
+
+	if (port)
+		snprintf(headers, sizeof(headers), "Host: %s:%u\r\n", host,
+			 hq_http_port(self->h));
+	else
+		snprintf(headers, sizeof(headers), "Host: %s\r\n", host);
+	return whole_reply(request_with(self, "/api/traces", headers));
+}
+
+/* Whether GET with Host: host (get_host()) is answered with status. */
+static bool host_status(FIXTURE_DATA(http) *self, const char *host, bool port,
+			const char *status)
+{
+	char *r = get_host(self, host, port);
+	bool is = r && strstr(r, status);
+
+	if (!is)
+		fprintf(stderr, "# Host %s: %s\n", host, r ? r : "(none)");
+	free(r);
+	return is;
+}
+
+TEST_F(http, only_requests_for_this_server_s_names_are_served)
+{
+	static const char *const ok[] = { "127.0.0.1", "localhost",
+					  "LocalHost", "[::1]" };
+	static const char *const names[] = { "bfhq.example" };
+	struct hq_http_names any = { .any_host = true };
+	struct hq_http_names more = { .names = names, .n = 1 };
+	char *r;
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		EXPECT_TRUE(host_status(self, ok[i], true, " 200 OK\r\n"));
+	/* a page that rebinds its name to us brings that name */
+	r = get_host(self, "attacker.example", true);
+	ASSERT_NE(NULL, r);
+	EXPECT_NE(NULL, strstr(r, " 421 ")) TH_LOG("%s", r);
+	EXPECT_NE(NULL, strstr(r, "Host \"attacker.example:"))
+		TH_LOG("%s", r);
+	EXPECT_EQ(NULL, strstr(r, "\"trace\""));
+	free(r);
+	/* the right name on another port is another server */
+	EXPECT_TRUE(host_status(self, "127.0.0.1", false, " 421 "));
+	EXPECT_TRUE(host_status(self, "127.0.0.1:1:2", false, " 421 "));
+	/* --http-host NAME, --http-any-host */
+	hq_http_stop(self->h);
+	self->h = hq_http_start("127.0.0.1", 0, self->dir, &more);
+	ASSERT_NE(NULL, self->h);
+	EXPECT_TRUE(host_status(self, "bfhq.example", true, " 200 OK\r\n"));
+	EXPECT_TRUE(host_status(self, "attacker.example", true, " 421 "));
+	hq_http_stop(self->h);
+	self->h = hq_http_start("127.0.0.1", 0, self->dir, &any);
+	ASSERT_NE(NULL, self->h);
+	EXPECT_TRUE(host_status(self, "attacker.example", true,
+				" 200 OK\r\n"));
 }
 
 TEST_F(http, lists_traces_and_serves_the_page_and_only_its_files)

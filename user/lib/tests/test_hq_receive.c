@@ -277,4 +277,122 @@ TEST_F(hq, a_thread_that_is_only_named_is_written_out)
 	free(tree);
 }
 
+/* A data hello for run from a connection at address addr. */
+static struct conn *data_hello_from(struct hq *hq, uint8_t run,
+				    const char *addr)
+{
+	uint8_t dhello[2] = { BFP_DATA_HELLO, run };
+	struct conn *c = hq_conn_add(hq, -1, CONN_GREETING);
+
+	if (c) {
+		snprintf(c->addr, sizeof(c->addr), "%s", addr);
+		snprintf(c->peer, sizeof(c->peer), "%s:1", addr);
+		hq_conn_feed(hq, c, dhello, 2, false);
+	}
+	return c;
+}
+
+TEST_F(hq, a_data_connection_joins_only_from_the_agent_s_address)
+{
+	struct conn *c;
+
+	snprintf(self->ctl->addr, sizeof(self->ctl->addr), "127.0.0.1");
+	c = data_hello_from(&self->hq, self->t->run_id, "127.0.0.2");
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(NULL, c->trace);
+	EXPECT_TRUE(c->dead);
+	ASSERT_LT(0u, c->out.len);
+	EXPECT_EQ(BFP_ERROR, c->out.data[0]);
+	EXPECT_EQ(1u, self->t->ndata);
+	/* the agent's own address */
+	c = data_hello_from(&self->hq, self->t->run_id, "127.0.0.1");
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(self->t, c->trace);
+	/* --data-from ADDR, then --data-from any */
+	ASSERT_EQ(0, hq_addr_canon("::ffff:127.0.0.2",
+				   self->hq.o.data_from[0]));
+	EXPECT_STREQ("127.0.0.2", self->hq.o.data_from[0]);
+	self->hq.o.ndata_from = 1;
+	c = data_hello_from(&self->hq, self->t->run_id, "127.0.0.2");
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(self->t, c->trace);
+	c = data_hello_from(&self->hq, self->t->run_id, "::1");
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(NULL, c->trace);
+	self->hq.o.data_from_any = true;
+	c = data_hello_from(&self->hq, self->t->run_id, "::1");
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(self->t, c->trace);
+	EXPECT_EQ(4u, self->t->ndata);
+}
+
+TEST_F(hq, data_for_an_unknown_run_is_dropped_past_its_bound)
+{
+	static uint8_t chunk[65536];
+	struct conn *c = data_hello_from(&self->hq, 200, "");
+	size_t sent = 0;
+
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(200, c->wait_run);
+	while (!c->dead && sent < 4 * HQ_DATA_WAIT_MAX) {
+		hq_conn_feed(&self->hq, c, chunk, sizeof(chunk), false);
+		sent += sizeof(chunk);
+	}
+	EXPECT_TRUE(c->dead);
+	EXPECT_GE(HQ_DATA_WAIT_MAX + sizeof(chunk), sent);
+	ASSERT_LT(0u, c->out.len);
+	EXPECT_EQ(BFP_ERROR, c->out.data[0]);
+}
+
+TEST_F(hq, a_re_map_keeps_one_name_and_the_names_are_bounded)
+{
+	static char name[65535];
+	uint32_t i, n = 300;
+	char *summary, *methods;
+	uint64_t one;
+
+	memset(name, 'a', sizeof(name) - 1);
+	/* the same name again and again writes it once */
+	map_method(&self->hq, self->data, 1, "same()");
+	one = self->t->names_bytes;
+	EXPECT_LT(0u, one);
+	for (i = 0; i < 100; i++)
+		map_method(&self->hq, self->data, 1, "same()");
+	EXPECT_EQ(one, self->t->names_bytes);
+	/* new long names, each: refused past the bound */
+	for (i = 0; i < n; i++) {
+		snprintf(name, 16, "%015u", i);
+		name[15] = 'a';
+		map_method(&self->hq, self->data, 1, name);
+	}
+	EXPECT_LT(0u, self->t->names_refused);
+	EXPECT_GE(HQ_NAMES_MAX, self->t->names_bytes);
+	summary = finish_and_read(&self->hq, self->dir, "summary.txt");
+	ASSERT_NE(NULL, summary);
+	EXPECT_NE(NULL, strstr(summary, "maps refused past"))
+		TH_LOG("%s", summary);
+	free(summary);
+	methods = finish_and_read(&self->hq, self->dir, "methods.txt");
+	ASSERT_NE(NULL, methods);
+	/* the last name taken is the one kept */
+	EXPECT_EQ(0, strncmp(methods, "1 0 000000000000", 16))
+		TH_LOG("%.40s", methods);
+	free(methods);
+}
+
+TEST_F(hq, an_ended_trace_is_freed_at_once)
+{
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 0, 1);
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 1, 1);
+	hq_conn_feed(&self->hq, self->data, NULL, 0, true);
+	hq_conn_feed(&self->hq, self->ctl, NULL, 0, true);
+	hq_reap(&self->hq);
+	hq_trace_tick(&self->hq, self->t, hq_now_ms());
+	EXPECT_EQ(1u, self->hq.finished);
+	hq_reap(&self->hq);
+	/* nothing of it is kept: its outputs are on disk */
+	EXPECT_EQ(0u, self->hq.ntraces);
+	free(finish_and_read(&self->hq, self->dir, "calls.txt"));
+}
+
 TEST_HARNESS_MAIN
