@@ -8,6 +8,19 @@ static const struct cmd *self(void)
 	return cmd_find("attach");
 }
 
+/* Probes record nothing until a session starts: say so, once attached. */
+static void note_not_recording(struct ctl *c)
+{
+	struct bft_nl_status st;
+
+	if (ctl_get_status(c, &st))
+		return;
+	if (st.mode != BFT_MODE_TRACING && st.mode != BFT_MODE_PAUSED &&
+	    st.mode != BFT_MODE_SUSPENDED)
+		err_msg("nothing records yet: calls are recorded once a session starts ('bfctl start --persist', 'bfctl record' in another shell to see them, or bfcollector when its HQ says start)");
+	bft_nl_status_free(&st);
+}
+
 int cmd_attach(struct ctl *c, int argc, char **argv)
 {
 	struct probe_opts o = { 0 };
@@ -42,6 +55,8 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 		probes_print_list(&pl, &set, (pid_t)pid);
 	else if (!rc)
 		rc = probes_attach(c, (pid_t)pid, &set);
+	if (!rc && !o.list)
+		note_not_recording(c);
 	probes_set_free(&set);
 	ctl_close(c);
 	bft_plan_free(&pl);

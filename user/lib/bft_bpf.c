@@ -215,7 +215,16 @@ int bft_bpf_probe(char *err, size_t errlen)
 	slash = strrchr(parent, '/');
 	if (slash && slash != parent)
 		*slash = '\0';
-	if (statfs(parent, &sfs) || sfs.f_type != BPF_FS_MAGIC) {
+	if (statfs(parent, &sfs)) {
+		int e = errno;
+
+		snprintf(err, errlen, "the pin directory's parent %s: %s "
+			 "(the pin directory, %s, is made in an existing "
+			 "directory of a BPF filesystem)", parent, strerror(e),
+			 dir);
+		return -e;
+	}
+	if (sfs.f_type != BPF_FS_MAGIC) {
 		snprintf(err, errlen, "%s is not on a BPF filesystem: mount one "
 			 "(mount -t bpf bpf /sys/fs/bpf)", parent);
 		return -ENODEV;

@@ -32,6 +32,38 @@ static bool same_file(const char *path, uint64_t dev, uint64_t ino)
 	       (uint64_t)st.st_ino == ino;
 }
 
+/*
+ * Why reading another process's maps was refused.  Without privilege the
+ * answer is root; with it, the kernel's ptrace check said no for another
+ * reason, and root's advice would only mislead.
+ */
+static void refused(char *err, size_t errlen, const char *fn, int e)
+{
+	int scope = -1;
+	FILE *f;
+
+	if (geteuid()) {
+		snprintf(err, errlen,
+			 "cannot read %s: %s (tracing another user's process needs root or CAP_SYS_PTRACE)",
+			 fn, strerror(e));
+		return;
+	}
+	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = -1;
+		fclose(f);
+	}
+	if (scope >= 3)
+		snprintf(err, errlen,
+			 "cannot read %s: %s, even as root: Yama's ptrace_scope is %d, which forbids attaching to any process until reboot",
+			 fn, strerror(e), scope);
+	else
+		snprintf(err, errlen,
+			 "cannot read %s: %s, even as root: the kernel refused ptrace access (a security module's policy, or a process of a user namespace this one does not own)",
+			 fn, strerror(e));
+}
+
 static bool same_root(pid_t pid)
 {
 	char root[64];
@@ -165,9 +197,7 @@ int bft_maps_read(pid_t pid, struct bft_maps *m, char *err, size_t errlen)
 		if (err && rc == -ENOENT)
 			snprintf(err, errlen, "no process with pid %d", (int)pid);
 		else if (err && (rc == -EACCES || rc == -EPERM))
-			snprintf(err, errlen,
-				 "cannot read %s: %s (tracing another user's process needs root or CAP_SYS_PTRACE)",
-				 fn, strerror(-rc));
+			refused(err, errlen, fn, -rc);
 		else if (err)
 			snprintf(err, errlen, "cannot open %s: %s", fn, strerror(-rc));
 		return rc == -ENOENT ? -ESRCH : rc == -EPERM ? -EACCES : rc;
@@ -191,9 +221,7 @@ int bft_maps_read(pid_t pid, struct bft_maps *m, char *err, size_t errlen)
 	}
 	if (rc == -EACCES || rc == -EPERM) {
 		if (err)
-			snprintf(err, errlen,
-				 "cannot read %s: %s (tracing another user's process needs root or CAP_SYS_PTRACE)",
-				 fn, strerror(-rc));
+			refused(err, errlen, fn, -rc);
 		rc = -EACCES;
 		goto fail;
 	}

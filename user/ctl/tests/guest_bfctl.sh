@@ -17,7 +17,7 @@
 # the guest's /tmp (slow under TCG).
 #
 # BFT_BFCTL_ONLY, a regex, picks sections: caps counts sqlite run list endbr
-# bad opts exc record.  The whole run takes about 5 minutes under TCG per backend.
+# bad opts exc record newcomer.  The whole run takes about 5 minutes under TCG per backend.
 #
 # The checks run once per backend of BFT_BFCTL_BACKENDS, "kmod bpf" by
 # default: the module, then the BPF backend (--backend bpf through
@@ -963,6 +963,45 @@ sec_record() {
 	settle
 }
 
+# ---- what a newcomer is told ---------------------------------------------------
+
+sec_newcomer() {
+	settle
+	bf stop >/dev/null 2>&1
+	if ! fixture "$T/fx.out" "$FX/fx_c" work 1; then
+		note "$T/fx.out"; not_ok "newcomer: fixture did not start"; return
+	fi
+	# probes record nothing until a session starts: attach says so
+	if bf attach --pid "$FXPID" -p 'fx_c:foo_fast' >/dev/null 2>"$T/err" &&
+	   grep -q 'nothing records yet' "$T/err"; then
+		ok "attach with no session running says nothing records yet"
+	else
+		note "$T/err"; not_ok "attach with no session running says nothing records yet"
+	fi
+	tracing
+	bf attach --pid "$FXPID" -p 'fx_c:foo_slow' >/dev/null 2>"$T/err"
+	if ! grep -q 'nothing records' "$T/err"; then
+		ok "attach while recording does not say so"
+	else
+		note "$T/err"; not_ok "attach while recording does not say so"
+	fi
+	kill -USR1 "$FXPID"
+	wait_for "$T/fx.out" '^done' 60
+	kill -USR1 "$FXPID"
+	bounded_wait "$FXPID" 30
+	settle
+	if [[ $backend == bpf ]]; then
+		local rc=0
+		BFT_BPF_PIN_DIR=/sys/fs/bpf/bft-no-such-dir/x "$BFCTL" status >/dev/null 2>"$T/err" || rc=$?
+		if ((rc != 0)) && grep -q 'No such file or directory' "$T/err" &&
+		   ! grep -q 'not on a BPF filesystem' "$T/err"; then
+			ok "a pin directory whose parent is missing is named as such"
+		else
+			note "$T/err"; not_ok "a pin directory whose parent is missing is named as such (exit $rc)"
+		fi
+	fi
+}
+
 # ---- run the sections -------------------------------------------------------
 
 # BFT_BFCTL_ONLY: a regex of the sections to run (all by default).
@@ -980,7 +1019,7 @@ for backend in $backends; do
 		fi
 		echo "# ---- the same checks with --backend bpf"
 	fi
-	for sec in caps counts sqlite run list endbr bad opts exc record; do
+	for sec in caps counts sqlite run list endbr bad opts exc record newcomer; do
 		[[ -z ${BFT_BFCTL_ONLY:-} || $sec =~ ${BFT_BFCTL_ONLY} ]] && "sec_$sec"
 	done
 	bf stop >/dev/null 2>&1
