@@ -96,7 +96,8 @@ int bft_put_cpu_stats(struct sk_buff *skb)
 		    nla_put_u64_64bit(skb, BFT_S_BYTES_READ, st.bytes_read,
 				      BFT_S_PAD) ||
 		    nla_put_u32(skb, BFT_S_USED, st.used) ||
-		    nla_put_u32(skb, BFT_S_SIZE, st.size))
+		    nla_put_u32(skb, BFT_S_SIZE, st.size) ||
+		    nla_put_u8(skb, BFT_S_READER, st.reader))
 			return -EMSGSIZE;
 		nla_nest_end(skb, one);
 	}

@@ -126,6 +126,7 @@ __poll_t bft_ring_poll(struct bft_ring *r, struct file *file,
 struct bft_ring_stats {
 	u64 produced, written, lost, suspended, bytes_written, bytes_read;
 	u32 used, size;
+	bool reader;
 };
 
 void bft_ring_stats(unsigned int cpu, struct bft_ring_stats *st);

@@ -660,6 +660,7 @@ void bft_ring_stats(unsigned int cpu, struct bft_ring_stats *st)
 	}
 	st->bytes_read = READ_ONCE(r->bytes_read);
 	st->used = bft_ring_used(r);
+	st->reader = atomic_read(&r->bound);
 }
 
 /* ---- reader side ---- */

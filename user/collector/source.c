@@ -47,6 +47,8 @@ struct source {
 	struct bft_rings *rings;
 	struct bft_bpf *bpf;		/* the BPF backend instead of nl/rings */
 	struct bft_bpf_rings *brings;
+	bool discarding;	/* what an earlier session left */
+	uint64_t discarded;	/* bytes */
 	uint64_t next_flush_ms;
 	uint32_t nr_targets;
 	bool had_targets;
@@ -323,6 +325,38 @@ static int open_bpf(struct coll *c, char *err, size_t errlen)
 	return e;
 }
 
+static int count_discarded(unsigned int cpu, const void *data, size_t len,
+			   void *arg)
+{
+	(void)cpu;
+	(void)data;
+	*(uint64_t *)arg += len;
+	return 0;
+}
+
+/*
+ * With no session running, what the rings hold is an earlier session's,
+ * whose method table may be gone already: a trace that starts now must
+ * not carry it under unknown names.  'bfctl record --last' reads it.
+ */
+static void discard_leftovers(struct coll *c)
+{
+	struct source *s = c->src;
+	int quiet = (int)s->flush_ms * 2 + 100;
+	ssize_t n;
+
+	s->discarding = true;
+	n = s->brings ? bft_bpf_rings_drain(s->brings, quiet, 10000) :
+	    bft_rings_drain(s->rings, quiet, 10000, count_discarded, &s->discarded);
+	s->discarding = false;
+	if (n < 0)
+		coll_log("discarding what an earlier session left: %s", s->brings ?
+			 bft_bpf_errmsg(s->bpf) : bft_rings_errmsg(s->rings));
+	if (s->discarded)
+		coll_log("discarded %" PRIu64 " bytes an earlier session left in the rings (bfctl record --last reads them)",
+			 s->discarded);
+}
+
 int source_open_kernel(struct coll *c, char *err, size_t errlen)
 {
 	struct source *s = calloc(1, sizeof(*s));
@@ -363,6 +397,8 @@ int source_open_kernel(struct coll *c, char *err, size_t errlen)
 		return e;
 methods:
 	update_status(c);	/* the mode decides what a dump means */
+	if (!session_running(s->mode))
+		discard_leftovers(c);
 	if (c->o.methods_file) {
 		e = methods_load_file(&c->methods, c->o.methods_file);
 		if (e) {
@@ -400,6 +436,10 @@ static int ring_cb(unsigned int cpu, const void *data, size_t len, void *arg)
 	size_t off = 0;
 	int e = 0;
 
+	if (c->src->discarding) {
+		c->src->discarded += len;
+		return 0;
+	}
 	while (!e && len - off > FEED_SLICE) {
 		e = bft_merge_feed(&c->merge, cpu, p + off, FEED_SLICE);
 		off += FEED_SLICE;

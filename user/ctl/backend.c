@@ -73,6 +73,35 @@ int ctl_start(struct ctl *c, bool persist, uint8_t *mode)
 	return bft_nl_start(c->nl, persist, mode);
 }
 
+/*
+ * Readers of the rings, of st: 0 or more; -1 when the backend does not
+ * say (a module older than BFT_S_READER).
+ */
+int ctl_readers(const struct bft_nl_status *st)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < st->nr_cpus; i++) {
+		if (!(st->cpus[i].have & (1u << BFT_S_READER)))
+			return -1;
+		n += st->cpus[i].reader;
+	}
+	return n;
+}
+
+/* A session that records with nothing reading fills its rings, then loses. */
+void ctl_warn_no_reader(struct ctl *c)
+{
+	struct bft_nl_status st;
+
+	if (ctl_get_status(c, &st))
+		return;
+	if (st.nr_cpus && ctl_readers(&st) == 0)
+		err_msg("nothing reads the rings: each fills (%u KiB per CPU) and then loses events; run 'bfctl record' in another shell, or bfcollector",
+			st.cpus[0].size / 1024);
+	bft_nl_status_free(&st);
+}
+
 int ctl_get_status(struct ctl *c, struct bft_nl_status *st)
 {
 	if (c->bpf)

@@ -88,6 +88,8 @@ int ctl_mode_cmd(struct ctl *c, int cmd, uint8_t *mode);
 /* BFT_CMD_START; the session belongs to this bfctl unless persist. */
 int ctl_start(struct ctl *c, bool persist, uint8_t *mode);
 int ctl_get_status(struct ctl *c, struct bft_nl_status *st);
+int ctl_readers(const struct bft_nl_status *st);
+void ctl_warn_no_reader(struct ctl *c);
 int ctl_get_opt(struct ctl *c, uint32_t id, struct bft_nl_opt *out);
 int ctl_get_opts(struct ctl *c, struct bft_nl_opt *out, size_t cap, size_t *n);
 int ctl_set_opt(struct ctl *c, uint32_t id, uint64_t value,

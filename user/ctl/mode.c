@@ -65,6 +65,8 @@ int cmd_mode(struct ctl *c, int argc, char **argv)
 		out_begin();
 		out_str("mode", "%s\n", bft_mode_name(mode));
 		out_end();
+		if (cmd == BFT_CMD_START || cmd == BFT_CMD_UNSUSPEND)
+			ctl_warn_no_reader(c);
 	}
 	ctl_close(c);
 	return rc;

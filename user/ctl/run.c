@@ -246,6 +246,8 @@ static int start_tracing(struct ctl *c, bool suspended, bool persist)
 		if (rc)
 			return ctl_nl_fail(c, "suspend", rc);
 		vlog(c, 1, "run: recording suspended ('bfctl unsuspend' resumes it)");
+	} else {
+		ctl_warn_no_reader(c);
 	}
 	return EXIT_OK;
 }

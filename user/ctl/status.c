@@ -46,6 +46,14 @@ static void print_status(const struct ctl *c, const struct bft_nl_status *st)
 	out_str("mode", "mode     %s\n", bft_mode_name(st->mode));
 	out_u64("nr_probes", "probes   %llu\n", st->nr_probes);
 	out_u64("nr_targets", "targets  %llu\n", st->nr_targets);
+	/* a module older than BFT_S_READER does not say */
+	if (ctl_readers(st) >= 0) {
+		int n = ctl_readers(st);
+
+		out_u64("rings_read", NULL, (uint64_t)n);
+		out_text("reader   %s\n", n == (int)st->nr_cpus ? "yes" :
+			 !n ? "none: the rings fill, then lose events" : "on some rings only");
+	}
 	out_text("%-5s %12s %12s %10s %10s %14s %14s %21s\n", "cpu", "produced",
 		 "written", "lost", "suspended", "bytes_written", "bytes_read",
 		 "used/size");

@@ -1513,11 +1513,38 @@ int bft_bpf_get_caps(struct bft_bpf *b, struct bft_nl_caps *caps)
 	return 0;
 }
 
+/* The pid that holds an flock on dir, from /proc/locks; 0 if unknown. */
+static pid_t flock_holder(const char *dir)
+{
+	unsigned int maj, min;
+	unsigned long ino;
+	char line[256];
+	struct stat st;
+	pid_t pid = 0;
+	int who;
+	FILE *f;
+
+	if (stat(dir, &st))
+		return 0;
+	f = fopen("/proc/locks", "re");
+	if (!f)
+		return 0;
+	while (!pid && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*d: FLOCK %*s %*s %d %x:%x:%lu", &who, &maj,
+			   &min, &ino) == 4 && maj == major(st.st_dev) &&
+		    min == minor(st.st_dev) && ino == st.st_ino)
+			pid = who;
+	fclose(f);
+	return pid;
+}
+
 int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st)
 {
 	size_t sz = (sizeof(struct bft_bpf_cpu) + 7) & ~(size_t)7;
 	uint32_t targets[BFT_MAX_TARGETS], zero = 0;
 	struct bft_bpf_ctl ctl;
+	char p[PATH_MAX];
+	bool reader;
 	char *vals;
 	int err;
 
@@ -1550,6 +1577,8 @@ int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st)
 	st->nr_probes = ctl.nr_probes;
 	st->nr_targets = list_targets(targets, BFT_MAX_TARGETS);
 	st->nr_cpus = b->nr_cpus;
+	pin_path(p, sizeof(p), "links");
+	reader = flock_holder(p) != 0;
 	for (uint32_t cpu = 0; cpu < b->nr_cpus; cpu++) {
 		const struct bft_bpf_cpu *c = (const void *)(vals + cpu * sz);
 		struct bft_nl_cpu_stats *s = &st->cpus[cpu];
@@ -1567,6 +1596,7 @@ int bft_bpf_get_status(struct bft_bpf *b, struct bft_nl_status *st)
 		s->bytes_read = rd;
 		s->used = c->bytes_written > rd ? c->bytes_written - rd : 0;
 		s->size = ctl.opts[BFT_OPT_BUF_SIZE];
+		s->reader = reader;
 		s->have = ~0u;
 	}
 	st->have = ~0u;
@@ -2137,31 +2167,6 @@ static int watch_ring(struct bft_bpf_rings *r, struct ring_ctx *c)
 		return fail(r->b, -errno, "watching the ring of CPU %u: %s",
 			    c->cpu, strerror(errno));
 	return 0;
-}
-
-/* The pid that holds an flock on dir, from /proc/locks; 0 if unknown. */
-static pid_t flock_holder(const char *dir)
-{
-	unsigned int maj, min;
-	unsigned long ino;
-	char line[256];
-	struct stat st;
-	pid_t pid = 0;
-	int who;
-	FILE *f;
-
-	if (stat(dir, &st))
-		return 0;
-	f = fopen("/proc/locks", "re");
-	if (!f)
-		return 0;
-	while (!pid && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%*d: FLOCK %*s %*s %d %x:%x:%lu", &who, &maj,
-			   &min, &ino) == 4 && maj == major(st.st_dev) &&
-		    min == minor(st.st_dev) && ino == st.st_ino)
-			pid = who;
-	fclose(f);
-	return pid;
 }
 
 /*

@@ -200,6 +200,7 @@ static const enum mnl_attr_data_type stat_types[BFT_S_MAX + 1] = {
 	[BFT_S_BYTES_WRITTEN]	= MNL_TYPE_U64,
 	[BFT_S_BYTES_READ]	= MNL_TYPE_U64,
 	[BFT_S_USED]		= MNL_TYPE_U32,
+	[BFT_S_READER]		= MNL_TYPE_U8,
 	[BFT_S_SIZE]		= MNL_TYPE_U32,
 };
 
@@ -996,6 +997,8 @@ static int parse_cpu_stats(struct bft_nl *nl, const struct nlattr *stats,
 		take_u64(st[BFT_S_BYTES_READ], &s->bytes_read);
 		take_u32(st[BFT_S_USED], &s->used);
 		take_u32(st[BFT_S_SIZE], &s->size);
+		if (st[BFT_S_READER])
+			s->reader = mnl_attr_get_u8(st[BFT_S_READER]);
 		n++;
 	}
 	free(*cpus);

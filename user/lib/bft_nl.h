@@ -144,6 +144,7 @@ struct bft_nl_cpu_stats {
 	uint64_t bytes_read;
 	uint32_t used;
 	uint32_t size;
+	uint8_t reader;			/* a reader holds the ring (if have says) */
 	uint32_t have;			/* bit (1u << BFT_S_x) per attribute seen */
 };
 

@@ -558,6 +558,10 @@ enum bft_stat_attr {
 	BFT_S_USED,		/* u32: bytes in the ring now */
 	BFT_S_SIZE,		/* u32: ring size */
 	BFT_S_PAD,
+	BFT_S_READER,		/* u8: 1 while a reader holds this ring, else 0;
+				 * a recording session with none fills its
+				 * rings and then loses events (newer modules)
+				 */
 	__BFT_S_MAX,
 };
 

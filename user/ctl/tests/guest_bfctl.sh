@@ -971,6 +971,28 @@ sec_newcomer() {
 	if ! fixture "$T/fx.out" "$FX/fx_c" work 1; then
 		note "$T/fx.out"; not_ok "newcomer: fixture did not start"; return
 	fi
+	# a session nobody reads fills its rings, then loses: start says so
+	bf start --persist >/dev/null 2>"$T/err"
+	bf status >"$T/status" 2>&1
+	if grep -q 'nothing reads the rings' "$T/err" && grep -q '^reader *none' "$T/status"; then
+		ok "start with no reader says nothing reads the rings"
+	else
+		note "$T/err" "$T/status"; not_ok "start with no reader says nothing reads the rings"
+	fi
+	bf stop >/dev/null 2>&1
+	bf record >/dev/null 2>&1 &
+	local reader=$!
+	bg_pids+=("$reader")
+	sleep 2
+	bf start --persist >/dev/null 2>"$T/err"
+	if ! grep -q 'nothing reads' "$T/err"; then
+		ok "start while bfctl record reads does not say so"
+	else
+		note "$T/err"; not_ok "start while bfctl record reads does not say so"
+	fi
+	bf stop >/dev/null 2>&1
+	bounded_wait "$reader" 30
+	settle
 	# probes record nothing until a session starts: attach says so
 	if bf attach --pid "$FXPID" -p 'fx_c:foo_fast' >/dev/null 2>"$T/err" &&
 	   grep -q 'nothing records yet' "$T/err"; then
@@ -989,6 +1011,42 @@ sec_newcomer() {
 	wait_for "$T/fx.out" '^done' 60
 	kill -USR1 "$FXPID"
 	bounded_wait "$FXPID" 30
+	settle
+
+	# a session nobody read leaves its records in the rings: a collector
+	# that starts later must not put them in its trace (they once came out
+	# as a thread of the old process, calls of 'unknown!method115')
+	local old new coll
+	fixture "$T/fx.out" "$FX/fx_c" work "$N" && old=$FXPID &&
+		bf attach --pid "$old" -p 'fx_c:foo_fast' >/dev/null 2>&1 && tracing &&
+		kill -USR1 "$old" && wait_for "$T/fx.out" '^done' 120
+	timeout 30 "$BFCTL" stop >/dev/null
+	kill -USR1 "$old"
+	bounded_wait "$old" 30
+	rm -rf "$T/coll"
+	if fixture "$T/fx2.out" "$FX/fx_c" work "$N" && new=$FXPID &&
+	   bf attach --pid "$new" -p 'fx_c:foo_fast' >/dev/null 2>&1; then
+		"$root/build/user/bfcollector" --output "$T/coll" >"$T/coll.log" 2>&1 &
+		coll=$!
+		bg_pids+=("$coll")
+		wait_for "$T/coll.log" 'discarded|recording|start' 30
+		sleep 1
+		kill -USR1 "$new"
+		wait_for "$T/fx2.out" '^done' 120
+		sleep 1
+		kill -INT "$coll"
+		bounded_wait "$coll" 60
+		kill -USR1 "$new"
+		bounded_wait "$new" 30
+	fi
+	if [[ -n ${old:-} && -n ${new:-} ]] &&
+	   awk -F'\t' -v o="$old" '$2 == o { bad = 1 } END { exit bad }' "$T/coll/threads" &&
+	   awk -F'\t' -v n="$new" '$2 == n { seen = 1 } END { exit !seen }' "$T/coll/threads"; then
+		ok "a collector's trace carries nothing an earlier session left in the rings"
+	else
+		note "$T/coll.log"; [[ -f $T/coll/threads ]] && note "$T/coll/threads"
+		not_ok "a collector's trace carries nothing an earlier session left in the rings (old $old, new $new)"
+	fi
 	settle
 	if [[ $backend == bpf ]]; then
 		local rc=0
