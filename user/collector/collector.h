@@ -29,10 +29,12 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <regex.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 #include "bft_calltree.h"
 #include "bft_flow.h"
@@ -75,6 +77,46 @@ struct coll_opts {
 	int verbose;
 };
 
+/* ---- patterns.c ---- */
+
+/*
+ * What HQ's regexes may cost (bfcollector.1 tells HQ's authors): a
+ * pattern's length, its nesting of parentheses, the compiled size of all
+ * of them; a match's backtracking steps, depth and heap.
+ */
+#define COLL_PATTERN_MAX_LEN		4096
+#define COLL_PATTERN_MAX_NEST		32
+#define COLL_PATTERNS_MAX_COMPILED	(8u << 20)
+#define COLL_MATCH_LIMIT		100000
+#define COLL_MATCH_DEPTH		5000
+#define COLL_MATCH_HEAP_KIB		4096
+
+struct pattern {
+	pcre2_code *code;
+	char *text;
+	bool disabled;		/* a match reached a limit */
+};
+
+struct patterns {
+	struct pattern *v;
+	uint32_t n, disabled;
+	const char *what;	/* "inclusion", "exclusion" */
+	pcre2_match_context *mc;
+	pcre2_match_data *md;
+};
+
+/*
+ * Compile list l into p (what names it in messages), adding the compiled
+ * size to *compiled; 0, -EPROTO (err says which pattern and why) or
+ * -ENOMEM.  p is empty after an error.
+ */
+int patterns_compile(struct patterns *p, const struct bfp_strlist *l,
+		     const char *what, size_t *compiled, char *err,
+		     size_t errlen);
+/* Does a pattern match s from its first byte?  A limit reached: no. */
+bool patterns_match(struct patterns *p, const char *s);
+void patterns_free(struct patterns *p);
+
 /* ---- methods.c ---- */
 
 struct method {
@@ -97,8 +139,7 @@ struct method {
 struct methods {
 	struct method *v;	/* open addressing on id */
 	uint32_t cap, count;
-	regex_t *incl, *excl;
-	uint32_t nincl, nexcl;
+	struct patterns incl, excl;
 	struct object {
 		char *path;
 		uint8_t kind;	/* BFP_CLASS_TRANSFORMED, _IGNORED, _FAILED */

@@ -3,7 +3,8 @@
  * The method table: id -> signature "<object basename>!<function>", which
  * is what MapMethodSignature carries and what the configuration's regexes
  * are matched against (Java's lookingAt(): a match that starts at the
- * first character).  An inclusion match overrides an exclusion (notes §3).
+ * first character; patterns.c).  An inclusion match overrides an
+ * exclusion (notes §3).
  *
  * File format (--methods), one line each, tab-separated, '#' comments:
  *     <id> <path> <function> [<offset>]   a probe
@@ -45,21 +46,10 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-static bool matches_at_start(const regex_t *re, uint32_t n, const char *s)
-{
-	regmatch_t pm;
-	uint32_t i;
-
-	for (i = 0; i < n; i++)
-		if (!regexec(&re[i], s, 1, &pm, 0) && pm.rm_so == 0)
-			return true;
-	return false;
-}
-
 static void decide(struct methods *m, struct method *me)
 {
-	me->excluded = matches_at_start(m->excl, m->nexcl, me->sig) &&
-		       !matches_at_start(m->incl, m->nincl, me->sig);
+	me->excluded = patterns_match(&m->excl, me->sig) &&
+		       !patterns_match(&m->incl, me->sig);
 }
 
 int methods_add(struct methods *m, uint32_t id, const char *path,
@@ -128,59 +118,33 @@ bool methods_object(struct methods *m, const char *path, uint8_t kind)
 	return true;
 }
 
-static void free_regexes(regex_t *v, uint32_t n)
-{
-	uint32_t i;
-
-	for (i = 0; i < n; i++)
-		regfree(&v[i]);
-	free(v);
-}
-
 /*
- * Java regexes, compiled as POSIX extended ones: the patterns HQs send
- * (".*", "^pkg/path/[^/]+$", "prog!foo") mean the same in both.  One that
- * does not compile is reported and left out.
+ * The new patterns replace the old ones only if all of them compile
+ * (patterns.c says what is refused); the caller refuses the configuration
+ * otherwise.
  */
-static int compile(const struct bfp_strlist *l, regex_t **out, uint32_t *n,
-		   const char *what)
-{
-	regex_t *v = calloc(l->n + 1, sizeof(*v));
-	uint32_t i;
-
-	if (!v)
-		return -ENOMEM;
-	*n = 0;
-	for (i = 0; i < l->n; i++) {
-		char msg[128];
-		int e = regcomp(&v[*n], l->v[i], REG_EXTENDED);
-
-		if (e) {
-			regerror(e, &v[*n], msg, sizeof(msg));
-			coll_log("%s pattern \"%s\" ignored: %s", what, l->v[i],
-				 msg);
-			continue;
-		}
-		(*n)++;
-	}
-	*out = v;
-	return 0;
-}
-
 int methods_set_filter(struct methods *m, const struct bfp_config *c,
 		       char *err, size_t errlen)
 {
+	struct patterns incl, excl;
+	size_t compiled = 0;
 	uint32_t i;
+	int ret;
 
-	free_regexes(m->incl, m->nincl);
-	free_regexes(m->excl, m->nexcl);
-	m->incl = m->excl = NULL;
-	m->nincl = m->nexcl = 0;
-	if (compile(&c->inclusions, &m->incl, &m->nincl, "inclusion") ||
-	    compile(&c->exclusions, &m->excl, &m->nexcl, "exclusion")) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+	ret = patterns_compile(&incl, &c->inclusions, "inclusion", &compiled,
+			       err, errlen);
+	if (ret)
+		return ret;
+	ret = patterns_compile(&excl, &c->exclusions, "exclusion", &compiled,
+			       err, errlen);
+	if (ret) {
+		patterns_free(&incl);
+		return ret;
 	}
+	patterns_free(&m->incl);
+	patterns_free(&m->excl);
+	m->incl = incl;
+	m->excl = excl;
 	for (i = 0; i < m->cap; i++)
 		if (m->v[i].used && m->v[i].sig)
 			decide(m, &m->v[i]);
@@ -270,7 +234,7 @@ void methods_free(struct methods *m)
 	for (i = 0; i < m->nobjects; i++)
 		free(m->objects[i].path);
 	free(m->objects);
-	free_regexes(m->incl, m->nincl);
-	free_regexes(m->excl, m->nexcl);
+	patterns_free(&m->incl);
+	patterns_free(&m->excl);
 	memset(m, 0, sizeof(*m));
 }

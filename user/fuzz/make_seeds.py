@@ -73,6 +73,16 @@ def config_seeds(corpus, msgs):
         b"\x70")
 
 
+def regex_seeds(corpus):
+    names = b"main\nfn_1\nskip_2\n" + b"a" * 300 + b"_\n\xff\xfe\n"
+    for sel, pat in ((0, b".*"), (0, b"prog!skip_.*"), (1, b"prog!fn"),
+                     (0, b"^prog![^_]+$"), (0, b"(|)(\\1\\1)*"),
+                     (0, b"prog!(a+)+$"), (0, b"prog!(a|a)*\\1$"),
+                     (0, b"prog!("), (0, b"(" * 40),
+                     (0, b"(?:a|b|c|d|e|f|g|h){1000}")):
+        put(corpus, "fuzz_regex", bytes([sel]) + pat + b"\n" + names)
+
+
 def flow_seeds(corpus):
     with open(os.path.join(VECTORS, "flow.txt")) as f:
         for line in f:
@@ -248,6 +258,7 @@ def main():
     nl_seeds(corpus)
     hq_seeds(corpus, msgs)
     collector_seeds(corpus, msgs)
+    regex_seeds(corpus)
     counters_seeds(corpus)
 
 

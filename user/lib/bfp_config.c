@@ -216,9 +216,12 @@ int bfp_config_encode_java(const struct bfp_config *c, struct bft_buf *out)
 	return w.err;
 }
 
+/* Where a decoder's error goes, and what its lists hold so far. */
 struct cerr {
 	char *buf;
 	size_t len;
+	uint32_t patterns;
+	size_t pattern_bytes;
 };
 
 static int cfail(struct cerr *e, const char *fmt, ...)
@@ -233,6 +236,24 @@ static int cfail(struct cerr *e, const char *fmt, ...)
 	return -EPROTO;
 }
 
+/*
+ * Checked before the copy: back references make one string any number of
+ * elements, and each element is a copy.
+ */
+static int add_pattern(struct bfp_strlist *l, const char *s, size_t n,
+		       const char *field, struct cerr *e)
+{
+	if (e->patterns >= BFP_CONFIG_MAX_PATTERNS)
+		return cfail(e, "%s: more than %u patterns in the configuration",
+			     field, BFP_CONFIG_MAX_PATTERNS);
+	if (n > BFP_CONFIG_MAX_PATTERN_BYTES - e->pattern_bytes)
+		return cfail(e, "%s: the patterns take more than %u bytes",
+			     field, BFP_CONFIG_MAX_PATTERN_BYTES);
+	e->patterns++;
+	e->pattern_bytes += n;
+	return strlist_addn(l, s, n) ? -ENOMEM : 0;
+}
+
 static int add_string_value(struct bfp_strlist *l, const struct joss_value *v,
 			    const char *field, struct cerr *e)
 {
@@ -242,7 +263,7 @@ static int add_string_value(struct bfp_strlist *l, const struct joss_value *v,
 	if (memchr(v->str, 0, v->len))
 		return cfail(e, "%s: an element holds a NUL character (C0 80)",
 			     field);
-	return strlist_addn(l, v->str, v->len) ? -ENOMEM : 0;
+	return add_pattern(l, v->str, v->len, field, e);
 }
 
 /* The strings a serialized java.util.List holds, for the lists Java makes. */
@@ -331,7 +352,7 @@ static int int_field(const struct joss_value *obj, const char *name,
 int bfp_config_decode_java(const uint8_t *p, size_t n, struct bfp_config *c,
 			   char *err, size_t errlen)
 {
-	struct cerr e = { err, errlen };
+	struct cerr e = { .buf = err, .len = errlen };
 	struct joss_value *root;
 	const struct joss_slot *s;
 	struct joss *j;
@@ -482,8 +503,11 @@ static int json_strlist(json_t *o, const char *key, struct bfp_strlist *l,
 	json_array_foreach(a, i, x) {
 		if (!json_is_string(x))
 			return cfail(e, "\"%s\"[%zu] is not a string", key, i);
-		if (strlist_addn(l, json_string_value(x), json_string_length(x)))
-			return -ENOMEM;
+		int err = add_pattern(l, json_string_value(x),
+				      json_string_length(x), key, e);
+
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -491,7 +515,7 @@ static int json_strlist(json_t *o, const char *key, struct bfp_strlist *l,
 int bfp_config_decode_json(const char *json, size_t n, struct bfp_config *c,
 			   char *err, size_t errlen)
 {
-	struct cerr e = { err, errlen };
+	struct cerr e = { .buf = err, .len = errlen };
 	int64_t v[5] = { 0, BFP_DEFAULT_HEARTBEAT_MS, BFP_DEFAULT_BUFFER_BUDGET,
 			 BFP_DEFAULT_QUEUE_RETRY, BFP_DEFAULT_DATA_SENDERS };
 	json_error_t jerr;

@@ -16,6 +16,11 @@
  * whose modified UTF-8 exceeds 65535 bytes as TC_LONGSTRING, as Java does,
  * so whatever decodes also encodes.
  *
+ * A decoded configuration holds at most BFP_CONFIG_MAX_PATTERNS strings in
+ * its two lists together, of BFP_CONFIG_MAX_PATTERN_BYTES in all; more is
+ * refused (-EPROTO) before anything is copied, so what a configuration
+ * costs is bounded by these, not by what back references make of its bytes.
+ *
  * Decoders fill a struct bfp_config the caller later releases with
  * bfp_config_free(); they return 0, -EPROTO with a message in err (size
  * errlen), or -ENOMEM.
@@ -56,6 +61,9 @@ struct bfp_config {
 	struct bfp_strlist inclusions;	/* regexes; a match overrides exclusion */
 	uint8_t java_class;		/* enum bfp_config_class (version 1) */
 };
+
+#define BFP_CONFIG_MAX_PATTERNS		4096
+#define BFP_CONFIG_MAX_PATTERN_BYTES	(256u << 10)
 
 #define BFP_CONFIG_SUID		(-4660117618158655806LL)
 /* HQ's defaults (notes §3). */

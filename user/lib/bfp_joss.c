@@ -17,6 +17,11 @@
 
 #define JOSS_MAX_DEPTH		32
 #define JOSS_MAX_HANDLES	(1u << 20)
+/*
+ * What the tree may cost, whatever the input: one byte of stream can make
+ * sixteen of tree (an array slot), so 16 MiB of nulls took 1.3 GiB.
+ */
+#define JOSS_MAX_ARENA		(64u << 20)
 
 struct chunk {
 	struct chunk *next;
@@ -31,6 +36,8 @@ struct handle {
 
 struct joss {
 	struct chunk *chunks;
+	size_t arena;			/* bytes of chunks */
+	struct joss_value null;		/* every null is this one */
 	struct handle *handles;
 	uint32_t nhandles, cap;
 	struct bfp_rd r;
@@ -67,6 +74,11 @@ static void *alloc(struct joss *j, size_t n)
 	if (!c || c->cap - c->used < a) {
 		size_t cap = a > 16384 ? a : 16384;
 
+		if (cap > JOSS_MAX_ARENA - j->arena) {
+			bad(j, "decoding it would take more than %u MiB",
+			    JOSS_MAX_ARENA >> 20);
+			return NULL;
+		}
 		c = malloc(sizeof(*c) + cap);
 		if (!c) {
 			if (!j->code) {
@@ -79,6 +91,7 @@ static void *alloc(struct joss *j, size_t n)
 		c->used = 0;
 		c->next = j->chunks;
 		j->chunks = c;
+		j->arena += cap;
 	}
 	c->used += a;
 	return memset((char *)c->data + c->used - a, 0, a);
@@ -564,13 +577,11 @@ static struct joss_value *new_array(struct joss *j)
 	return v;
 }
 
+/* Shared: nulls cost nothing however many the stream holds. */
 static struct joss_value *null_value(struct joss *j)
 {
-	struct joss_value *v = alloc(j, sizeof(*v));
-
-	if (v)
-		v->kind = JOSS_NULL;
-	return v;
+	j->null.kind = JOSS_NULL;
+	return &j->null;
 }
 
 static struct joss_value *block(struct joss *j, uint8_t tc)

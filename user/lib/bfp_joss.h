@@ -11,8 +11,11 @@
  * The reader builds a tree in an arena; every length and count is checked
  * against the bytes that remain, nesting is bounded (objects inside
  * objects and superclass descriptors inside class descriptors share one
- * limit of 32 levels, so no input can exhaust the stack), and a malformed
- * or truncated stream is an error with the offset where it went wrong.
+ * limit of 32 levels, so no input can exhaust the stack), the tree may
+ * take at most 64 MiB (a stream that would need more is refused: nulls are
+ * free, but an array slot costs 16 bytes for one byte of stream), and a
+ * malformed or truncated stream is an error with the offset where it went
+ * wrong.
  *
  * The writer side is a handful of helpers that keep the handle table the
  * way ObjectOutputStream does (class descriptors and type strings shared by

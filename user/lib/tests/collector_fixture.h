@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -302,8 +303,13 @@ static inline void tool_path(const char *tool, char *out, size_t n)
 	snprintf(out, n, "%s/../%s", dirname(self), tool);
 }
 
-/* Start argv[0] (a tool name) with its output appended to log. */
-static inline pid_t spawn(char *const argv[], const char *log)
+/*
+ * Start argv[0] (a tool name) with its output appended to log, its address
+ * space limited to as_bytes (0: not): a test of a memory bound then fails
+ * fast on a tool that breaks it, instead of eating the machine.
+ */
+static inline pid_t spawn_limited(char *const argv[], const char *log,
+				  rlim_t as_bytes)
 {
 	char path[PATH_MAX];
 	pid_t pid;
@@ -317,6 +323,10 @@ static inline pid_t spawn(char *const argv[], const char *log)
 	pid = fork();
 	if (pid == 0) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		struct rlimit rl = { as_bytes, as_bytes };
+
+		if (as_bytes)
+			setrlimit(RLIMIT_AS, &rl);
 
 		if (fd >= 0) {
 			dup2(fd, 1);
@@ -329,13 +339,24 @@ static inline pid_t spawn(char *const argv[], const char *log)
 	return pid;
 }
 
-/* Wait for pid at most ms; its exit status, or -1 (then it is killed). */
-static inline int wait_exit(pid_t pid, int ms)
+static inline pid_t spawn(char *const argv[], const char *log)
 {
+	return spawn_limited(argv, log, 0);
+}
+
+/*
+ * Wait for pid at most ms; its exit status, or -1 (then it is killed).
+ * What it used in *ru (NULL: not wanted): ru_maxrss is its peak RSS, KiB.
+ */
+static inline int wait_exit_usage(pid_t pid, int ms, struct rusage *ru)
+{
+	struct rusage dummy;
 	int st, i;
 
+	if (!ru)
+		ru = &dummy;
 	for (i = 0; i < ms / 10; i++) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
+		pid_t r = wait4(pid, &st, WNOHANG, ru);
 
 		if (r == pid)
 			return WIFEXITED(st) ? WEXITSTATUS(st) :
@@ -343,8 +364,13 @@ static inline int wait_exit(pid_t pid, int ms)
 		usleep(10000);
 	}
 	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
+	wait4(pid, &st, 0, ru);
 	return -1;
+}
+
+static inline int wait_exit(pid_t pid, int ms)
+{
+	return wait_exit_usage(pid, ms, NULL);
 }
 
 static inline bool slow_env(void)
@@ -437,6 +463,88 @@ static inline void remove_tmpdir(const char *dir)
 {
 	if (!getenv("BFT_KEEP_FIXTURES"))
 		nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- a test as HQ ---- */
+
+static inline void show_log(const char *log)
+{
+	char *s = slurp(log, NULL), *line, *save = NULL;
+
+	if (!s)
+		return;
+	for (line = strtok_r(s, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "#   | %s\n", line);
+	free(s);
+}
+
+static inline int listen_on(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 8)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static inline int accept_within(int lfd, int ms)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+	if (poll(&p, 1, ms) != 1)
+		return -1;
+	return accept(lfd, NULL, NULL);
+}
+
+/* Read until EOF (at most ms); what arrived. */
+static inline size_t read_until_eof(int fd, uint8_t *buf, size_t cap, int ms,
+			     bool *eof)
+{
+	size_t n = 0;
+
+	*eof = false;
+	while (n < cap) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t r;
+
+		if (poll(&p, 1, ms) != 1)
+			break;
+		r = read(fd, buf + n, cap - n);
+		if (r <= 0) {
+			*eof = r == 0;
+			break;
+		}
+		n += (size_t)r;
+	}
+	return n;
+}
+
+/* The trace directory whose summary says "complete", or NULL. */
+static inline char *complete_calls(const char *hqout, int traces)
+{
+	char path[PATH_MAX + 64], *sum;
+	int i;
+
+	for (i = 1; i <= traces; i++) {
+		snprintf(path, sizeof(path), "%s/trace-%d/summary.txt", hqout,
+			 i);
+		sum = slurp(path, NULL);
+		if (sum && strstr(sum, "status:        complete")) {
+			free(sum);
+			snprintf(path, sizeof(path), "%s/trace-%d/calls.txt",
+				 hqout, i);
+			return slurp(path, NULL);
+		}
+		free(sum);
+	}
+	return NULL;
 }
 
 #endif /* COLLECTOR_FIXTURE_H */

@@ -61,17 +61,6 @@ FIXTURE_TEARDOWN(ctr)
 	remove_tmpdir(self->dir);
 }
 
-static void show_log(const char *log)
-{
-	char *s = slurp(log, NULL);
-	char *line, *save = NULL;
-
-	for (line = s ? strtok_r(s, "\n", &save) : NULL; line;
-	     line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "#   | %s\n", line);
-	free(s);
-}
-
 /*
  * Two CPUs, one thread each: CALLS_PER_THREAD calls of fn_1, every third
  * with a call of fn_2 inside.  repeat copies make the input longer.

@@ -45,21 +45,6 @@ FIXTURE_TEARDOWN(e2e)
 	remove_tmpdir(self->dir);
 }
 
-/* Dump the tools' log into the test output, to see why it failed. */
-static void show_log(const char *log)
-{
-	char *s = slurp(log, NULL);
-
-	if (s) {
-		char *line, *save = NULL;
-
-		for (line = strtok_r(s, "\n", &save); line;
-		     line = strtok_r(NULL, "\n", &save))
-			fprintf(stderr, "#   | %s\n", line);
-		free(s);
-	}
-}
-
 struct flow_ctx {
 	struct bft_buf tokens;
 	uint64_t stack[4096];

@@ -291,15 +291,6 @@ static void data_log(struct bft_buf *out, const struct bfp_msg *m)
 	bft_buf_append(out, line, (size_t)n);
 }
 
-static int accept_within(int lfd, int ms)
-{
-	struct pollfd p = { .fd = lfd, .events = POLLIN };
-
-	if (poll(&p, 1, ms) != 1)
-		return -1;
-	return accept(lfd, NULL, NULL);
-}
-
 /* Append what fd has within ms to in; false at EOF or error. */
 static bool read_some(int fd, struct bft_buf *in, int ms)
 {

@@ -62,67 +62,6 @@ FIXTURE_TEARDOWN(faults)
 	remove_tmpdir(self->dir);
 }
 
-static void show_log(const char *log)
-{
-	char *s = slurp(log, NULL), *line, *save = NULL;
-
-	if (!s)
-		return;
-	for (line = strtok_r(s, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "#   | %s\n", line);
-	free(s);
-}
-
-/* ---- this test as HQ ---- */
-
-static int listen_on(int port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 8)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static int accept_within(int lfd, int ms)
-{
-	struct pollfd p = { .fd = lfd, .events = POLLIN };
-
-	if (poll(&p, 1, ms) != 1)
-		return -1;
-	return accept(lfd, NULL, NULL);
-}
-
-/* Read until EOF (at most ms); what arrived. */
-static size_t read_until_eof(int fd, uint8_t *buf, size_t cap, int ms,
-			     bool *eof)
-{
-	size_t n = 0;
-
-	*eof = false;
-	while (n < cap) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t r;
-
-		if (poll(&p, 1, ms) != 1)
-			break;
-		r = read(fd, buf + n, cap - n);
-		if (r <= 0) {
-			*eof = r == 0;
-			break;
-		}
-		n += (size_t)r;
-	}
-	return n;
-}
-
 static pid_t start_collector(FIXTURE_DATA(faults) *self, const char *extra,
 			     const char *extra2)
 {
@@ -260,27 +199,6 @@ static int connect_port(int port)
 		return -1;
 	}
 	return fd;
-}
-
-/* The trace directory whose summary says "complete", or NULL. */
-static char *complete_calls(const char *hqout, int traces)
-{
-	char path[PATH_MAX + 64], *sum;
-	int i;
-
-	for (i = 1; i <= traces; i++) {
-		snprintf(path, sizeof(path), "%s/trace-%d/summary.txt", hqout,
-			 i);
-		sum = slurp(path, NULL);
-		if (sum && strstr(sum, "status:        complete")) {
-			free(sum);
-			snprintf(path, sizeof(path), "%s/trace-%d/calls.txt",
-				 hqout, i);
-			return slurp(path, NULL);
-		}
-		free(sum);
-	}
-	return NULL;
 }
 
 TEST_F_TIMEOUT(faults, garbage_from_an_agent_does_not_stop_bfhq, 600)
