@@ -66,6 +66,9 @@ struct coll_opts {
 	unsigned int replay_delay_ms;
 	unsigned int connect_timeout_s;	/* give up reaching HQ (0: never) */
 	unsigned int handshake_ms;
+	/* heartbeat intervals a pause of HQ's lasts without a word from HQ
+	 * (0: as long as its control connection) */
+	unsigned int pause_lease;
 	bool until_exit;	/* finish when the traced processes are gone */
 	bool no_stop;		/* HQ's stop ends tracing, not bfcollector */
 	bool ms_only;		/* no bftrace.us markers */
@@ -229,6 +232,11 @@ struct coll {
 	bool hq_wants_suspend;	/* suspend came before start */
 	bool suspended_for_hq;	/* we suspended because HQ was lost */
 	bool started;		/* HQ said start */
+	/* HQ's pause holds the targets stopped: undone when HQ goes or falls
+	 * silent for the lease (hq_pause_guard) */
+	bool paused_for_hq;
+	uint32_t pause_session;		/* the HQ session that paused */
+	uint64_t hq_heard_ms;		/* HQ's last control message */
 	bool stopping;		/* drain and leave */
 	bool replay_suspended;	/* replay's mode is SUSPENDED: records dropped */
 	bool draining_done;
@@ -407,6 +415,15 @@ int hq_pollfds(struct coll *c, struct pollfd *p, int max);
 /* After poll: read control input, write what can be written. */
 void hq_io(struct coll *c, const struct pollfd *p, int n);
 void hq_heartbeat(struct coll *c, bool force);
+/*
+ * A paused target must not outlive the HQ that paused it: unpause when
+ * HQ's connection is gone or HQ said nothing for the pause lease.  From
+ * the loop, outside any callback.  hq_pause_deadline(): when the lease
+ * ends (0: no lease running).
+ */
+void hq_pause_guard(struct coll *c);
+uint64_t hq_pause_deadline(const struct coll *c);
+void hq_pause_release(struct coll *c, const char *why);
 /* Wait (bounded) until everything is written, then close cleanly. */
 void hq_shutdown(struct coll *c);
 /*

@@ -63,6 +63,9 @@ static void usage(FILE *f)
 "      --replay-delay MS       pause between replay reads (0)\n"
 "      --connect-timeout SEC   give up reaching HQ after this long (never)\n"
 "      --handshake-timeout MS  HQ must configure us within this (10000)\n"
+"      --pause-lease BEATS     HQ's pause ends after this many heartbeat\n"
+"                              intervals without a word from HQ (10; 0:\n"
+"                              while its connection lasts)\n"
 "      --until-exit            finish once every traced process is gone\n"
 "      --no-stop               HQ's stop ends tracing, not bfcollector\n"
 "      --ms-only               send no bftrace.us markers (microseconds)\n"
@@ -75,7 +78,7 @@ static void usage(FILE *f)
 enum {
 	OPT_METHODS = 256, OPT_THREADS, OPT_DEVICE, OPT_CHUNK, OPT_DELAY,
 	OPT_CONNECT, OPT_HANDSHAKE, OPT_UNTIL_EXIT, OPT_NO_STOP, OPT_MS_ONLY, OPT_COUNTERS,
-	OPT_COUNTERS_MS, OPT_BACKEND,
+	OPT_COUNTERS_MS, OPT_BACKEND, OPT_PAUSE_LEASE,
 };
 
 static const struct option longopts[] = {
@@ -91,6 +94,7 @@ static const struct option longopts[] = {
 	{ "replay-delay", required_argument, NULL, OPT_DELAY },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT },
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE },
+	{ "pause-lease", required_argument, NULL, OPT_PAUSE_LEASE },
 	{ "until-exit", no_argument, NULL, OPT_UNTIL_EXIT },
 	{ "no-stop", no_argument, NULL, OPT_NO_STOP },
 	{ "ms-only", no_argument, NULL, OPT_MS_ONLY },
@@ -153,6 +157,7 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 	o->counters_ms = 1000;
 	o->replay_chunk = 65536;
 	o->handshake_ms = 10000;
+	o->pause_lease = 10;
 	while ((ch = getopt_long(argc, argv, "H:P:o:r:vh", longopts,
 				 NULL)) != -1) {
 		switch (ch) {
@@ -224,6 +229,11 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 		case OPT_HANDSHAKE:
 			if (num(optarg, "handshake timeout", 1, 3600000,
 				&o->handshake_ms))
+				return -1;
+			break;
+		case OPT_PAUSE_LEASE:
+			if (num(optarg, "pause lease", 0, 1000000,
+				&o->pause_lease))
 				return -1;
 			break;
 		case OPT_UNTIL_EXIT:
@@ -350,6 +360,7 @@ static int loop(struct coll *c)
 			c->stopping = true;
 			source_drain(c);
 		}
+		hq_pause_guard(c);
 		connect_step(c, now);
 		if (c->exit_code && c->hq == HQ_NONE)
 			break;
@@ -376,6 +387,8 @@ static int loop(struct coll *c)
 		coll_wait_until(next_tick + TICK_SLACK_MS, &timeout);
 		if (c->hq == HQ_UP)
 			coll_wait_until(c->next_heartbeat_ms, &timeout);
+		if (hq_pause_deadline(c))
+			coll_wait_until(hq_pause_deadline(c), &timeout);
 		nc = counters_pollfds(c, p + n + ns, 1, &timeout);
 		if (poll(p, (nfds_t)(n + ns + nc), timeout) < 0 &&
 		    errno != EINTR)
@@ -475,6 +488,7 @@ int main(int argc, char **argv)
 			source_mode_cmd(&c, BFT_CMD_START);
 	}
 	rc = loop(&c);
+	hq_pause_release(&c, "bfcollector is leaving");
 	counters_shutdown(&c);
 	if (c.o.verbose) {
 		const struct bft_merge_stats *ms = bft_merge_stats(&c.merge);

@@ -17,6 +17,7 @@
 
 #include "bfp_msg.h"
 #include "collector_fixture.h"
+#include "fake_hq.h"
 
 FIXTURE(faults) {
 	char dir[PATH_MAX];
@@ -76,30 +77,6 @@ static void show_log(const char *log)
 
 /* ---- this test as HQ ---- */
 
-static int listen_on(int port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 8)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static int accept_within(int lfd, int ms)
-{
-	struct pollfd p = { .fd = lfd, .events = POLLIN };
-
-	if (poll(&p, 1, ms) != 1)
-		return -1;
-	return accept(lfd, NULL, NULL);
-}
-
 /* Read until EOF (at most ms); what arrived. */
 static size_t read_until_eof(int fd, uint8_t *buf, size_t cap, int ms,
 			     bool *eof)
@@ -147,7 +124,7 @@ static void hq_sends(struct __test_metadata *_metadata,
 	bool eof;
 	int fd, rc;
 
-	self->lfd = listen_on(self->port);
+	self->lfd = fake_hq_listen(self->port);
 	ASSERT_GE(self->lfd, 0);
 	self->pids[0] = start_collector(self, NULL, NULL);
 	ASSERT_GT(self->pids[0], 0);
@@ -555,32 +532,6 @@ static void put_msg(struct bft_buf *b, const struct bfp_msg *m)
 	bfp_encode(b, 1, m);
 }
 
-/* Read one message from a blocking socket (at most 5 s). */
-static int get_msg(int fd, struct bft_buf *in, struct bfp_msg *m)
-{
-	struct bfp_error err;
-	uint8_t tmp[4096];
-	int r, i;
-
-	for (i = 0; i < 100; i++) {
-		bool eof;
-		size_t n;
-
-		r = in->len ? bfp_decode(in->data, in->len, 1, BFP_CTX_ANY, m,
-					 &err) : 0;
-		if (r) {
-			if (r > 0)
-				bft_buf_consume(in, (size_t)r);
-			return r;
-		}
-		n = read_until_eof(fd, tmp, sizeof(tmp), 50, &eof);
-		if (eof)
-			return -1;
-		bft_buf_append(in, tmp, n);
-	}
-	return -1;
-}
-
 TEST_F_TIMEOUT(faults, bfhq_reports_a_gap_without_waiting_forever, 120)
 {
 	struct bft_buf out = { 0 }, in = { 0 }, din = { 0 };
@@ -596,13 +547,13 @@ TEST_F_TIMEOUT(faults, bfhq_reports_a_gap_without_waiting_forever, 120)
 	ctl = connect_port(self->port);
 	ASSERT_GE(ctl, 0);
 	ASSERT_EQ(2, write(ctl, "\x00\x01", 2));
-	ASSERT_GT(get_msg(ctl, &in, &m), 0);
+	ASSERT_GT(get_msg(ctl, &in, 1, BFP_CTX_ANY, &m), 0);
 	ASSERT_EQ(BFP_CONFIG, m.id);
 	run = (uint8_t)m.config->run_id;
 	data = connect_port(self->port);
 	ASSERT_GE(data, 0);
 	ASSERT_EQ(2, write(data, (uint8_t[]){ BFP_DATA_HELLO, run }, 2));
-	ASSERT_GT(get_msg(data, &din, &m), 0);
+	ASSERT_GT(get_msg(data, &din, 1, BFP_CTX_ANY, &m), 0);
 	ASSERT_EQ(BFP_DATA_HELLO_REPLY, m.id);
 	e = (struct bfp_msg){ .id = BFP_MAP_THREAD, .str = "t (1/1)",
 			      .str_len = 7 };
@@ -690,7 +641,7 @@ TEST_F_TIMEOUT(faults, bfhq_closes_leaf_frames_that_end_with_a_note, 120)
 	ctl = connect_port(self->port);
 	ASSERT_GE(ctl, 0);
 	ASSERT_EQ(2, write(ctl, "\x00\x01", 2));
-	ASSERT_GT(get_msg(ctl, &in, &m), 0);
+	ASSERT_GT(get_msg(ctl, &in, 1, BFP_CTX_ANY, &m), 0);
 	ASSERT_EQ(BFP_CONFIG, m.id);
 	run = (uint8_t)m.config->run_id;
 	/* The break, before sequence 1, is on the control socket before the
@@ -702,7 +653,7 @@ TEST_F_TIMEOUT(faults, bfhq_closes_leaf_frames_that_end_with_a_note, 120)
 	data = connect_port(self->port);
 	ASSERT_GE(data, 0);
 	ASSERT_EQ(2, write(data, (uint8_t[]){ BFP_DATA_HELLO, run }, 2));
-	ASSERT_GT(get_msg(data, &din, &m), 0);
+	ASSERT_GT(get_msg(data, &din, 1, BFP_CTX_ANY, &m), 0);
 	ASSERT_EQ(BFP_DATA_HELLO_REPLY, m.id);
 	out.len = 0;
 	e = (struct bfp_msg){ .id = BFP_MAP_THREAD, .thread = 1,
