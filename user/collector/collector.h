@@ -42,6 +42,8 @@
 #include "bfp_msg.h"
 
 #define COLL_MAX_SENDERS	64
+/* poll slots for the source: the module's two, or replay FIFOs */
+#define COLL_SOURCE_FDS		64
 
 /* Exit codes (bfcollector.1). */
 enum {

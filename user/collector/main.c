@@ -349,7 +349,7 @@ static int loop(struct coll *c)
 	int rc;
 
 	while (!(c->exit_code && c->hq == HQ_NONE)) {
-		struct pollfd p[COLL_MAX_SENDERS + 8];
+		struct pollfd p[COLL_MAX_SENDERS + 4 + COLL_SOURCE_FDS];
 		int n, ns = 0, nc, timeout = -1;
 		uint64_t now = coll_now_ms();
 		uint64_t budget = (uint64_t)(c->config.buffer_budget > 4096 ?
@@ -377,7 +377,8 @@ static int loop(struct coll *c)
 			timeout = (int)(c->next_connect_ms > now ?
 					c->next_connect_ms - now : 0);
 		if (!ended && hq_pending(c) < budget)
-			ns = source_pollfds(c->src, p + n, 4, &timeout);
+			ns = source_pollfds(c->src, p + n, COLL_SOURCE_FDS,
+					    &timeout);
 		/*
 		 * Data, HQ and the inspector wake us through their fds; the
 		 * loop's own timers are the tick (a late one changes nothing:
