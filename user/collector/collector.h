@@ -19,6 +19,8 @@
  *               reconnection
  *   counters.c  the counters agent (seed 003): samples what the others
  *               count for an inspector (--counters)
+ *   privs.c     --user: the switch to another user, with only the
+ *               capabilities HQ's commands still need
  *   main.c      options and the loop
  *
  * One thread: a poll loop.  Control messages go out on their own socket
@@ -59,6 +61,7 @@ struct coll_opts {
 	const char *hq_port;
 	unsigned int protocol;	/* 1 or 2 */
 	const char *outdir;	/* --output */
+	const char *user;	/* --user: who to run as once set up */
 	const char *replay_dir;	/* --replay: stream files instead of rings */
 	const char *methods_file;
 	const char *threads_file;
@@ -257,6 +260,8 @@ struct coll {
 	uint64_t last_stamp;		/* the last relative time sent */
 	uint64_t heartbeats;		/* sent to HQ */
 	struct counters *ctr;		/* --counters */
+	int outdir_fd;			/* --output, opened at the start */
+	bool outdir_made;		/* by us: ours to hand to --user */
 	bool input_ended;
 };
 
@@ -345,6 +350,7 @@ void source_drain(struct coll *c);
 int source_mode_cmd(struct coll *c, int cmd);
 uint8_t source_mode(struct coll *c);	/* enum bft_mode */
 bool source_is_kernel(const struct source *s);
+bool source_is_bpf(const struct source *s);
 /* Reload the method table (kernel: GET_METHODS). */
 int source_refresh_methods(struct coll *c);
 /* Reload the exception types (kernel: GET_EXCEPTIONS). */
@@ -433,6 +439,9 @@ void hq_shutdown(struct coll *c);
  * without a socket, for tests and fuzzing.
  */
 void hq_control_feed(struct coll *c, const void *p, size_t n);
+
+/* privs.c: after the source, the pipeline and the counters are set up */
+int coll_drop_privileges(struct coll *c, char *err, size_t errlen);
 
 /* counters.c: nothing here may block the loop */
 int counters_init(struct coll *c);

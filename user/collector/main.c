@@ -71,6 +71,9 @@ static void usage(FILE *f)
 "      --ms-only               send no bftrace.us markers (microseconds)\n"
 "      --counters HOST:PORT    serve counters to an inspector there\n"
 "      --counters-interval MS  sample them every MS (1000)\n"
+"      --user NAME             once set up, run as NAME with only the\n"
+"                              capabilities HQ's commands need (root:\n"
+"                              stay root, the default)\n"
 "  -v, --verbose\n"
 "  -h, --help\n");
 }
@@ -78,7 +81,7 @@ static void usage(FILE *f)
 enum {
 	OPT_METHODS = 256, OPT_THREADS, OPT_DEVICE, OPT_CHUNK, OPT_DELAY,
 	OPT_CONNECT, OPT_HANDSHAKE, OPT_UNTIL_EXIT, OPT_NO_STOP, OPT_MS_ONLY, OPT_COUNTERS,
-	OPT_COUNTERS_MS, OPT_BACKEND, OPT_PAUSE_LEASE,
+	OPT_COUNTERS_MS, OPT_BACKEND, OPT_PAUSE_LEASE, OPT_USER,
 };
 
 static const struct option longopts[] = {
@@ -100,6 +103,7 @@ static const struct option longopts[] = {
 	{ "ms-only", no_argument, NULL, OPT_MS_ONLY },
 	{ "counters", required_argument, NULL, OPT_COUNTERS },
 	{ "counters-interval", required_argument, NULL, OPT_COUNTERS_MS },
+	{ "user", required_argument, NULL, OPT_USER },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -235,6 +239,9 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 			if (num(optarg, "pause lease", 0, 1000000,
 				&o->pause_lease))
 				return -1;
+			break;
+		case OPT_USER:
+			o->user = optarg;
 			break;
 		case OPT_UNTIL_EXIT:
 			o->until_exit = true;
@@ -475,6 +482,12 @@ int main(int argc, char **argv)
 	}
 	if (counters_init(&c)) {
 		rc = EXIT_FATAL;
+		goto out_pipeline;
+	}
+	rc = coll_drop_privileges(&c, err, sizeof(err));
+	if (rc) {
+		coll_log("%s", err);
+		rc = rc == -EINVAL ? EXIT_USAGE : EXIT_FATAL;
 		goto out_pipeline;
 	}
 	if (c.o.hq_host) {

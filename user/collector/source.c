@@ -84,6 +84,11 @@ bool source_is_kernel(const struct source *s)
 	return s->kernel;
 }
 
+bool source_is_bpf(const struct source *s)
+{
+	return s->bpf != NULL;
+}
+
 uint8_t source_mode(struct coll *c)
 {
 	return c->src->mode;
