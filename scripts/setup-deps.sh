@@ -23,6 +23,8 @@ packages=(
 	libpcre2-dev
 	# bfhq --http, the live viewer
 	libmicrohttpd-dev
+	# bfcollector --user: the switch of user that keeps capabilities
+	libcap-ng-dev
 	# make fuzz: libFuzzer harnesses (clang -fsanitize=fuzzer)
 	clang libclang-rt-dev
 	# the BPF backend: vmlinux.h and the skeleton made by bpftool (its

@@ -19,6 +19,8 @@
  *               reconnection
  *   counters.c  the counters agent (seed 003): samples what the others
  *               count for an inspector (--counters)
+ *   privs.c     --user: the switch to another user, with only the
+ *               capabilities HQ's commands still need
  *   main.c      options and the loop
  *
  * One thread: a poll loop.  Control messages go out on their own socket
@@ -44,6 +46,8 @@
 #include "bfp_msg.h"
 
 #define COLL_MAX_SENDERS	64
+/* poll slots for the source: the module's two, or replay FIFOs */
+#define COLL_SOURCE_FDS		64
 
 /* Exit codes (bfcollector.1). */
 enum {
@@ -59,6 +63,7 @@ struct coll_opts {
 	const char *hq_port;
 	unsigned int protocol;	/* 1 or 2 */
 	const char *outdir;	/* --output */
+	const char *user;	/* --user: who to run as once set up */
 	const char *replay_dir;	/* --replay: stream files instead of rings */
 	const char *methods_file;
 	const char *threads_file;
@@ -68,6 +73,9 @@ struct coll_opts {
 	unsigned int replay_delay_ms;
 	unsigned int connect_timeout_s;	/* give up reaching HQ (0: never) */
 	unsigned int handshake_ms;
+	/* heartbeat intervals a pause of HQ's lasts without a word from HQ
+	 * (0: as long as its control connection) */
+	unsigned int pause_lease;
 	bool until_exit;	/* finish when the traced processes are gone */
 	bool no_stop;		/* HQ's stop ends tracing, not bfcollector */
 	bool ms_only;		/* no bftrace.us markers */
@@ -270,6 +278,11 @@ struct coll {
 	bool hq_wants_suspend;	/* suspend came before start */
 	bool suspended_for_hq;	/* we suspended because HQ was lost */
 	bool started;		/* HQ said start */
+	/* HQ's pause holds the targets stopped: undone when HQ goes or falls
+	 * silent for the lease (hq_pause_guard) */
+	bool paused_for_hq;
+	uint32_t pause_session;		/* the HQ session that paused */
+	uint64_t hq_heard_ms;		/* HQ's last control message */
 	bool stopping;		/* drain and leave */
 	bool replay_suspended;	/* replay's mode is SUSPENDED: records dropped */
 	bool draining_done;
@@ -288,6 +301,8 @@ struct coll {
 	uint64_t last_stamp;		/* the last relative time sent */
 	uint64_t heartbeats;		/* sent to HQ */
 	struct counters *ctr;		/* --counters */
+	int outdir_fd;			/* --output, opened at the start */
+	bool outdir_made;		/* by us: ours to hand to --user */
 	bool input_ended;
 };
 
@@ -376,6 +391,7 @@ void source_drain(struct coll *c);
 int source_mode_cmd(struct coll *c, int cmd);
 uint8_t source_mode(struct coll *c);	/* enum bft_mode */
 bool source_is_kernel(const struct source *s);
+bool source_is_bpf(const struct source *s);
 /* Reload the method table (kernel: GET_METHODS). */
 int source_refresh_methods(struct coll *c);
 /* Reload the exception types (kernel: GET_EXCEPTIONS). */
@@ -448,6 +464,15 @@ int hq_pollfds(struct coll *c, struct pollfd *p, int max);
 /* After poll: read control input, write what can be written. */
 void hq_io(struct coll *c, const struct pollfd *p, int n);
 void hq_heartbeat(struct coll *c, bool force);
+/*
+ * A paused target must not outlive the HQ that paused it: unpause when
+ * HQ's connection is gone or HQ said nothing for the pause lease.  From
+ * the loop, outside any callback.  hq_pause_deadline(): when the lease
+ * ends (0: no lease running).
+ */
+void hq_pause_guard(struct coll *c);
+uint64_t hq_pause_deadline(const struct coll *c);
+void hq_pause_release(struct coll *c, const char *why);
 /* Wait (bounded) until everything is written, then close cleanly. */
 void hq_shutdown(struct coll *c);
 /*
@@ -455,6 +480,9 @@ void hq_shutdown(struct coll *c);
  * without a socket, for tests and fuzzing.
  */
 void hq_control_feed(struct coll *c, const void *p, size_t n);
+
+/* privs.c: after the source, the pipeline and the counters are set up */
+int coll_drop_privileges(struct coll *c, char *err, size_t errlen);
 
 /* counters.c: nothing here may block the loop */
 int counters_init(struct coll *c);

@@ -267,9 +267,22 @@ static void on_control(struct coll *c, const struct bfp_msg *m)
 			mode_cmd(c, BFT_CMD_UNSUSPEND);
 		break;
 	case BFP_PAUSE:
+		/* again while it holds: a renewal of the lease, nothing more */
+		if (c->paused_for_hq && source_mode(c) == BFT_MODE_PAUSED)
+			break;
 		mode_cmd(c, BFT_CMD_PAUSE);
+		c->paused_for_hq = source_mode(c) == BFT_MODE_PAUSED;
+		c->pause_session = c->session;
 		break;
 	case BFP_UNPAUSE:
+		c->paused_for_hq = false;
+		/* the lease may have run out and unpaused already */
+		if (source_mode(c) != BFT_MODE_PAUSED) {
+			if (c->o.verbose)
+				coll_log("HQ: unpause: already %s",
+					 bft_mode_name(source_mode(c)));
+			break;
+		}
 		mode_cmd(c, BFT_CMD_UNPAUSE);
 		break;
 	case BFP_ERROR:
@@ -304,6 +317,7 @@ static void control_input(struct coll *c)
 			break;
 		}
 		pos += (size_t)r;
+		c->hq_heard_ms = coll_now_ms();
 		on_control(c, &m);
 	}
 	bfp_msg_free(&m);
@@ -475,6 +489,7 @@ int hq_connect(struct coll *c)
 		goto fatal;
 	}
 	c->hq_wants_suspend = false;	/* this HQ says so itself */
+	c->hq_heard_ms = coll_now_ms();
 	/* What came with the configuration must be well-formed too. */
 	err = check_buffered(c, why, sizeof(why));
 	if (err) {
@@ -829,6 +844,47 @@ void hq_heartbeat(struct coll *c, bool force)
 	m.queue = q > 65535 ? 65535 : (uint16_t)q;
 	if (!hq_control_msg(c, &m))
 		c->heartbeats++;
+}
+
+uint64_t hq_pause_deadline(const struct coll *c)
+{
+	if (!c->paused_for_hq || !c->o.pause_lease || c->hq != HQ_UP)
+		return 0;
+	return c->hq_heard_ms +
+	       (uint64_t)c->o.pause_lease * (uint64_t)c->config.heartbeat_ms;
+}
+
+void hq_pause_release(struct coll *c, const char *why)
+{
+	int e;
+
+	if (!c->paused_for_hq)
+		return;
+	c->paused_for_hq = false;
+	/* someone else (bfctl, a stop) moved the mode on meanwhile */
+	if (source_mode(c) != BFT_MODE_PAUSED)
+		return;
+	e = source_mode_cmd(c, BFT_CMD_UNPAUSE);
+	coll_log("%s while HQ held the targets paused: %s", why,
+		 e ? "unpausing them failed" : "unpaused them");
+}
+
+void hq_pause_guard(struct coll *c)
+{
+	uint64_t until = hq_pause_deadline(c);
+	char why[96];
+
+	if (!c->paused_for_hq)
+		return;
+	/* a new session is another connection: the one that paused is gone */
+	if (c->hq != HQ_UP || c->session != c->pause_session) {
+		hq_pause_release(c, "HQ's control connection is gone");
+	} else if (until && coll_now_ms() >= until) {
+		snprintf(why, sizeof(why), "HQ said nothing for %u heartbeat "
+			 "intervals (%llu ms)", c->o.pause_lease,
+			 (unsigned long long)(coll_now_ms() - c->hq_heard_ms));
+		hq_pause_release(c, why);
+	}
 }
 
 void hq_shutdown(struct coll *c)

@@ -63,11 +63,17 @@ static void usage(FILE *f)
 "      --replay-delay MS       pause between replay reads (0)\n"
 "      --connect-timeout SEC   give up reaching HQ after this long (never)\n"
 "      --handshake-timeout MS  HQ must configure us within this (10000)\n"
+"      --pause-lease BEATS     HQ's pause ends after this many heartbeat\n"
+"                              intervals without a word from HQ (10; 0:\n"
+"                              while its connection lasts)\n"
 "      --until-exit            finish once every traced process is gone\n"
 "      --no-stop               HQ's stop ends tracing, not bfcollector\n"
 "      --ms-only               send no bftrace.us markers (microseconds)\n"
 "      --counters HOST:PORT    serve counters to an inspector there\n"
 "      --counters-interval MS  sample them every MS (1000)\n"
+"      --user NAME             once set up, run as NAME with only the\n"
+"                              capabilities HQ's commands need (root:\n"
+"                              stay root, the default)\n"
 "  -v, --verbose\n"
 "  -h, --help\n");
 }
@@ -75,7 +81,7 @@ static void usage(FILE *f)
 enum {
 	OPT_METHODS = 256, OPT_THREADS, OPT_DEVICE, OPT_CHUNK, OPT_DELAY,
 	OPT_CONNECT, OPT_HANDSHAKE, OPT_UNTIL_EXIT, OPT_NO_STOP, OPT_MS_ONLY, OPT_COUNTERS,
-	OPT_COUNTERS_MS, OPT_BACKEND,
+	OPT_COUNTERS_MS, OPT_BACKEND, OPT_PAUSE_LEASE, OPT_USER,
 };
 
 static const struct option longopts[] = {
@@ -91,11 +97,13 @@ static const struct option longopts[] = {
 	{ "replay-delay", required_argument, NULL, OPT_DELAY },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT },
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE },
+	{ "pause-lease", required_argument, NULL, OPT_PAUSE_LEASE },
 	{ "until-exit", no_argument, NULL, OPT_UNTIL_EXIT },
 	{ "no-stop", no_argument, NULL, OPT_NO_STOP },
 	{ "ms-only", no_argument, NULL, OPT_MS_ONLY },
 	{ "counters", required_argument, NULL, OPT_COUNTERS },
 	{ "counters-interval", required_argument, NULL, OPT_COUNTERS_MS },
+	{ "user", required_argument, NULL, OPT_USER },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -153,6 +161,7 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 	o->counters_ms = 1000;
 	o->replay_chunk = 65536;
 	o->handshake_ms = 10000;
+	o->pause_lease = 10;
 	while ((ch = getopt_long(argc, argv, "H:P:o:r:vh", longopts,
 				 NULL)) != -1) {
 		switch (ch) {
@@ -225,6 +234,14 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 			if (num(optarg, "handshake timeout", 1, 3600000,
 				&o->handshake_ms))
 				return -1;
+			break;
+		case OPT_PAUSE_LEASE:
+			if (num(optarg, "pause lease", 0, 1000000,
+				&o->pause_lease))
+				return -1;
+			break;
+		case OPT_USER:
+			o->user = optarg;
 			break;
 		case OPT_UNTIL_EXIT:
 			o->until_exit = true;
@@ -339,7 +356,7 @@ static int loop(struct coll *c)
 	int rc;
 
 	while (!(c->exit_code && c->hq == HQ_NONE)) {
-		struct pollfd p[COLL_MAX_SENDERS + 8];
+		struct pollfd p[COLL_MAX_SENDERS + 4 + COLL_SOURCE_FDS];
 		int n, ns = 0, nc, timeout = -1;
 		uint64_t now = coll_now_ms();
 		uint64_t budget = (uint64_t)(c->config.buffer_budget > 4096 ?
@@ -350,6 +367,7 @@ static int loop(struct coll *c)
 			c->stopping = true;
 			source_drain(c);
 		}
+		hq_pause_guard(c);
 		connect_step(c, now);
 		if (c->exit_code && c->hq == HQ_NONE)
 			break;
@@ -366,7 +384,8 @@ static int loop(struct coll *c)
 			timeout = (int)(c->next_connect_ms > now ?
 					c->next_connect_ms - now : 0);
 		if (!ended && hq_pending(c) < budget)
-			ns = source_pollfds(c->src, p + n, 4, &timeout);
+			ns = source_pollfds(c->src, p + n, COLL_SOURCE_FDS,
+					    &timeout);
 		/*
 		 * Data, HQ and the inspector wake us through their fds; the
 		 * loop's own timers are the tick (a late one changes nothing:
@@ -376,6 +395,8 @@ static int loop(struct coll *c)
 		coll_wait_until(next_tick + TICK_SLACK_MS, &timeout);
 		if (c->hq == HQ_UP)
 			coll_wait_until(c->next_heartbeat_ms, &timeout);
+		if (hq_pause_deadline(c))
+			coll_wait_until(hq_pause_deadline(c), &timeout);
 		nc = counters_pollfds(c, p + n + ns, 1, &timeout);
 		if (poll(p, (nfds_t)(n + ns + nc), timeout) < 0 &&
 		    errno != EINTR)
@@ -463,6 +484,12 @@ int main(int argc, char **argv)
 		rc = EXIT_FATAL;
 		goto out_pipeline;
 	}
+	rc = coll_drop_privileges(&c, err, sizeof(err));
+	if (rc) {
+		coll_log("%s", err);
+		rc = rc == -EINVAL ? EXIT_USAGE : EXIT_FATAL;
+		goto out_pipeline;
+	}
 	if (c.o.hq_host) {
 		c.hq = HQ_DOWN;
 		c.down_since_ms = coll_now_ms();
@@ -475,6 +502,7 @@ int main(int argc, char **argv)
 			source_mode_cmd(&c, BFT_CMD_START);
 	}
 	rc = loop(&c);
+	hq_pause_release(&c, "bfcollector is leaving");
 	counters_shutdown(&c);
 	if (c.o.verbose) {
 		const struct bft_merge_stats *ms = bft_merge_stats(&c.merge);

@@ -28,10 +28,12 @@
  * longjmp left bubble "longjmp".
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "collector.h"
 
@@ -87,18 +89,32 @@ static char *thread_name(struct coll *c, uint32_t tgid, uint32_t tid)
 	return name;
 }
 
+/*
+ * Files are made in the directory opened at the start: after --user, the
+ * path to it may cross directories the new user cannot enter.
+ */
+static FILE *out_file(struct coll *c, const char *name)
+{
+	int fd = openat(c->outdir_fd, name, O_WRONLY | O_CREAT | O_TRUNC |
+			O_CLOEXEC, 0644);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	if (fd >= 0 && !f)
+		close(fd);
+	if (!f)
+		coll_log("cannot write %s/%s: %s", c->o.outdir, name,
+			 strerror(errno));
+	return f;
+}
+
 static void flow_open(struct coll *c, struct cthread *t)
 {
-	char path[4200];
+	char name[64];
 
-	snprintf(path, sizeof(path), "%s/", c->o.outdir);
-	bft_flow_filename(path + strlen(path), sizeof(path) - strlen(path),
-			  t->tid);
-	t->flow_file = fopen(path, "w");
-	if (!t->flow_file) {
-		coll_log("cannot write %s: %s", path, strerror(errno));
+	bft_flow_filename(name, sizeof(name), t->tid);
+	t->flow_file = out_file(c, name);
+	if (!t->flow_file)
 		return;
-	}
 	bft_flow_writer_init_file(&t->flow, t->flow_file);
 }
 
@@ -582,9 +598,21 @@ int pipeline_init(struct coll *c, unsigned int ncpus)
 
 	us_text_init();
 
-	if (c->o.outdir && mkdir(c->o.outdir, 0755) && errno != EEXIST) {
-		coll_log("cannot create %s: %s", c->o.outdir, strerror(errno));
-		return -errno;
+	c->outdir_fd = -1;
+	if (c->o.outdir) {
+		c->outdir_made = !mkdir(c->o.outdir, 0755);
+		if (!c->outdir_made && errno != EEXIST) {
+			coll_log("cannot create %s: %s", c->o.outdir,
+				 strerror(errno));
+			return -errno;
+		}
+		c->outdir_fd = open(c->o.outdir, O_RDONLY | O_DIRECTORY |
+				    O_CLOEXEC);
+		if (c->outdir_fd < 0) {
+			coll_log("cannot open %s: %s", c->o.outdir,
+				 strerror(errno));
+			return -errno;
+		}
 	}
 	err = bft_merge_init(&c->merge, &mo);
 	if (err)
@@ -675,7 +703,7 @@ static void ids_key(const char *sig, char *out, size_t n)
 
 int pipeline_finish_files(struct coll *c)
 {
-	char path[4200], key[8192];
+	char key[8192];
 	uint32_t i;
 	FILE *f;
 	int err = 0;
@@ -693,8 +721,7 @@ int pipeline_finish_files(struct coll *c)
 			err = -EIO;
 		t->flow_file = NULL;
 	}
-	snprintf(path, sizeof(path), "%s/ids.properties", c->o.outdir);
-	f = fopen(path, "w");
+	f = out_file(c, "ids.properties");
 	if (!f)
 		return -errno;
 	for (i = 0; i < c->methods.cap; i++) {
@@ -708,8 +735,7 @@ int pipeline_finish_files(struct coll *c)
 	}
 	if (fclose(f))
 		err = -EIO;
-	snprintf(path, sizeof(path), "%s/threads", c->o.outdir);
-	f = fopen(path, "w");
+	f = out_file(c, "threads");
 	if (!f)
 		return -errno;
 	fprintf(f, "# tid\ttgid\tname (each has its thread-<tid>.flow)\n");
@@ -738,6 +764,9 @@ void pipeline_free(struct coll *c)
 	}
 	free(c->threads);
 	free(c->thash);
+	if (c->outdir_fd >= 0)
+		close(c->outdir_fd);
+	c->outdir_fd = -1;
 	bft_calltree_free(&c->ct);
 	bft_merge_free(&c->merge);
 	bft_buf_free(&c->us);

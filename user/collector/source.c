@@ -22,6 +22,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bft_bpf.h"
@@ -70,6 +71,10 @@ struct source {
 	/* replay */
 	int *fd;
 	bool *eof;
+	/* a FIFO with nothing to read: the loop polls it, never reads it
+	 * blocking (a stalled writer must not stop HQ's heartbeats) */
+	bool *waiting;
+	bool *fifo;
 	uint64_t next_read_ms;
 	struct tname *names;
 	uint32_t nnames;
@@ -79,6 +84,11 @@ struct source {
 bool source_is_kernel(const struct source *s)
 {
 	return s->kernel;
+}
+
+bool source_is_bpf(const struct source *s)
+{
+	return s->bpf != NULL;
 }
 
 uint8_t source_mode(struct coll *c)
@@ -557,6 +567,7 @@ static int load_threads(struct source *s, const char *path)
 int source_open_replay(struct coll *c, char *err, size_t errlen)
 {
 	struct source *s = calloc(1, sizeof(*s));
+	struct stat st;
 	char path[4200];
 	uint32_t n;
 	int e;
@@ -577,15 +588,19 @@ int source_open_replay(struct coll *c, char *err, size_t errlen)
 	s->ncpus = n;
 	s->fd = calloc(n, sizeof(*s->fd));
 	s->eof = calloc(n, sizeof(*s->eof));
-	if (!s->fd || !s->eof)
+	s->waiting = calloc(n, sizeof(*s->waiting));
+	s->fifo = calloc(n, sizeof(*s->fifo));
+	if (!s->fd || !s->eof || !s->waiting || !s->fifo)
 		return -ENOMEM;
 	for (n = 0; n < s->ncpus; n++) {
 		snprintf(path, sizeof(path), "%s/cpu%u.bft", c->o.replay_dir, n);
-		s->fd[n] = open(path, O_RDONLY | O_CLOEXEC);
+		/* non-blocking: a FIFO's open would wait for its writer */
+		s->fd[n] = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (s->fd[n] < 0) {
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
 			return -errno;
 		}
+		s->fifo[n] = !fstat(s->fd[n], &st) && S_ISFIFO(st.st_mode);
 	}
 	snprintf(path, sizeof(path), "%s/methods", c->o.replay_dir);
 	e = methods_load_file(&c->methods, c->o.methods_file ?
@@ -656,6 +671,17 @@ static int replay_feed(struct coll *c, const uint8_t *buf, size_t *len)
 	return 0;
 }
 
+/*
+ * An empty FIFO reads 0 both before its writer came and after it left;
+ * only the latter is its end, and poll tells it apart (POLLHUP).
+ */
+static bool writer_gone(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
 static int replay_read(struct coll *c)
 {
 	struct source *s = c->src;
@@ -681,10 +707,17 @@ static int replay_read(struct coll *c)
 		if (s->eof[n])
 			continue;
 		r = read(s->fd[n], buf + n * chunk, chunk);
+		s->waiting[n] = false;
 		if (r > 0) {
 			len[n] = (size_t)r;
 			if (s->reads)
 				s->reads[n]++;
+			open++;
+			continue;
+		}
+		if ((r < 0 && (errno == EAGAIN || errno == EINTR)) ||
+		    (!r && s->fifo[n] && !writer_gone(s->fd[n]))) {
+			s->waiting[n] = true;
 			open++;
 			continue;
 		}
@@ -755,9 +788,29 @@ int source_pollfds(struct source *s, struct pollfd *p, int max,
 		return n;
 	}
 	if (!s->ended && !s->draining &&
-	    (s->mode == BFT_MODE_TRACING || s->mode == BFT_MODE_SUSPENDED))
-		coll_wait_until(s->next_read_ms, timeout_ms);
-	return 0;
+	    (s->mode == BFT_MODE_TRACING || s->mode == BFT_MODE_SUSPENDED)) {
+		bool timer = false;
+		uint32_t i;
+
+		/* a waiting FIFO wakes us; files are read on the timer */
+		for (i = 0; i < s->ncpus; i++) {
+			if (s->eof[i])
+				continue;
+			if (s->waiting[i] && n < max)
+				p[n++] = (struct pollfd){ .fd = s->fd[i],
+							  .events = POLLIN };
+			else
+				timer = true;
+		}
+		if (timer)
+			coll_wait_until(s->next_read_ms, timeout_ms);
+		/* more FIFOs waiting than slots: look again soon */
+		for (i = 0; i < s->ncpus && timer; i++)
+			if (s->waiting[i] && !s->eof[i] &&
+			    (*timeout_ms < 0 || *timeout_ms > 20))
+				*timeout_ms = 20;
+	}
+	return n;
 }
 
 void source_woke(struct source *s, const struct pollfd *p, int n)
@@ -1034,6 +1087,8 @@ void source_close(struct source *s)
 			close(s->fd[i]);
 	free(s->fd);
 	free(s->eof);
+	free(s->waiting);
+	free(s->fifo);
 	for (i = 0; i < s->nnames; i++)
 		free(s->names[i].name);
 	free(s->names);

@@ -120,6 +120,9 @@ struct trace {
 	uint64_t last_hb_ms;
 	bool warned_hb;
 	bool shutting_down;	/* 'X' heartbeat or stop sent */
+	/* our last pause/unpause was a pause: renewed at each 'P' heartbeat,
+	 * since bfcollector ends a pause HQ stops renewing (its lease) */
+	bool holds_pause;
 	bool control_closed;
 	uint64_t control_closed_ms;
 	bool failed;

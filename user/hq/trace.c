@@ -234,6 +234,8 @@ int hq_trace_command(struct hq *hq, struct trace *t, uint8_t id)
 		return -ENOTCONN;
 	if (id == BFP_STOP)
 		t->shutting_down = true;
+	if (id == BFP_PAUSE || id == BFP_UNPAUSE || id == BFP_STOP)
+		t->holds_pause = id == BFP_PAUSE;
 	if (hq->o.verbose)
 		hq_log("run %u: sending %s", t->run_id, bfp_id_name(id));
 	return hq_send(t->control, t->version, &m);
@@ -447,6 +449,8 @@ void hq_trace_control_msg(struct hq *hq, struct trace *t,
 			hq_log("run %u: heartbeat mode %c, send queue %u",
 			       t->run_id, m->mode, m->queue);
 		t->last_mode = m->mode;
+		if (m->mode == BFP_MODE_PAUSED && t->holds_pause)
+			hq_trace_command(hq, t, BFP_PAUSE);
 		break;
 	case BFP_DATA_BREAK:
 		t->breaks_seen++;

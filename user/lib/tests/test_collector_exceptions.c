@@ -18,6 +18,7 @@
 #include "bfp_msg.h"
 #include "bft_flow.h"
 #include "collector_fixture.h"
+#include "fake_hq.h"
 
 #define A	4001	/* tids */
 #define B	4002
@@ -289,47 +290,6 @@ static void data_log(struct bft_buf *out, const struct bfp_msg *m)
 		break;
 	}
 	bft_buf_append(out, line, (size_t)n);
-}
-
-/* Append what fd has within ms to in; false at EOF or error. */
-static bool read_some(int fd, struct bft_buf *in, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	uint8_t tmp[4096];
-	ssize_t r;
-
-	if (poll(&p, 1, ms) != 1)
-		return true;
-	r = read(fd, tmp, sizeof(tmp));
-	if (r <= 0)
-		return false;
-	bft_buf_append(in, tmp, (size_t)r);
-	return true;
-}
-
-/* Read whole messages of version v from fd into m (blocking, bounded). */
-static int get_msg(int fd, struct bft_buf *in, unsigned int v,
-		   enum bfp_ctx ctx, struct bfp_msg *m)
-{
-	struct bfp_error err;
-	int i;
-
-	for (i = 0; i < 500; i++) {
-		int r = in->len ? bfp_decode(in->data, in->len, v, ctx, m,
-					     &err) : 0;
-
-		if (r > 0) {
-			bft_buf_consume(in, (size_t)r);
-			return r;
-		}
-		if (r < 0) {
-			fprintf(stderr, "# decoding: %s\n", err.msg);
-			return r;
-		}
-		if (!read_some(fd, in, 20))
-			return -1;
-	}
-	return -1;
 }
 
 /*

@@ -17,6 +17,7 @@
 
 #include "bfp_msg.h"
 #include "collector_fixture.h"
+#include "fake_hq.h"
 
 FIXTURE(faults) {
 	char dir[PATH_MAX];
@@ -473,32 +474,6 @@ static void put_msg(struct bft_buf *b, const struct bfp_msg *m)
 	bfp_encode(b, 1, m);
 }
 
-/* Read one message from a blocking socket (at most 5 s). */
-static int get_msg(int fd, struct bft_buf *in, struct bfp_msg *m)
-{
-	struct bfp_error err;
-	uint8_t tmp[4096];
-	int r, i;
-
-	for (i = 0; i < 100; i++) {
-		bool eof;
-		size_t n;
-
-		r = in->len ? bfp_decode(in->data, in->len, 1, BFP_CTX_ANY, m,
-					 &err) : 0;
-		if (r) {
-			if (r > 0)
-				bft_buf_consume(in, (size_t)r);
-			return r;
-		}
-		n = read_until_eof(fd, tmp, sizeof(tmp), 50, &eof);
-		if (eof)
-			return -1;
-		bft_buf_append(in, tmp, n);
-	}
-	return -1;
-}
-
 TEST_F_TIMEOUT(faults, bfhq_reports_a_gap_without_waiting_forever, 120)
 {
 	struct bft_buf out = { 0 }, in = { 0 }, din = { 0 };
@@ -514,13 +489,13 @@ TEST_F_TIMEOUT(faults, bfhq_reports_a_gap_without_waiting_forever, 120)
 	ctl = connect_port(self->port);
 	ASSERT_GE(ctl, 0);
 	ASSERT_EQ(2, write(ctl, "\x00\x01", 2));
-	ASSERT_GT(get_msg(ctl, &in, &m), 0);
+	ASSERT_GT(get_msg(ctl, &in, 1, BFP_CTX_ANY, &m), 0);
 	ASSERT_EQ(BFP_CONFIG, m.id);
 	run = (uint8_t)m.config->run_id;
 	data = connect_port(self->port);
 	ASSERT_GE(data, 0);
 	ASSERT_EQ(2, write(data, (uint8_t[]){ BFP_DATA_HELLO, run }, 2));
-	ASSERT_GT(get_msg(data, &din, &m), 0);
+	ASSERT_GT(get_msg(data, &din, 1, BFP_CTX_ANY, &m), 0);
 	ASSERT_EQ(BFP_DATA_HELLO_REPLY, m.id);
 	e = (struct bfp_msg){ .id = BFP_MAP_THREAD, .str = "t (1/1)",
 			      .str_len = 7 };
@@ -608,7 +583,7 @@ TEST_F_TIMEOUT(faults, bfhq_closes_leaf_frames_that_end_with_a_note, 120)
 	ctl = connect_port(self->port);
 	ASSERT_GE(ctl, 0);
 	ASSERT_EQ(2, write(ctl, "\x00\x01", 2));
-	ASSERT_GT(get_msg(ctl, &in, &m), 0);
+	ASSERT_GT(get_msg(ctl, &in, 1, BFP_CTX_ANY, &m), 0);
 	ASSERT_EQ(BFP_CONFIG, m.id);
 	run = (uint8_t)m.config->run_id;
 	/* The break, before sequence 1, is on the control socket before the
@@ -620,7 +595,7 @@ TEST_F_TIMEOUT(faults, bfhq_closes_leaf_frames_that_end_with_a_note, 120)
 	data = connect_port(self->port);
 	ASSERT_GE(data, 0);
 	ASSERT_EQ(2, write(data, (uint8_t[]){ BFP_DATA_HELLO, run }, 2));
-	ASSERT_GT(get_msg(data, &din, &m), 0);
+	ASSERT_GT(get_msg(data, &din, 1, BFP_CTX_ANY, &m), 0);
 	ASSERT_EQ(BFP_DATA_HELLO_REPLY, m.id);
 	out.len = 0;
 	e = (struct bfp_msg){ .id = BFP_MAP_THREAD, .thread = 1,

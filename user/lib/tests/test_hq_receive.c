@@ -176,6 +176,26 @@ TEST_F(hq, a_shutdown_heartbeat_after_tracing_is_answered_with_stop)
 	EXPECT_EQ(1u, self->ctl->out.len);
 }
 
+TEST_F(hq, a_pause_is_renewed_at_each_paused_heartbeat_until_unpause)
+{
+	struct bfp_msg hb = { .id = BFP_HEARTBEAT, .mode = BFP_MODE_PAUSED };
+
+	/* a pause it did not send is not its to renew */
+	feed(&self->hq, self->ctl, &hb);
+	EXPECT_EQ(0u, self->ctl->out.len);
+	ASSERT_EQ(0, hq_trace_command(&self->hq, self->t, BFP_PAUSE));
+	self->ctl->out.len = 0;
+	feed(&self->hq, self->ctl, &hb);
+	feed(&self->hq, self->ctl, &hb);
+	ASSERT_EQ(2u, self->ctl->out.len);
+	EXPECT_EQ(BFP_PAUSE, self->ctl->out.data[0]);
+	EXPECT_EQ(BFP_PAUSE, self->ctl->out.data[1]);
+	ASSERT_EQ(0, hq_trace_command(&self->hq, self->t, BFP_UNPAUSE));
+	self->ctl->out.len = 0;
+	feed(&self->hq, self->ctl, &hb);
+	EXPECT_EQ(0u, self->ctl->out.len);
+}
+
 TEST_F(hq, an_agent_error_ends_the_trace_with_its_whole_text)
 {
 	static const char text[] = "broken\0pipe\x01 at the end";
