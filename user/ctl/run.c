@@ -536,36 +536,29 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	/* Like system(3): the terminal's signals are the child's business. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
+	/* The socket stays open until the command ends: it owns the session
+	 * (and a followed command needs it for its next attach). */
+	if (r.persist && !r.follow)
+		ctl_close(c);
+	/* following, bfctl stays the tracer; else it lets go */
+	if (ptrace(r.follow ? PTRACE_CONT : PTRACE_DETACH, pid, NULL, NULL)) {
+		err_msg("run: releasing process %d: %s", (int)pid, strerror(errno));
+		run_kill(pid);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	vlog(c, 1, "run: process %d released%s", (int)pid,
+	     r.follow ? "; following its processes" : "");
 	if (r.follow) {
-		if (ptrace(PTRACE_CONT, pid, NULL, NULL)) {
-			err_msg("run: releasing process %d: %s", (int)pid, strerror(errno));
-			run_kill(pid);
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		vlog(c, 1, "run: process %d released; following its processes", (int)pid);
 		rc = run_follow(&r, pid, rc == EXIT_OK, &st);
 		if (rc)
 			goto out;
-	} else {
-		/* The socket stays open until the command ends: it owns the
-		 * session. */
-		if (r.persist)
-			ctl_close(c);
-		if (ptrace(PTRACE_DETACH, pid, NULL, NULL)) {
-			err_msg("run: releasing process %d: %s", (int)pid, strerror(errno));
-			run_kill(pid);
+	}
+	while (!r.follow && waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			err_msg("run: waiting for process %d: %s", (int)pid, strerror(errno));
 			rc = EXIT_FAIL;
 			goto out;
-		}
-		vlog(c, 1, "run: process %d released", (int)pid);
-		while (waitpid(pid, &st, 0) < 0) {
-			if (errno != EINTR) {
-				err_msg("run: waiting for process %d: %s", (int)pid,
-					strerror(errno));
-				rc = EXIT_FAIL;
-				goto out;
-			}
 		}
 	}
 	rc = child_status(st);
