@@ -14,10 +14,13 @@ static const struct cmd commands[] = {
 	  "Put probes on the functions of process PID that the patterns select." },
 	{ "detach", cmd_detach, "--pid PID | --all",
 	  "Remove the probes of process PID, or of every process." },
-	{ "run", cmd_run, "[--suspended] --pattern PATTERN... -- COMMAND [ARG...]",
+	{ "run", cmd_run, "[--suspended] [--no-follow] --pattern PATTERN... -- COMMAND [ARG...]",
 	  "Launch COMMAND under trace, missing not even its first call.\n"
 	  "It is held before its first instruction until the probes are attached\n"
-	  "and tracing has started; bfctl then exits with its exit status." },
+	  "and tracing has started; bfctl then exits with its exit status.\n"
+	  "Every process it creates and every program it execs is followed and\n"
+	  "held the same way (not with --no-follow); one that matches nothing\n"
+	  "runs untraced, and run fails (5) only if no process ever matched." },
 	{ "start", cmd_mode, "", "Start recording (mode tracing)." },
 	{ "stop", cmd_mode, "",
 	  "Stop recording, detach every probe, seal the rings (mode shutting_down)." },
@@ -90,7 +93,8 @@ static void usage(FILE *f)
 		"  7  permission denied (needs CAP_PERFMON or CAP_SYS_ADMIN, and ptrace\n"
 		"     access; BPF: CAP_BPF and CAP_PERFMON)\n"
 		"  run: the command's own exit status (128+N if killed by signal N)\n"
-		"  once it has started; the codes above before that.\n");
+		"  once it has started; the codes above before that, and 5 if none of\n"
+		"  its processes matched the patterns.\n");
 }
 
 int main(int argc, char **argv)

@@ -75,9 +75,16 @@ int probes_select(struct ctl *c, pid_t pid, struct probe_opts *o,
 		     bft_func_name(f), f->offset, bft_func_why(f));
 	}
 	if (!pl->npicks) {
-		err_msg("no function of process %d matches the patterns (%zu objects searched%s); nothing attached",
-			(int)pid, pl->nobjs,
-			pl->nleft ? ", only fragments that are no function entries" : "");
+		char why[256];
+
+		snprintf(why, sizeof(why),
+			 "no function of process %d matches the patterns (%zu objects searched%s); nothing attached",
+			 (int)pid, pl->nobjs,
+			 pl->nleft ? ", only fragments that are no function entries" : "");
+		if (o->quiet_nomatch)
+			vlog(c, 1, "%s", why);
+		else
+			err_msg("%s", why);
 		bft_plan_free(pl);
 		return EXIT_NOMATCH;
 	}

@@ -22,6 +22,7 @@ struct probe_opts {
 	bool force;
 	uint64_t max_probes;
 	const char *debug_dir;
+	bool quiet_nomatch;	/* no match is no error: said at -v only */
 };
 
 /* The option rows of the probe selection, for a command's table. */

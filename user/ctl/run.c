@@ -5,9 +5,10 @@
  * The probes must sit on the exec'd image, and on the libraries the
  * dynamic loader maps for it, before any of their code runs.  So:
  *
- *   1. The child asks to be traced (PTRACE_TRACEME) and execs: the kernel
- *      stops it with SIGTRAP once the new image is in place, before its
- *      first instruction.  A static executable is complete at that point.
+ *   1. The child stops itself (SIGSTOP); bfctl seizes it (PTRACE_SEIZE,
+ *      PTRACE_O_TRACEEXEC) and lets it exec: the kernel stops it with
+ *      PTRACE_EVENT_EXEC once the new image is in place, before its first
+ *      instruction.  A static executable is complete at that point.
  *   2. A dynamic one has only itself and the loader mapped.  A breakpoint
  *      goes on the loader's _dl_debug_state(), the hook debuggers use: the
  *      loader calls it with r_debug.r_state == RT_CONSISTENT once every
@@ -18,11 +19,14 @@
  *      constructors.
  *   3. There, with the breakpoint removed, the patterns are resolved over
  *      /proc/N/maps, the probes attached, tracing started, and the child
- *      released (PTRACE_DETACH).  bfctl waits for it and exits with its
- *      status.
+ *      released.  bfctl waits for it and exits with its status.
  *
- * If anything fails before the release, the child is killed, never left
- * running untraced, and whatever was attached is detached.
+ * With --no-follow the release is a PTRACE_DETACH.  Otherwise bfctl stays
+ * the tracer of the command's process tree (run_follow.c): every exec of
+ * it goes through 1-3 again, every new process gets its own attach.
+ *
+ * If anything fails before the first release, the child is killed, never
+ * left running untraced, and whatever was attached is detached.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +44,7 @@
 
 #include "output.h"
 #include "probes.h"
+#include "run.h"
 
 /* <link.h>'s enum r_state: RT_CONSISTENT is 0.  r_state follows r_version
  * (int, padded), r_map and r_brk in struct r_debug. */
@@ -52,6 +57,7 @@ struct hold {
 	uint64_t r_debug;	/* 0: stop at the first hit */
 	long saved;		/* the word the breakpoint replaced */
 	bool armed;
+	int gone;		/* its wait status once it ended, else -1 */
 };
 
 static int read_auxv(pid_t pid, uint64_t *base, uint64_t *entry)
@@ -149,19 +155,31 @@ static bool at_bp(const struct hold *h)
 	return !ptrace(PTRACE_GETREGS, h->pid, NULL, &regs) && regs.rip == h->bp + 1;
 }
 
-/* Wait for a stop; signals other than SIGTRAP go to the child. */
-static int wait_trap(pid_t pid)
+/*
+ * Wait for the breakpoint's SIGTRAP; other signals go to the child.  The
+ * loader creates no process, and a group-stop in these few instructions is
+ * let go rather than held: the hold must end.
+ */
+static int wait_trap(struct hold *h)
 {
 	int st;
 
 	for (;;) {
-		if (waitpid(pid, &st, 0) < 0)
+		if (waitpid(h->pid, &st, __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
 			return -errno;
-		if (WIFEXITED(st) || WIFSIGNALED(st))
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			h->gone = st;
 			return -ESRCH;
-		if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP)
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		if (!(st >> 16) && WSTOPSIG(st) == SIGTRAP)
 			return 0;
-		if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)WSTOPSIG(st)))
+		if (ptrace(PTRACE_CONT, h->pid, NULL,
+			   (void *)(long)((st >> 16) ? 0 : WSTOPSIG(st))))
 			return -errno;
 	}
 }
@@ -179,7 +197,7 @@ static int run_to_hold(struct ctl *c, struct hold *h)
 		if (!rc && ptrace(PTRACE_CONT, h->pid, NULL, NULL))
 			rc = -errno;
 		while (!rc) {
-			rc = wait_trap(h->pid);
+			rc = wait_trap(h);
 			if (rc || at_bp(h))
 				break;
 			/* a SIGTRAP of its own: deliver it */
@@ -201,19 +219,75 @@ static int run_to_hold(struct ctl *c, struct hold *h)
 		/* step over the original instruction, then re-arm */
 		if (ptrace(PTRACE_SINGLESTEP, h->pid, NULL, NULL))
 			return -errno;
-		rc = wait_trap(h->pid);
+		rc = wait_trap(h);
 		if (rc)
 			return rc;
 	}
 }
 
-static void kill_child(pid_t pid)
+int run_kill(pid_t pid)
 {
-	int st;
+	int st = 0;
 
 	kill(pid, SIGKILL);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	/* a tracee reports stops on its way out: wait for its end */
+	for (;;) {
+		if (waitpid(pid, &st, __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return st;
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return st;
+	}
+}
+
+int run_hold(struct ctl *c, pid_t pid, int *gone)
+{
+	struct hold h = { .pid = pid, .gone = -1 };
+	int rc, e;
+
+	rc = hold_point(c, &h);
+	if (!rc) {
+		e = run_to_hold(c, &h);
+		if (e == -ESRCH) {
+			err_msg("run: process %d ended before it could be traced", (int)pid);
+			rc = EXIT_TARGET;
+		} else if (e) {
+			err_msg("run: holding process %d: %s", (int)pid, strerror(-e));
+			rc = EXIT_FAIL;
+		}
+	}
+	if (rc && h.gone == -1)
+		h.gone = run_kill(pid);
+	*gone = h.gone;
+	return rc;
+}
+
+/* The program of pid, for the summary when no process matched. */
+static void note_program(struct run *r, pid_t pid)
+{
+	char fn[64], exe[4096];
+	const char *base;
+	ssize_t n;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)pid);
+	n = readlink(fn, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = 0;
+	base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+	for (size_t i = 0; i < r->nnames; i++)
+		if (!strncmp(r->names[i], base, sizeof(r->names[i]) - 1))
+			return;
+	r->names_cut |= r->nnames == RUN_NAMES;
+	if (r->nnames < RUN_NAMES) {
+		size_t len = strnlen(base, sizeof(r->names[0]) - 1);
+
+		/* cut to fit: a name in a summary */
+		memcpy(r->names[r->nnames], base, len);
+		r->names[r->nnames++][len] = 0;
+	}
 }
 
 /*
@@ -252,6 +326,34 @@ static int start_tracing(struct ctl *c, bool suspended, bool persist)
 	return EXIT_OK;
 }
 
+int run_attach(struct run *r, pid_t pid)
+{
+	struct probe_set set = { 0 };
+	struct bft_plan pl;
+	int rc, d;
+
+	r->searched++;
+	rc = probes_select(r->c, pid, r->o, &pl);
+	if (rc == EXIT_NOMATCH)
+		note_program(r, pid);
+	if (rc)
+		return rc;
+	rc = probes_build(r->c, pid, &pl, r->o, probes_features(r->c), &set);
+	if (!rc)
+		rc = probes_attach(r->c, pid, &set);
+	if (!rc && !r->started) {
+		rc = start_tracing(r->c, r->suspended, r->persist);
+		r->started = !rc;
+		d = rc ? ctl_detach(r->c, (uint32_t)pid) : 0;
+		if (d && d != -ENOENT)
+			ctl_nl_fail(r->c, "detach", d);
+	}
+	r->traced += !rc;
+	probes_set_free(&set);
+	bft_plan_free(&pl);
+	return rc;
+}
+
 static int child_status(int st)
 {
 	if (WIFEXITED(st))
@@ -261,31 +363,90 @@ static int child_status(int st)
 	return EXIT_FAIL;
 }
 
+/*
+ * Seize the child, stopped by its own SIGSTOP, and let it go up to its
+ * exec.  Returns 0 at the PTRACE_EVENT_EXEC stop; -ESRCH with *st set if
+ * it ended (its exec failed).
+ */
+static int seize_to_exec(pid_t pid, bool follow, int *st)
+{
+	long opts = PTRACE_O_EXITKILL | PTRACE_O_TRACEEXEC;
+	int ev, sig;
+
+	if (follow)
+		opts |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE;
+	if (waitpid(pid, st, WUNTRACED) < 0)
+		return -errno;
+	if (!WIFSTOPPED(*st))
+		return -ESRCH;
+	/* If bfctl dies before the release, nothing must run on. */
+	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)opts))
+		return -errno;
+	kill(pid, SIGCONT);
+	for (;;) {
+		if (waitpid(pid, st, __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (WIFEXITED(*st) || WIFSIGNALED(*st))
+			return -ESRCH;
+		if (!WIFSTOPPED(*st))
+			continue;
+		ev = *st >> 16;
+		sig = WSTOPSIG(*st);
+		if (ev == PTRACE_EVENT_EXEC)
+			return 0;
+		/* our SIGSTOP and SIGCONT, and their stops, are not the command's */
+		if (ptrace(PTRACE_CONT, pid, NULL,
+			   (void *)(long)(ev || sig == SIGSTOP || sig == SIGCONT ? 0 : sig)))
+			return -errno;
+	}
+}
+
+static void say_nothing_matched(const struct run *r)
+{
+	char list[RUN_NAMES * 66] = "";
+	size_t len = 0;
+
+	for (size_t i = 0; i < r->nnames; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+					i ? ", " : "", r->names[i]);
+	err_msg("run: no process of the command matched the patterns: %zu program images searched (%s%s); nothing traced",
+		r->searched, list, r->names_cut ? ", ..." : "");
+}
+
 int cmd_run(struct ctl *c, int argc, char **argv)
 {
 	struct probe_opts o = { 0 };
-	bool suspended = false, persist = false;
+	bool no_follow = false;
+	struct run r = { .c = c, .o = &o };
 	const struct arg_def defs[] = {
 		PROBE_ARG_DEFS(&o),
 		{ .name = "suspended", .short_name = 's', .kind = ARG_FLAG,
-		  .dest = &suspended,
+		  .dest = &r.suspended,
 		  .help = "attach and start, but suspend recording at once" },
-		{ .name = "persist", .kind = ARG_FLAG, .dest = &persist,
+		{ .name = "persist", .kind = ARG_FLAG, .dest = &r.persist,
 		  .help = "a session started here outlives bfctl" },
+		{ .name = "no-follow", .kind = ARG_FLAG, .dest = &no_follow,
+		  .help = "trace the command's first program only, not the "
+			  "processes and programs it starts" },
 		ARG_END
 	};
 	struct strlist cmdline = { 0 };
-	struct hold h = { 0 };
 	struct probe_set set = { 0 };
 	struct bft_plan pl;
 	bool planned = false;
 	char **child_argv = NULL;
-	int rc, pipefd[2], st, child_errno = 0;
+	pid_t pid;
+	int rc, pipefd[2], st, gone, child_errno = 0;
 
 	rc = cmd_args(c, current_cmd, defs, argc, argv, ARGS_STOP_AT_POSITIONAL,
 		      &cmdline, NULL);
 	if (rc >= 0)
 		goto out;
+	r.follow = !no_follow && !o.list;
+	o.quiet_nomatch = r.follow;
 	rc = EXIT_USAGE;
 	if (!cmdline.n) {
 		err_msg("run: no command given: bfctl run --pattern P -- COMMAND [ARG...]");
@@ -295,12 +456,12 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 		err_msg("run: give at least one --pattern");
 		goto out;
 	}
-	if (suspended && o.list) {
+	if (r.suspended && o.list) {
 		err_msg("run: --suspended and --list do not go together");
 		goto out;
 	}
 	if (!o.list) {
-		rc = ctl_connect(c, BFT_FEAT_ENTRY | (suspended ? BFT_FEAT_SUSPEND : 0));
+		rc = ctl_connect(c, BFT_FEAT_ENTRY | (r.suspended ? BFT_FEAT_SUSPEND : 0));
 		if (rc)
 			goto out;
 	}
@@ -313,108 +474,99 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	for (size_t i = 0; i < cmdline.n; i++)
 		child_argv[i] = (char *)cmdline.v[i];
 	fflush(NULL);
-	h.pid = fork();
-	if (h.pid < 0) {
+	pid = fork();
+	if (pid < 0) {
 		err_msg("run: fork: %s", strerror(errno));
 		close(pipefd[0]);
 		close(pipefd[1]);
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	if (!h.pid) {
+	if (!pid) {
 		int e;
 
 		close(pipefd[0]);
 		if (c->nl)
 			close(bft_nl_fd(c->nl));	/* not the child's */
-		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
-			execvp(child_argv[0], child_argv);
+		raise(SIGSTOP);		/* until bfctl has seized it */
+		execvp(child_argv[0], child_argv);
 		e = errno;
 		if (write(pipefd[1], &e, sizeof(e)) < 0)
 			_exit(127);
 		_exit(127);
 	}
 	close(pipefd[1]);
-	if (waitpid(h.pid, &st, 0) < 0 || !WIFSTOPPED(st)) {
+	rc = seize_to_exec(pid, r.follow, &st);
+	if (rc) {
 		if (read(pipefd[0], &child_errno, sizeof(child_errno)) != sizeof(child_errno))
-			child_errno = 0;
+			child_errno = rc == -ESRCH ? 0 : -rc;
 		close(pipefd[0]);
 		err_msg("run: cannot run '%s': %s", child_argv[0],
 			child_errno ? strerror(child_errno) : "it did not start");
+		if (rc != -ESRCH)
+			run_kill(pid);
 		rc = child_errno == ENOENT ? EXIT_USAGE : EXIT_FAIL;
-		if (!WIFEXITED(st) && !WIFSIGNALED(st))
-			kill_child(h.pid);
 		goto out;
 	}
 	close(pipefd[0]);
-	/* If bfctl dies before the release, the child must not run on. */
-	ptrace(PTRACE_SETOPTIONS, h.pid, NULL, (void *)(long)PTRACE_O_EXITKILL);
-	vlog(c, 2, "run: process %d stopped after exec", (int)h.pid);
+	vlog(c, 2, "run: process %d stopped after exec", (int)pid);
 
-	rc = hold_point(c, &h);
-	if (!rc) {
-		int e = run_to_hold(c, &h);
-
-		if (e == -ESRCH) {
-			err_msg("run: '%s' exited before it could be traced", child_argv[0]);
-			rc = EXIT_TARGET;
-		} else if (e) {
-			err_msg("run: holding process %d: %s", (int)h.pid, strerror(-e));
-			rc = EXIT_FAIL;
-		}
-	}
-	if (!rc) {
-		rc = probes_select(c, h.pid, &o, &pl);
+	rc = run_hold(c, pid, &gone);
+	if (rc)
+		goto out;
+	if (o.list) {
+		rc = probes_select(c, pid, &o, &pl);
 		planned = !rc;
-	}
-	if (!rc)
-		rc = probes_build(c, h.pid, &pl, &o, probes_features(c), &set);
-	if (!rc && o.list) {
-		probes_print_list(&pl, &set, h.pid);
-		kill_child(h.pid);
+		if (!rc)
+			rc = probes_build(c, pid, &pl, &o, probes_features(c), &set);
+		if (!rc)
+			probes_print_list(&pl, &set, pid);
+		run_kill(pid);
 		goto out;
 	}
 	/* The child's stdout is the user's: bfctl's report goes to stderr,
 	 * unless it is JSON that a script asked for. */
-	if (!rc && !c->json)
+	if (!c->json)
 		out_init(stderr, false);
-	if (!rc)
-		rc = probes_attach(c, h.pid, &set);
-	if (!rc) {
-		rc = start_tracing(c, suspended, persist);
-		if (rc) {
-			int d = ctl_detach(c, (uint32_t)h.pid);
-
-			if (d && d != -ENOENT)
-				ctl_nl_fail(c, "detach", d);
-		}
-	}
-	if (rc) {
-		kill_child(h.pid);
+	rc = run_attach(&r, pid);
+	if (rc && !(r.follow && rc == EXIT_NOMATCH)) {
+		run_kill(pid);
 		goto out;
 	}
-	/* The socket stays open until the command ends: it owns the session. */
-	if (persist)
-		ctl_close(c);
-	if (ptrace(PTRACE_DETACH, h.pid, NULL, NULL)) {
-		err_msg("run: releasing process %d: %s", (int)h.pid, strerror(errno));
-		kill_child(h.pid);
-		rc = EXIT_FAIL;
-		goto out;
-	}
-	vlog(c, 1, "run: process %d released", (int)h.pid);
 	/* Like system(3): the terminal's signals are the child's business. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
-	while (waitpid(h.pid, &st, 0) < 0) {
+	/* The socket stays open until the command ends: it owns the session
+	 * (and a followed command needs it for its next attach). */
+	if (r.persist && !r.follow)
+		ctl_close(c);
+	/* following, bfctl stays the tracer; else it lets go */
+	if (ptrace(r.follow ? PTRACE_CONT : PTRACE_DETACH, pid, NULL, NULL)) {
+		err_msg("run: releasing process %d: %s", (int)pid, strerror(errno));
+		run_kill(pid);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	vlog(c, 1, "run: process %d released%s", (int)pid,
+	     r.follow ? "; following its processes" : "");
+	if (r.follow) {
+		rc = run_follow(&r, pid, rc == EXIT_OK, &st);
+		if (rc)
+			goto out;
+	}
+	while (!r.follow && waitpid(pid, &st, 0) < 0) {
 		if (errno != EINTR) {
-			err_msg("run: waiting for process %d: %s", (int)h.pid, strerror(errno));
+			err_msg("run: waiting for process %d: %s", (int)pid, strerror(errno));
 			rc = EXIT_FAIL;
 			goto out;
 		}
 	}
 	rc = child_status(st);
-	vlog(c, 1, "run: process %d ended, exit status %d", (int)h.pid, rc);
+	vlog(c, 1, "run: process %d ended, exit status %d", (int)pid, rc);
+	if (!r.traced) {
+		say_nothing_matched(&r);
+		rc = EXIT_NOMATCH;
+	}
 out:
 	probes_set_free(&set);
 	if (planned)

@@ -567,6 +567,83 @@ EOF
 		note "$T/cmp" "$T/err"; not_ok "$name"
 	fi
 }
+# run follows the command's processes: the calls of every process that runs
+# the fixture are recorded, each under its own pid.  counts: "sym=n,..."
+# per traced process, ';' between them, in the order they were attached.
+follow_check() { # name, want-exit, counts, run-options, -- command...
+	local name=$1 want=$2 counts=$3 rc
+	shift 3
+	settle
+	bf --json run "$@" >"$T/run.json" 2>"$T/err"
+	rc=$?
+	if [[ $rc != "$want" ]]; then
+		echo "# exit $rc (want $want)"; note "$T/err" "$T/run.json"; not_ok "$name"; return
+	fi
+	bf stop >/dev/null
+	bf --json record --last --events >"$T/ev.json" 2>>"$T/err"
+	if python3 - "$T/run.json" "$T/ev.json" "$counts" >"$T/cmp" 2>&1 <<'EOF'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+names = {}
+for r in runs:
+    for p in r["probes"]:
+        sig = p["signature"].split("!", 1)[1]
+        # one function, one id, whichever process runs it
+        assert names.setdefault(p["id"], sig) == sig, (p, names)
+pids = [r["pid"] for r in runs]
+events = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+want = [dict(kv.split("=") for kv in c.split(",")) for c in sys.argv[3].split(";")]
+print("attached to %s; events from %s" % (pids, sorted({e["tgid"] for e in events})))
+assert len(pids) == len(want), "%d processes attached, not %d" % (len(pids), len(want))
+assert {e["tgid"] for e in events} <= set(pids), "events of a process not attached"
+for pid, w in zip(pids, want):
+    enters = [names[e["id"]] for e in events if e["tgid"] == pid and e["kind"] == "enter"]
+    print("%d: %s" % (pid, " ".join(enters)))
+    for sym, n in w.items():
+        assert enters.count(sym) == int(n), "%d: %s called %d times, not %s" % (pid, sym, enters.count(sym), n)
+EOF
+	then
+		note "$T/cmp"; ok "$name"
+	else
+		note "$T/cmp" "$T/err"; not_ok "$name"
+	fi
+}
+
+sec_run_follow() {
+	local pats=(-p 'fx_pie:fx_*' -p 'fx_pie:foo_*' -p 'libfx*:fxlib_*' -p '!fxlib_local')
+	# sh forks, its child execs fx_pie, which forks a child that does not exec
+	follow_check "run follows fork and exec: sh -c 'fx_pie fork' traced in the parent and its forked child" 7 \
+		"fx_first=1,foo_fast=2,foo_slow=1,fxlib_add=1,fxlib_mul=1,fx_local_helper=1;fx_first=0,foo_fast=2,foo_slow=1,fxlib_add=1,fxlib_mul=1,fx_local_helper=1" \
+		"${pats[@]}" -- sh -c "$FX/fx_pie fork; exit 7"
+	follow_check "run --no-follow: the first process only, not its forked child" 3 \
+		"fx_first=1,foo_fast=2,fxlib_add=1,fx_local_helper=1" \
+		--no-follow "${pats[@]}" -- "$FX/fx_pie" fork
+	expect_fail "run --no-follow: sh -c 'fx_pie' has no fx_pie in the first process" 5 \
+		'no function of process [0-9]+ matches' \
+		bf run --no-follow "${pats[@]}" -- sh -c "$FX/fx_pie; exit 7"
+	expect_fail "run: no process matched: said at the end, with what was searched" 5 \
+		'no process of the command matched the patterns: [0-9]+ program images searched \((sh|dash|bash)' \
+		bf run -p 'fx_c:fx_first' -- sh -c "sh -c 'exit 3'; exit 7"
+	check "run: signals reach the followed command unchanged (SIGTERM, SIGSTOP until SIGCONT)" bash -c '
+	"$1" run -p "fx_c:fx_first" -- sh -c "$2/fx_c; kill -TERM \$\$; exit 1" >/dev/null
+	rc=$?; echo "SIGTERM: exit $rc"; [[ $rc == 143 ]] || exit 1
+	"$1" run -p "fx_c:fx_first" -- sh -c "echo \$\$ >$3; kill -STOP \$\$; $2/fx_c; exit 3" >/dev/null &
+	bfpid=$!
+	for ((i = 0; i < 100; i++)); do [[ -s $3 ]] && break; sleep 0.1; done
+	p=$(cat "$3")
+	# stopped (T), or in the ptrace stop (t) that PTRACE_LISTEN keeps
+	for ((i = 0; i < 100; i++)); do
+		s=$(awk "{print \$3}" /proc/$p/stat 2>/dev/null)
+		[[ $s == [Tt] ]] && break; sleep 0.1
+	done
+	echo "state after SIGSTOP: $s"
+	[[ $s == [Tt] ]] || { kill -KILL $bfpid; exit 2; }
+	kill -CONT "$p"
+	wait $bfpid; rc=$?; echo "after SIGCONT: exit $rc"; [[ $rc == 3 ]]
+	' _ "$BFCTL" "$FX" "$T/stop.pid"
+	settle
+}
+
 sec_run() {
 	run_check "run: static binary records main's first call" "$FX/fx_static" fx_first \
 		"foo_fast=2,bar=1" 'fx_static:fx_*' 'fx_static:foo_*' 'fx_static:bar'
@@ -593,6 +670,7 @@ echo "mode $mode, suspended $before -> $after"
 	"$1" run -p "*:main" -- /nonexistent/prog; [[ $? == 2 ]] || exit 4
 	' _ "$BFCTL" "$FX"
 	settle
+	sec_run_follow
 }
 
 # ---- --list is what gets attached --------------------------------------------------

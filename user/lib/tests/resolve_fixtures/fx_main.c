@@ -7,6 +7,9 @@
  *                times, print "done", wait for SIGUSR1 again, exit
  *   bench N      time N calls of foo_fast, print "ns_per_call X"
  *   junk FILE    map FILE (not ELF) executable, then as "work 1"
+ *   fork         fork; the child makes the calls below once and exits 0,
+ *                the parent waits for it, makes them once, and exits with
+ *                3 (and 4 if the child did not exit 0)
  *   (none)       one call of each, exit
  * fx_first() is always the very first call main makes.
  */
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -139,6 +143,21 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		wait_usr1();
 		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "fork")) {
+		pid_t pid = fork();
+		int st = 0;
+
+		if (pid < 0)
+			return 1;
+		if (!pid) {
+			work(1);
+			_exit(0);
+		}
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			return 4;
+		work(1);
+		return 3;
 	}
 	if (argc > 2 && !strcmp(argv[1], "bench")) {
 		long n = atol(argv[2]);

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfctl run, following: bfctl stays the tracer (PTRACE_SEIZE, with
+ * PTRACE_O_TRACEFORK, TRACEVFORK, TRACECLONE and TRACEEXEC) of every task
+ * the command creates, until the command ends.
+ *
+ *  - A new process (fork, vfork, clone without CLONE_THREAD) is held at its
+ *    first stop, before it runs: it has its parent's image, but the module
+ *    and the BPF backend filter probes per process, so it needs its own
+ *    attach.  The child of a process whose image matched nothing is let go
+ *    without a look: its image matches nothing either.
+ *  - A new thread just continues: its process's probes cover it.
+ *  - An exec is held like the command's first one (run_hold), the probes of
+ *    the old image detached, the patterns resolved in the new one.
+ *  - Signals are delivered unchanged; a group-stop (SIGSTOP, SIGTSTP, the
+ *    module's pause) stays a stop through PTRACE_LISTEN until SIGCONT.
+ *
+ * When the command's process ends, the rest are detached: they run on,
+ * untraced once the session ends.  Tasks are known by their first stop;
+ * which process is which is read from /proc, so the order in which the
+ * parent's fork event and the child's first stop arrive does not matter.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+
+#include "output.h"
+#include "run.h"
+
+struct tracee {
+	pid_t pid;
+	bool traced;		/* a process with probes attached */
+};
+
+struct tracees {
+	struct tracee *v;
+	size_t n, cap;
+};
+
+static struct tracee *find(struct tracees *t, pid_t pid)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].pid == pid)
+			return &t->v[i];
+	return NULL;
+}
+
+static struct tracee *add(struct tracees *t, pid_t pid)
+{
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? 2 * t->cap : 16;
+		void *p = realloc(t->v, ncap * sizeof(*t->v));
+
+		if (!p)
+			return NULL;
+		t->v = p;
+		t->cap = ncap;
+	}
+	t->v[t->n] = (struct tracee){ .pid = pid };
+	return &t->v[t->n++];
+}
+
+static void drop(struct tracees *t, pid_t pid)
+{
+	struct tracee *e = find(t, pid);
+
+	if (e)
+		*e = t->v[--t->n];
+}
+
+/* Tgid and PPid of a task; -1 when it is gone. */
+static int task_ids(pid_t tid, pid_t *tgid, pid_t *ppid)
+{
+	char fn[64], line[256];
+	int found = 0;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/status", (int)tid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -1;
+	while (found < 2 && fgets(line, sizeof(line), f)) {
+		found += sscanf(line, "Tgid: %d", tgid) == 1;
+		found += sscanf(line, "PPid: %d", ppid) == 1;
+	}
+	fclose(f);
+	return found == 2 ? 0 : -1;
+}
+
+/* A tracee that has gone meanwhile is no error: its end is reported. */
+static void resume(pid_t pid, int req, int sig)
+{
+	if (ptrace(req, pid, NULL, (void *)(long)sig) && errno != ESRCH)
+		err_msg("run: resuming process %d: %s", (int)pid, strerror(errno));
+}
+
+static void released_untraced(struct run *r, pid_t pid, int rc)
+{
+	if (rc == EXIT_NOMATCH)
+		vlog(r->c, 1, "run: process %d released untraced: nothing matches in it",
+		     (int)pid);
+	else if (rc)
+		err_msg("run: process %d released untraced", (int)pid);
+}
+
+/* The first stop of a task bfctl has not seen: a new thread or process. */
+static void on_new(struct run *r, struct tracees *t, pid_t pid)
+{
+	struct tracee *e = add(t, pid), *parent;
+	pid_t tgid, ppid;
+	int rc;
+
+	if (!e)
+		err_msg("run: out of memory: process %d not followed", (int)pid);
+	if (!e || task_ids(pid, &tgid, &ppid) || tgid != pid) {
+		resume(pid, PTRACE_CONT, 0);
+		return;
+	}
+	parent = find(t, ppid);
+	if (parent && !parent->traced) {
+		vlog(r->c, 2, "run: process %d, a child of %d, runs its image: untraced",
+		     (int)pid, (int)ppid);
+		resume(pid, PTRACE_CONT, 0);
+		return;
+	}
+	vlog(r->c, 2, "run: new process %d, a child of %d", (int)pid, (int)ppid);
+	rc = run_attach(r, pid);
+	find(t, pid)->traced = !rc;
+	released_untraced(r, pid, rc);
+	resume(pid, PTRACE_CONT, 0);
+}
+
+/* Returns true when the process ended meanwhile (*gone its status). */
+static bool on_exec(struct run *r, struct tracees *t, pid_t pid, int *gone)
+{
+	unsigned long former;
+	struct tracee *e;
+	int rc, d;
+
+	/* a thread's exec: it took the leader's pid, its own tid is gone */
+	if (!ptrace(PTRACE_GETEVENTMSG, pid, NULL, &former) && (pid_t)former != pid)
+		drop(t, (pid_t)former);
+	e = find(t, pid);
+	if (e && e->traced) {
+		d = ctl_detach(r->c, (uint32_t)pid);
+		if (d && d != -ENOENT)
+			ctl_nl_fail(r->c, "detaching the probes of the image before the exec", d);
+		e->traced = false;
+	}
+	vlog(r->c, 2, "run: process %d stopped after exec", (int)pid);
+	if (run_hold(r->c, pid, gone))
+		return *gone != -1;
+	rc = run_attach(r, pid);
+	e = find(t, pid);
+	if (e)
+		e->traced = !rc;
+	released_untraced(r, pid, rc);
+	resume(pid, PTRACE_CONT, 0);
+	return false;
+}
+
+static bool group_stop(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/*
+ * Let everything left go.  A running tracee is interrupted first (only a
+ * stopped one can be detached); one stopped by a signal keeps that stop.
+ */
+static void detach_all(struct tracees *t)
+{
+	unsigned long child;
+	int st, ev;
+	pid_t pid;
+
+	for (size_t i = 0; i < t->n; i++)
+		ptrace(PTRACE_INTERRUPT, t->v[i].pid, NULL, NULL);
+	while (t->n) {
+		pid = waitpid(-1, &st, __WALL);
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!WIFSTOPPED(st)) {
+			drop(t, pid);
+			continue;
+		}
+		ev = st >> 16;
+		/* a child born meanwhile is attached: let it go too */
+		if ((ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK ||
+		     ev == PTRACE_EVENT_CLONE) &&
+		    !ptrace(PTRACE_GETEVENTMSG, pid, NULL, &child) && !find(t, (pid_t)child))
+			add(t, (pid_t)child);
+		ptrace(PTRACE_DETACH, pid, NULL, (void *)(long)(ev ? 0 : WSTOPSIG(st)));
+		drop(t, pid);
+	}
+}
+
+int run_follow(struct run *r, pid_t leader, bool traced, int *status)
+{
+	struct tracees t = { 0 };
+	int rc = EXIT_OK, st, ev, sig;
+	pid_t pid;
+
+	if (!add(&t, leader)) {
+		err_msg("run: out of memory");
+		*status = run_kill(leader);
+		return EXIT_FAIL;
+	}
+	t.v[0].traced = traced;
+	for (;;) {
+		pid = waitpid(-1, &st, __WALL);
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			err_msg("run: waiting for the command: %s", strerror(errno));
+			rc = EXIT_FAIL;
+			break;
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			drop(&t, pid);
+			if (pid == leader)
+				break;
+			continue;
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		ev = st >> 16;
+		sig = WSTOPSIG(st);
+		if (!find(&t, pid)) {
+			on_new(r, &t, pid);
+			continue;
+		}
+		switch (ev) {
+		case PTRACE_EVENT_EXEC:
+			if (on_exec(r, &t, pid, &st)) {
+				drop(&t, pid);
+				if (pid == leader)
+					goto ended;
+			}
+			break;
+		case PTRACE_EVENT_STOP:
+			/* a group-stop holds until SIGCONT; anything else goes on */
+			resume(pid, group_stop(sig) ? PTRACE_LISTEN : PTRACE_CONT, 0);
+			break;
+		case 0:
+			resume(pid, PTRACE_CONT, sig);	/* delivered unchanged */
+			break;
+		default:
+			/* fork, vfork, clone: the child shows at its first stop */
+			resume(pid, PTRACE_CONT, 0);
+		}
+	}
+ended:
+	*status = st;
+	if (t.n)
+		vlog(r->c, 1, "run: the command ended; %zu tasks of it left running, untraced",
+		     t.n);
+	detach_all(&t);
+	free(t.v);
+	return rc;
+}
