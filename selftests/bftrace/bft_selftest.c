@@ -355,8 +355,9 @@ int bst_wait_all_threads(pid_t pid, char want, int timeout_ms)
 
 		if (err)
 			return err;
+		/* a stop under a tracer's PTRACE_LISTEN (bfctl run) is 't' */
 		for (size_t i = 0; i < n && i < sizeof(st); i++)
-			all &= st[i] == want;
+			all &= st[i] == want || (want == 'T' && st[i] == 't');
 		if (all && n)
 			return 0;
 		if (bst_now_ns() >= deadline)

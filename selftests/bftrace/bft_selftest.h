@@ -76,7 +76,8 @@ int bst_spin_wait_calls(const struct bst_proc *p, uint64_t more,
  * thread of pid, up to cap; the number of threads in *n.
  */
 int bst_thread_states(pid_t pid, char *states, size_t cap, size_t *n);
-/* Wait up to timeout_ms until every thread of pid is in state want. */
+/* Wait up to timeout_ms until every thread of pid is in state want ('T'
+ * takes a traced stop, 't', too). */
 int bst_wait_all_threads(pid_t pid, char want, int timeout_ms);
 
 /* ---- the module ------------------------------------------------------- */

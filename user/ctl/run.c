@@ -122,8 +122,25 @@ static int hold_point(struct ctl *c, struct hold *h)
 	return EXIT_OK;
 }
 
+/*
+ * The tracer's options, PTRACE_O_EXITKILL aside: that one is set only
+ * while a process has a breakpoint in it or has not been released, which
+ * would kill or free it untraced if bfctl died then.  A released process
+ * must outlive bfctl, as it did before bfctl followed.
+ */
+static long trace_opts;
+
+static int set_exitkill(pid_t pid, bool on)
+{
+	long o = trace_opts | (on ? PTRACE_O_EXITKILL : 0);
+
+	return ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)o) ? -errno : 0;
+}
+
 static int arm(struct hold *h)
 {
+	if (set_exitkill(h->pid, true))
+		return -errno;
 	errno = 0;
 	h->saved = ptrace(PTRACE_PEEKTEXT, h->pid, (void *)h->bp, NULL);
 	if (errno)
@@ -145,7 +162,9 @@ static int disarm(struct hold *h)
 		return -errno;
 	regs.rip = h->bp;
 	h->armed = false;
-	return ptrace(PTRACE_SETREGS, h->pid, NULL, &regs) ? -errno : 0;
+	if (ptrace(PTRACE_SETREGS, h->pid, NULL, &regs))
+		return -errno;
+	return set_exitkill(h->pid, false);
 }
 
 static bool at_bp(const struct hold *h)
@@ -375,6 +394,7 @@ static int seize_to_exec(pid_t pid, bool follow, int *st)
 
 	if (follow)
 		opts |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE;
+	trace_opts = opts & ~PTRACE_O_EXITKILL;
 	if (waitpid(pid, st, WUNTRACED) < 0)
 		return -errno;
 	if (!WIFSTOPPED(*st))
@@ -541,7 +561,8 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	if (r.persist && !r.follow)
 		ctl_close(c);
 	/* following, bfctl stays the tracer; else it lets go */
-	if (ptrace(r.follow ? PTRACE_CONT : PTRACE_DETACH, pid, NULL, NULL)) {
+	if ((r.follow && set_exitkill(pid, false)) ||
+	    ptrace(r.follow ? PTRACE_CONT : PTRACE_DETACH, pid, NULL, NULL)) {
 		err_msg("run: releasing process %d: %s", (int)pid, strerror(errno));
 		run_kill(pid);
 		rc = EXIT_FAIL;
