@@ -41,7 +41,8 @@ const char *bft_method_path(const struct bft_method *m)
  * The name is resolved now, against the root of whoever retires: the
  * controller for a stop or a detach, the system's root (that of the
  * kworkers, as d_absolute_path() would give, which modules cannot call)
- * for the reaper.  A path no root reaches gets its name within its mount.
+ * for the reaper.  A path no root reaches, or a retire with no root (an
+ * owner's socket released as it exits), gets its name within its mount.
  */
 static struct bft_method_path *bft_method_path_of(const struct path *file)
 {
@@ -49,7 +50,9 @@ static struct bft_method_path *bft_method_path_of(const struct path *file)
 	struct bft_method *last;
 	char *s;
 
-	s = d_path(file, bft_path_buf, sizeof(bft_path_buf));
+	/* an exiting owner's socket closes after its fs is gone */
+	s = current->fs ? d_path(file, bft_path_buf, sizeof(bft_path_buf)) :
+	    ERR_PTR(-ENOENT);
 	if (IS_ERR(s))
 		s = dentry_path_raw(file->dentry, bft_path_buf,
 				    sizeof(bft_path_buf));
