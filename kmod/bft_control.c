@@ -161,6 +161,7 @@ static int bft_start(u32 owner, struct netlink_ext_ack *ext)
 	bft_methods_forget();
 	bft_unwind_forget();
 	bft_rings_start();
+	bft_targets_disown();
 	bft_session_own(owner);
 	bft_set_mode(BFT_MODE_TRACING);
 	return 0;
@@ -193,6 +194,9 @@ int bft_mode_change(u8 cmd, u32 owner, struct netlink_ext_ack *ext)
 			goto bad;
 		return bft_start(owner, ext);
 	case BFT_CMD_STOP:
+		err = bft_may_control_all(ext);
+		if (err)
+			return err;
 		return bft_stop();
 	case BFT_CMD_PAUSE:
 		if (mode != BFT_MODE_TRACING)

@@ -17,10 +17,19 @@ struct bft_file {
 	struct bft_ring *ring;		/* NULL until BFT_IOC_BIND_CPU */
 };
 
+/*
+ * The rings hold every target's calls, and binding allocates them: the
+ * opener needs what a netlink socket's sender needs, whatever the file's
+ * mode says.  A descriptor passed on keeps its opener's credentials, which
+ * the ioctls check again with the caller's.
+ */
 static int bft_dev_open(struct inode *inode, struct file *file)
 {
-	struct bft_file *bf = kzalloc(sizeof(*bf), GFP_KERNEL);
+	struct bft_file *bf;
 
+	if (!bft_file_capable(file))
+		return -EPERM;
+	bf = kzalloc(sizeof(*bf), GFP_KERNEL);
 	if (!bf)
 		return -ENOMEM;
 	file->private_data = bf;

@@ -6,6 +6,7 @@
  */
 #include <linux/cpumask.h>
 #include <net/genetlink.h>
+#include <net/sock.h>
 
 #include "bft_internal.h"
 
@@ -27,6 +28,7 @@ char *bft_errbuf(void)
 static const struct nla_policy bft_attach_policy[BFT_A_MAX + 1] = {
 	[BFT_A_TGID] = NLA_POLICY_MIN(NLA_U32, 1),
 	[BFT_A_PROBES] = { .type = NLA_NESTED },
+	[BFT_A_PERSIST] = { .type = NLA_FLAG },
 };
 
 static const struct nla_policy bft_detach_policy[BFT_A_MAX + 1] = {
@@ -125,7 +127,8 @@ static int bft_cmd_get_caps(struct sk_buff *req, struct genl_info *info)
 	const u64 features = BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_NORET |
 			     BFT_FEAT_PAUSE | BFT_FEAT_SUSPEND |
 			     BFT_FEAT_EVENTS | BFT_FEAT_READ |
-			     BFT_FEAT_UNWIND | BFT_FEAT_OWNER;
+			     BFT_FEAT_UNWIND | BFT_FEAT_OWNER |
+			     BFT_FEAT_ATTACH_PERSIST;
 	struct sk_buff *skb;
 	void *hdr;
 
@@ -144,12 +147,18 @@ static int bft_cmd_get_caps(struct sk_buff *req, struct genl_info *info)
 
 static int bft_cmd_attach(struct sk_buff *req, struct genl_info *info)
 {
+	struct bft_target *t;
 	int err = bft_check_capable(req, info->extack);
 
 	if (err)
 		return err;
 	mutex_lock(&bft_lock);
 	err = bft_attach(info);
+	/* outside a session, the target is the attacher's (bft_session.c) */
+	t = err ? NULL : bft_target_find(nla_get_u32(info->attrs[BFT_A_TGID]));
+	if (t && !bft_session_active(bft_mode))
+		bft_target_own(t, info->attrs[BFT_A_PERSIST] ? 0 :
+			       info->snd_portid);
 	mutex_unlock(&bft_lock);
 	return err;
 }
@@ -167,14 +176,18 @@ static int bft_cmd_detach(struct sk_buff *req, struct genl_info *info)
 		tgid = nla_get_u32(info->attrs[BFT_A_TGID]);
 		t = bft_target_find(tgid);
 		if (t) {
-			bft_target_detach(t);
+			err = bft_may_control(t, info->extack);
+			if (!err)
+				bft_target_detach(t);
 		} else {
 			BFT_SET_ERR_MSG_FMT(info->extack,
 					    "tgid %d is not a target", tgid);
 			err = -ENOENT;
 		}
 	} else {
-		bft_detach_all();
+		err = bft_may_control_all(info->extack);
+		if (!err)
+			bft_detach_all();
 	}
 	mutex_unlock(&bft_lock);
 	return err;
@@ -303,19 +316,15 @@ static int bft_cmd_opt(struct sk_buff *req, struct genl_info *info)
 	return bft_reply_send(skb, hdr, info);
 }
 
-/* @path is resolved here, in the reader's context, live or retired. */
 static int bft_put_method(struct sk_buff *skb, struct netlink_callback *cb,
 			  const struct bft_method *m, const char *name,
-			  const struct path *file, char *buf)
+			  const char *path)
 {
 	void *hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
 				cb->nlh->nlmsg_seq, &bft_family, NLM_F_MULTI,
 				BFT_CMD_GET_METHODS);
 	struct nlattr *nest = NULL;
-	char *path = d_path(file, buf, BFT_PATH_MAX);
 
-	if (IS_ERR(path))
-		path = "";
 	if (!hdr)
 		return -EMSGSIZE;
 	if (!nla_put_u32(skb, BFT_A_TGID, m->tgid))
@@ -335,6 +344,7 @@ static int bft_put_method(struct sk_buff *skb, struct netlink_callback *cb,
 	return 0;
 }
 
+/* A live probe's path is resolved here, against the reader's root. */
 static int bft_put_live_method(struct sk_buff *skb,
 			       struct netlink_callback *cb,
 			       struct bft_probe *p, char *buf)
@@ -346,8 +356,9 @@ static int bft_put_live_method(struct sk_buff *skb,
 		.flags = p->flags,
 		.hits = bft_probe_hits(p),
 	};
+	char *path = d_path(&p->path, buf, BFT_PATH_MAX);
 
-	return bft_put_method(skb, cb, &m, p->name, &p->path, buf);
+	return bft_put_method(skb, cb, &m, p->name, IS_ERR(path) ? "" : path);
 }
 
 /*
@@ -395,7 +406,7 @@ static int bft_dump_methods(struct sk_buff *skb, struct netlink_callback *cb)
 	list_for_each_entry(m, &bft_retired, node) {
 		if (i++ < done)
 			continue;
-		err = bft_put_method(skb, cb, m, m->name, &m->path, buf);
+		err = bft_put_method(skb, cb, m, m->name, bft_method_path(m));
 		if (err)
 			goto out;
 		cb->args[0] = i;
@@ -514,6 +525,37 @@ static struct sk_buff *bft_event_new(u8 event, size_t size, void **hdr)
 	return skb;
 }
 
+#ifdef BFT_HAVE_BROADCAST_FILTER
+/*
+ * The core checks the group's capability when a socket joins a group id
+ * that a family owns; an id that nobody owns yet (the family autoloads by
+ * alias, and a reloaded module may get its old id back) is joined with no
+ * check.  So the rule is applied again here, to the socket's opener: a
+ * socket that joined early, or was handed over, gets nothing.
+ */
+static int bft_event_filter(struct sock *dsk, struct sk_buff *skb, void *data)
+{
+	struct socket *sock = dsk->sk_socket;
+
+	return !sock || !sock->file ||
+	       !file_ns_capable(sock->file, &init_user_ns, CAP_SYS_ADMIN);
+}
+
+static void bft_event_multicast(struct sk_buff *skb)
+{
+	u32 group = bft_family.mcgrp_offset;
+
+	NETLINK_CB(skb).dst_group = group;
+	netlink_broadcast_filtered(init_net.genl_sock, skb, 0, group,
+				   GFP_KERNEL, bft_event_filter, NULL);
+}
+#else
+static void bft_event_multicast(struct sk_buff *skb)
+{
+	genlmsg_multicast(&bft_family, skb, 0, 0, GFP_KERNEL);
+}
+#endif
+
 static void bft_event_send(struct sk_buff *skb, void *hdr, int err)
 {
 	if (err) {
@@ -521,7 +563,7 @@ static void bft_event_send(struct sk_buff *skb, void *hdr, int err)
 		return;
 	}
 	genlmsg_end(skb, hdr);
-	genlmsg_multicast(&bft_family, skb, 0, 0, GFP_KERNEL);
+	bft_event_multicast(skb);
 }
 
 void bft_notify_mode(int mode)

@@ -145,6 +145,7 @@ struct bft_target {
 	struct list_head probes;
 	u32 nr_probes;
 	bool stopped;		/* we sent SIGSTOP */
+	u32 owner;		/* port id owning it until a start; 0: none */
 	unsigned long trampoline;	/* uretprobe trampoline; 0: unknown yet */
 };
 
@@ -171,6 +172,8 @@ struct bft_probe {
 #endif
 };
 
+struct bft_method_path;
+
 /* A detached probe's method table entry (bft_methods.c). */
 struct bft_method {
 	struct list_head node;
@@ -179,7 +182,7 @@ struct bft_method {
 	u64 offset;
 	u32 flags;		/* with BFT_PF_GONE */
 	u64 hits;
-	struct path path;	/* pinned until forgotten */
+	struct bft_method_path *path;	/* its name, shared; NULL: none */
 	char name[];
 };
 
@@ -188,6 +191,7 @@ struct bft_method {
 
 extern struct list_head bft_retired;
 void bft_method_retire(struct bft_probe *p, pid_t tgid);
+const char *bft_method_path(const struct bft_method *m);
 void bft_methods_forget(void);
 
 extern struct list_head bft_targets;
@@ -244,6 +248,8 @@ void bft_session_exit(void);
 u32 bft_session_owner(void);
 void bft_session_own(u32 portid);
 void bft_session_disown(void);
+void bft_target_own(struct bft_target *t, u32 portid);
+void bft_targets_disown(void);
 
 /* ---- permissions (bft_perm.c) ---- */
 bool bft_capable(const struct sk_buff *skb);
@@ -251,6 +257,8 @@ bool bft_file_capable(const struct file *file);
 int bft_check_capable(const struct sk_buff *skb, struct netlink_ext_ack *ext);
 int bft_may_trace(pid_t tgid, struct mm_struct *mm,
 		  struct netlink_ext_ack *ext);
+int bft_may_control(struct bft_target *t, struct netlink_ext_ack *ext);
+int bft_may_control_all(struct netlink_ext_ack *ext);
 int bft_may_stop(struct bft_target *t, struct netlink_ext_ack *ext);
 
 /* ---- generic netlink (bft_genl.c) ---- */

@@ -4,19 +4,72 @@
  * table while it drains the rings, and that is often after the target has
  * exited or tracing has stopped; so a probe's table entry outlives the
  * probe until the next start.  Under bft_lock.
+ *
+ * An entry keeps its file's name, not the file: a pinned dentry and mount
+ * would make a container's unmount fail with EBUSY until the next start.
  */
+#include <linux/dcache.h>
 #include <linux/path.h>
+#include <linux/refcount.h>
 #include <linux/slab.h>
 
 #include "bft_internal.h"
 
+/* One per file name, shared by the consecutive entries of that file. */
+struct bft_method_path {
+	refcount_t ref;
+	char s[];
+};
+
 LIST_HEAD(bft_retired);
 static u32 bft_nr_retired;
+static char bft_path_buf[BFT_PATH_MAX];	/* under bft_lock */
 
 static void bft_method_free(struct bft_method *m)
 {
-	path_put(&m->path);
+	if (m->path && refcount_dec_and_test(&m->path->ref))
+		kfree(m->path);
 	kfree(m);
+}
+
+const char *bft_method_path(const struct bft_method *m)
+{
+	return m->path ? m->path->s : "";
+}
+
+/*
+ * The name is resolved now, against the root of whoever retires: the
+ * controller for a stop or a detach, the system's root (that of the
+ * kworkers, as d_absolute_path() would give, which modules cannot call)
+ * for the reaper.  A path no root reaches, or a retire with no root (an
+ * owner's socket released as it exits), gets its name within its mount.
+ */
+static struct bft_method_path *bft_method_path_of(const struct path *file)
+{
+	struct bft_method_path *mp;
+	struct bft_method *last;
+	char *s;
+
+	/* an exiting owner's socket closes after its fs is gone */
+	s = current->fs ? d_path(file, bft_path_buf, sizeof(bft_path_buf)) :
+	    ERR_PTR(-ENOENT);
+	if (IS_ERR(s))
+		s = dentry_path_raw(file->dentry, bft_path_buf,
+				    sizeof(bft_path_buf));
+	if (IS_ERR(s))
+		return NULL;
+	last = list_empty(&bft_retired) ? NULL :
+	       list_last_entry(&bft_retired, struct bft_method, node);
+	if (last && last->path && !strcmp(last->path->s, s)) {
+		refcount_inc(&last->path->ref);
+		return last->path;
+	}
+	mp = kmalloc(struct_size(mp, s, strlen(s) + 1), GFP_KERNEL);
+	if (!mp)
+		return NULL;
+	refcount_set(&mp->ref, 1);
+	strcpy(mp->s, s);
+	return mp;
 }
 
 void bft_method_retire(struct bft_probe *p, pid_t tgid)
@@ -37,13 +90,7 @@ void bft_method_retire(struct bft_probe *p, pid_t tgid)
 	m->offset = p->offset;
 	m->flags = p->flags | BFT_PF_GONE;
 	m->hits = bft_probe_hits(p);
-	/*
-	 * The path is resolved when the table is read, as a live probe's
-	 * is: here we may run in the reaper, whose root is not the
-	 * reader's, and the same file must get the same name.
-	 */
-	m->path = p->path;
-	path_get(&m->path);
+	m->path = bft_method_path_of(&p->path);	/* NULL: an empty name */
 	strcpy(m->name, p->name);
 	list_add_tail(&m->node, &bft_retired);
 	bft_nr_retired++;

@@ -53,19 +53,18 @@ int bft_check_capable(const struct sk_buff *skb, struct netlink_ext_ack *ext)
 }
 
 /*
- * May the caller ptrace-attach to @tgid, and is that process still the
- * address space @mm (NULL: any)?  The /proc file proves both: its
- * private data is the mm it was opened on.  A /proc of another pid
- * namespace than the caller's names other processes: refused too.
+ * May the caller ptrace-attach to the process /proc names @name, and is
+ * that process still the address space @mm (NULL: any)?  The /proc file
+ * proves both: its private data is the mm it was opened on.  A /proc of
+ * another pid namespace than the caller's names other processes: refused
+ * too.
  */
-int bft_may_trace(pid_t tgid, struct mm_struct *mm,
-		  struct netlink_ext_ack *ext)
+static int bft_may_access(const char *name, pid_t tgid, struct mm_struct *mm,
+			  struct netlink_ext_ack *ext)
 {
-	char name[32];
 	struct file *f;
 	int err = 0;
 
-	snprintf(name, sizeof(name), "/proc/%d/mem", tgid);
 	f = filp_open(name, O_RDONLY | O_LARGEFILE, 0);
 	if (IS_ERR(f)) {
 		err = PTR_ERR(f);
@@ -89,11 +88,66 @@ int bft_may_trace(pid_t tgid, struct mm_struct *mm,
 	return err;
 }
 
+int bft_may_trace(pid_t tgid, struct mm_struct *mm,
+		  struct netlink_ext_ack *ext)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "/proc/%d/mem", tgid);
+	return bft_may_access(name, tgid, mm, ext);
+}
+
+/* A thread of @t still in its address space, as the caller numbers it. */
+static pid_t bft_live_thread(struct bft_target *t)
+{
+	struct task_struct *leader, *th;
+	pid_t tid = 0;
+
+	rcu_read_lock();
+	leader = pid_task(t->pid, PIDTYPE_TGID);
+	if (leader) {
+		for_each_thread(leader, th) {
+			if (READ_ONCE(th->mm) == t->mm) {
+				tid = task_pid_vnr(th);
+				if (tid)
+					break;
+			}
+		}
+	}
+	rcu_read_unlock();
+	return tid;
+}
+
+/*
+ * Stopping, detaching or pausing @t acts on another process: the caller
+ * needs ptrace access to it, whoever made the session.  A process whose
+ * main thread exited has no mm there, and its /proc/PID/mem opens without
+ * a check; so the check is made on a live thread, and on none at all is a
+ * refusal.  An address space nobody uses any more (the process exited or
+ * exec'd) is nobody's: the probes act on nothing, nothing to check.
+ */
+int bft_may_control(struct bft_target *t, struct netlink_ext_ack *ext)
+{
+	char name[48];
+	pid_t tid;
+
+	if (!atomic_read(&t->mm->mm_users))
+		return 0;
+	tid = bft_live_thread(t);
+	if (!tid) {
+		BFT_SET_ERR_MSG_FMT(ext,
+				    "target %d has no live thread to check ptrace access on",
+				    t->tgid);
+		return -EPERM;
+	}
+	snprintf(name, sizeof(name), "/proc/%d/task/%d/mem", t->tgid, tid);
+	return bft_may_access(name, t->tgid, t->mm, ext);
+}
+
 /*
  * Pause stops a target with SIGSTOP sent by the kernel, so it must not
  * stop what the caller could not stop itself: init, the caller's own
- * process (it would never send the unpause), or a process the caller
- * may not ptrace (attach rights imply the right to stop it).
+ * process, or a process the caller may not ptrace.
  */
 int bft_may_stop(struct bft_target *t, struct netlink_ext_ack *ext)
 {
@@ -115,5 +169,19 @@ int bft_may_stop(struct bft_target *t, struct netlink_ext_ack *ext)
 	put_task_struct(task);
 	if (err)
 		return err;
-	return bft_may_trace(t->tgid, NULL, ext);
+	return bft_may_control(t, ext);
+}
+
+/* Every target, for a stop or a detach of all. */
+int bft_may_control_all(struct netlink_ext_ack *ext)
+{
+	struct bft_target *t;
+	int err;
+
+	list_for_each_entry(t, &bft_targets, node) {
+		err = bft_may_control(t, ext);
+		if (err)
+			return err;
+	}
+	return 0;
 }

@@ -6,6 +6,11 @@
  * paused target is continued.  BFT_A_PERSIST on BFT_CMD_START makes a
  * session without an owner, which only BFT_CMD_STOP or rmmod ends.
  *
+ * Before a start, a target belongs to the socket that attached it (unless
+ * it said BFT_A_PERSIST): its release detaches the targets it owns, so a
+ * controller that dies between attach and start leaves no probe behind.
+ * A start hands every target to the session.
+ *
  * The family is not netns-aware, so every request comes from init_net and
  * a port id alone names the socket.  A released port id may be reused by
  * a later socket; the owner is forgotten at release, so it never is.
@@ -17,6 +22,8 @@
 
 /* Under bft_lock; 0: no owner (persistent, or no session). */
 static u32 bft_owner;
+/* Targets with an owner, or more (never fewer): a hint read unlocked. */
+static u32 bft_nr_owned;
 
 u32 bft_session_owner(void)
 {
@@ -33,6 +40,39 @@ void bft_session_disown(void)
 	WRITE_ONCE(bft_owner, 0);
 }
 
+/* Under bft_lock; @portid 0 makes @t nobody's. */
+void bft_target_own(struct bft_target *t, u32 portid)
+{
+	t->owner = portid;
+	if (portid)
+		WRITE_ONCE(bft_nr_owned, bft_nr_owned + 1);
+}
+
+/* Under bft_lock: a start makes the targets the session's. */
+void bft_targets_disown(void)
+{
+	struct bft_target *t;
+
+	list_for_each_entry(t, &bft_targets, node)
+		t->owner = 0;
+	WRITE_ONCE(bft_nr_owned, 0);
+}
+
+/* Under bft_lock, outside a session: detach what @portid attached. */
+static void bft_targets_release(u32 portid)
+{
+	struct bft_target *t, *tn;
+	u32 left = 0;
+
+	list_for_each_entry_safe(t, tn, &bft_targets, node) {
+		if (t->owner == portid)
+			bft_target_detach(t);
+		else if (t->owner)
+			left++;
+	}
+	WRITE_ONCE(bft_nr_owned, left);
+}
+
 /*
  * Runs in the releasing process, which may sleep: the stop unregisters
  * probes and waits for their handlers here, before close() returns, so
@@ -47,11 +87,13 @@ static int bft_netlink_event(struct notifier_block *nb, unsigned long event,
 	    !net_eq(n->net, &init_net) || !n->portid)
 		return NOTIFY_DONE;
 	/* unlocked peek: every socket of the system passes here */
-	if (READ_ONCE(bft_owner) != n->portid)
+	if (READ_ONCE(bft_owner) != n->portid && !READ_ONCE(bft_nr_owned))
 		return NOTIFY_DONE;
 	mutex_lock(&bft_lock);
 	if (bft_owner == n->portid)
 		bft_session_end();
+	else if (!bft_session_active(bft_mode))
+		bft_targets_release(n->portid);
 	mutex_unlock(&bft_lock);
 	return NOTIFY_OK;
 }

@@ -26,6 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/capability.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
 
 #include "kselftest_harness.h"
 #include "bft_selftest.h"
@@ -310,7 +312,7 @@ static int status_ioctl_as(enum who who, int fd)
 		if (fd < 0)
 			fd = open("/dev/" BFT_DEV_NAME, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
-			_exit(202);
+			_exit(errno);
 		_exit(ioctl(fd, BFT_IOC_STATUS, &q) ? errno : 0);
 	}
 	if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws))
@@ -382,19 +384,204 @@ TEST_F_TIMEOUT(perm, status_ioctl_needs_the_same_privilege, 60)
 	/* their own file */
 	EXPECT_EQ(EPERM, status_ioctl_as(NOBODY_USER, -1));
 	EXPECT_EQ(0, status_ioctl_as(PERFMON_NOBODY, -1));
-	/* an unprivileged opener's file, asked by root */
+	/* an unprivileged opener gets no file to hand over at all */
 	theirs = fd_opened_by_nobody(&child);
-	EXPECT_LE(0, theirs) TH_LOG("%s", strerror(-theirs));
-	if (theirs >= 0) {
-		EXPECT_EQ(-1, ioctl(theirs, BFT_IOC_STATUS, &q));
-		EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(-EIO, theirs);
+	if (theirs >= 0)
 		close(theirs);
-	}
 	EXPECT_EQ(0, chmod(dev, sb.st_mode & 07777));
 	if (child > 0) {
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 	}
+}
+
+/* open() of the device as @who: 0 or the errno (200+: a step failed). */
+static int dev_open_as(enum who who)
+{
+	pid_t pid = fork();
+	int ws, fd;
+
+	if (pid == 0) {
+		if (become(who))
+			_exit(201);
+		fd = open("/dev/" BFT_DEV_NAME, O_RDONLY | O_CLOEXEC);
+		_exit(fd < 0 ? errno : 0);
+	}
+	if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws))
+		return 255;
+	return WEXITSTATUS(ws);
+}
+
+/*
+ * The rings hold every target's calls: the file's mode alone must not
+ * give them away.  Made 0666 here; only a privileged opener gets a file.
+ */
+TEST_F_TIMEOUT(perm, dev_open_needs_privilege_whatever_the_mode, 60)
+{
+	const char *dev = "/dev/" BFT_DEV_NAME;
+	struct stat sb;
+
+	ASSERT_EQ(0, stat(dev, &sb));
+	ASSERT_EQ(0, chmod(dev, 0666));
+	EXPECT_EQ(EPERM, dev_open_as(NOBODY_USER));
+	EXPECT_EQ(EPERM, dev_open_as(USERNS_ROOT));
+	EXPECT_EQ(0, dev_open_as(PERFMON_NOBODY));
+	EXPECT_EQ(0, chmod(dev, sb.st_mode & 07777));
+}
+
+/* Each of @cmds as @who on its own socket: 0 or -errno into res[]. */
+static void control_as(enum who who, const int *cmds, int n, pid_t tgid,
+		       int *res)
+{
+	struct bft_nl *nl;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (become(who) || bft_nl_open(&nl, NULL, 0))
+			_exit(1);
+		for (int i = 0; i < n; i++)
+			res[i] = cmds[i] == BFT_CMD_DETACH ?
+				 bft_nl_detach(nl, (uint32_t)tgid) :
+				 bft_nl_mode_cmd(nl, cmds[i], NULL);
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+/*
+ * A target whose main thread exited: its /proc/PID/mem opens with no
+ * ptrace check (the leader has no mm).  A caller with CAP_PERFMON but no
+ * ptrace rights over root's process must still not pause, detach or stop
+ * it.
+ */
+TEST_F_TIMEOUT(perm, control_of_a_leaderless_target_needs_ptrace_access, 60)
+{
+	static const char *const args[] = { "-t", "2", "-d", "1000", "-L", NULL };
+	static const int cmds[] = { BFT_CMD_PAUSE, BFT_CMD_DETACH, BFT_CMD_STOP };
+	struct bft_nl_status st;
+	char states[16];
+	size_t n = 0;
+	int *res;
+
+	res = mmap(NULL, sizeof(cmds), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, res);
+	for (int i = 0; i < 3; i++)
+		res[i] = -EINPROGRESS;
+	ASSERT_EQ(0, bst_proc_start(&self->target, "spinner", args, false,
+				    10000));
+	ASSERT_EQ(0, bft_nl_attach(self->s.nl, (uint32_t)self->target.pid,
+				   &self->probe, 1, NULL))
+		TH_LOG("%s", bft_nl_errmsg(self->s.nl));
+	ASSERT_EQ(0, bst_start(&self->s, false));
+	ASSERT_EQ(0, bst_proc_send(&self->target, 'L'));
+	/* the leader is a zombie once only the other thread runs */
+	for (int i = 0; i < 100; i++) {
+		ASSERT_EQ(0, bst_thread_states(self->target.pid, states,
+					       sizeof(states), &n));
+		if (n == 2 && states[0] == 'Z')
+			break;
+		bst_sleep_ms(20);
+	}
+	ASSERT_EQ('Z', states[0]) TH_LOG("thread states %.*s", (int)n, states);
+	control_as(PERFMON_NOBODY, cmds, 3, self->target.pid, res);
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(-EPERM, res[i]) TH_LOG("%s: %s", bft_cmd_name(cmds[i]),
+						 strerror(-res[i]));
+	}
+	EXPECT_FALSE(bst_any_stopped(self->target.pid));
+	ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &st));
+	EXPECT_EQ(BFT_MODE_TRACING, st.mode);
+	EXPECT_EQ(1, st.nr_probes);
+	bft_nl_status_free(&st);
+	munmap(res, sizeof(cmds));
+}
+
+/*
+ * A socket that joined the events group's id while no family owned it
+ * (before the module registered) was never checked by the core: the
+ * module must not send it events.  A root socket that joins afterwards
+ * still gets them.
+ */
+static int join_group(int grp)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+
+	if (fd < 0)
+		return -errno;
+	/* a port id of 0 is the sender's own: broadcasts skip it */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &grp,
+		       sizeof(grp))) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+/* Messages queued on @fd (netlink delivers a broadcast at once). */
+static int queued(int fd)
+{
+	char buf[8192];
+	int n = 0;
+
+	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		n++;
+	return n;
+}
+
+TEST_F_TIMEOUT(perm, events_joined_before_the_module_are_not_sent, 90)
+{
+	int grp = (int)bft_nl_events_group_id(self->s.nl), fd, late;
+	int ready[2], go[2], ws;
+	struct bst_session s2 = { 0 };
+	pid_t child;
+	char c = 0;
+
+	ASSERT_LT(0, grp);
+	bst_session_close(&self->s);
+	ASSERT_EQ(0, bst_rmmod());
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	child = fork();
+	if (child == 0) {
+		/* nobody joins the id nobody owns, then counts what came */
+		if (become(NOBODY_USER))
+			_exit(201);
+		fd = join_group(grp);
+		c = fd < 0 ? 'n' : 'y';
+		if (write(ready[1], &c, 1) != 1 || fd < 0)
+			_exit(202);
+		if (read(go[0], &c, 1) != 1)
+			_exit(203);
+		_exit(queued(fd) ? 1 : 0);
+	}
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	ASSERT_EQ('y', c);
+	ASSERT_EQ(0, bst_insmod(bst_ko_path()));
+	ASSERT_EQ(0, bst_session_open(&s2));
+	if ((int)bft_nl_events_group_id(s2.nl) != grp) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		bst_session_close(&s2);
+		ASSERT_EQ(0, bst_session_open(&self->s));
+		SKIP(return, "the group got another id after reload");
+	}
+	late = join_group(grp);
+	ASSERT_LE(0, late) TH_LOG("root joins: %s", strerror(-late));
+	/* two mode events */
+	ASSERT_EQ(0, bst_start(&s2, true));
+	ASSERT_EQ(0, bst_mode(&s2, BFT_CMD_STOP));
+	EXPECT_LT(0, queued(late));
+	close(late);
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(child, waitpid(child, &ws, 0));
+	ASSERT_TRUE(WIFEXITED(ws));
+	EXPECT_EQ(0, WEXITSTATUS(ws)) TH_LOG("the early member got events");
+	bst_session_close(&s2);
+	ASSERT_EQ(0, bst_session_open(&self->s));
 }
 
 static void pause_refused(struct __test_metadata *_metadata,

@@ -185,6 +185,88 @@ TEST_F_TIMEOUT(session, other_sockets_closing_end_nothing, 60)
 	bft_nl_status_free(&st);
 }
 
+/*
+ * Ownership starts at the attach: a controller that attaches outside a
+ * session and dies before the start leaves nothing registered, unless it
+ * attached to persist (as bfctl attach does).  In a child: its own socket,
+ * one probe on the spinner, and exit.
+ */
+static int attach_and_exit(pid_t tgid, bool persist)
+{
+	char *exe = bst_target_path("spinner");
+	struct bst_fn fn = { exe, SPIN_FN, SPIN_METHOD };
+	struct bft_nl_probe probe;
+	struct bft_nl *nl;
+	pid_t pid;
+	int ws;
+
+	if (!exe || bst_resolve(&fn, 1, &probe))
+		return -ENOENT;
+	pid = fork();
+	if (pid == 0) {
+		if (bft_nl_open(&nl, NULL, 0))
+			_exit(1);
+		bft_nl_set_attach_persist(nl, persist);
+		_exit(bft_nl_attach(nl, (uint32_t)tgid, &probe, 1, NULL) ? 2 : 0);
+	}
+	free(exe);
+	if (pid < 0 || waitpid(pid, &ws, 0) != pid)
+		return -ECHILD;
+	return WIFEXITED(ws) ? WEXITSTATUS(ws) : -EINTR;
+}
+
+static void expect_attached(struct __test_metadata *_metadata,
+			    struct bst_session *s, uint32_t probes)
+{
+	struct bft_nl_status st;
+
+	ASSERT_EQ(0, bft_nl_get_status(s->nl, &st));
+	EXPECT_EQ(probes, st.nr_probes);
+	EXPECT_EQ(probes, st.nr_targets);
+	bft_nl_status_free(&st);
+}
+
+TEST_F_TIMEOUT(session, attacher_dying_before_start_leaves_nothing, 60)
+{
+	ASSERT_TRUE(self->s.caps.features & BFT_FEAT_ATTACH_PERSIST);
+	ASSERT_EQ(0, bst_proc_start(&self->target, "spinner", spin_args, false,
+				    10000));
+	ASSERT_EQ(0, attach_and_exit(self->target.pid, false));
+	expect_attached(_metadata, &self->s, 0);
+}
+
+TEST_F_TIMEOUT(session, persistent_attach_outlives_its_attacher, 60)
+{
+	ASSERT_EQ(0, bst_proc_start(&self->target, "spinner", spin_args, false,
+				    10000));
+	ASSERT_EQ(0, attach_and_exit(self->target.pid, true));
+	expect_attached(_metadata, &self->s, 1);
+	/* and a start makes it the session's, as bfctl start --persist does */
+	ASSERT_EQ(0, bst_start(&self->s, true));
+	expect_attached(_metadata, &self->s, 1);
+}
+
+/* A start hands the attacher's targets to the session. */
+TEST_F_TIMEOUT(session, attacher_closing_after_start_ends_nothing, 60)
+{
+	char *exe = bst_target_path("spinner");
+	struct bst_fn fn = { exe, SPIN_FN, SPIN_METHOD };
+	struct bft_nl_probe probe;
+	struct bft_nl *nl;
+
+	ASSERT_NE(NULL, exe);
+	ASSERT_EQ(0, bst_resolve(&fn, 1, &probe));
+	ASSERT_EQ(0, bst_proc_start(&self->target, "spinner", spin_args, false,
+				    10000));
+	ASSERT_EQ(0, bft_nl_open(&nl, NULL, 0));
+	ASSERT_EQ(0, bft_nl_attach(nl, (uint32_t)self->target.pid, &probe, 1,
+				   NULL)) TH_LOG("%s", bft_nl_errmsg(nl));
+	ASSERT_EQ(0, bst_start(&self->s, true));
+	bft_nl_close(nl);
+	expect_attached(_metadata, &self->s, 1);
+	free(exe);
+}
+
 static int first_tgid(const struct bft_nl_method *m, void *arg)
 {
 	*(pid_t *)arg = (pid_t)m->tgid;

@@ -44,6 +44,7 @@ struct bft_nl {
 	uint32_t family_version;
 	uint32_t events_group;
 	bool events;		/* an events handle: never sends requests */
+	bool attach_persist;	/* attach with BFT_A_PERSIST */
 	/* Events: bytes of the last datagram not parsed yet. */
 	size_t ev_off, ev_len;
 	char errmsg[512];
@@ -796,7 +797,7 @@ static int attach_one(struct bft_nl *nl, uint32_t tgid,
 {
 	size_t bufsz = MNL_NLMSG_HDRLEN + GENL_HDRLEN +
 		       MNL_ALIGN(MNL_ATTR_HDRLEN + sizeof(uint32_t)) +
-		       MNL_ATTR_HDRLEN + attrs_size;
+		       MNL_ATTR_HDRLEN + MNL_ATTR_HDRLEN + attrs_size;
 	struct attach_ctx ctx = { results, n };
 	struct nlmsghdr *nlh;
 	struct nlattr *outer;
@@ -808,6 +809,8 @@ static int attach_one(struct bft_nl *nl, uint32_t tgid,
 		return set_err(nl, -ENOMEM, "out of memory for %zu probes", n);
 	nlh = put_cmd(nl, buf, BFT_CMD_ATTACH, NLM_F_ACK);
 	mnl_attr_put_u32(nlh, BFT_A_TGID, tgid);
+	if (nl->attach_persist)
+		mnl_attr_put(nlh, BFT_A_PERSIST, 0, NULL);
 	outer = mnl_attr_nest_start(nlh, BFT_A_PROBES);
 	for (size_t i = 0; i < n; i++) {
 		const struct bft_nl_probe *p = &probes[i];
@@ -829,6 +832,11 @@ static int attach_one(struct bft_nl *nl, uint32_t tgid,
 	err = transact(nl, nlh, attach_parse, &ctx);
 	free(buf);
 	return err;
+}
+
+void bft_nl_set_attach_persist(struct bft_nl *nl, bool persist)
+{
+	nl->attach_persist = persist;
 }
 
 int bft_nl_attach(struct bft_nl *nl, uint32_t tgid,
@@ -1552,7 +1560,7 @@ static const char *const cmd_names[] = {
 
 static const char *const feat_names[] = {
 	"entry", "return", "noret", "pause", "suspend", "events", "read",
-	"unwind", "owner",
+	"unwind", "owner", "attach_persist",
 };
 
 _Static_assert(sizeof(opt_names) / sizeof(opt_names[0]) == BFT_OPT_MAX + 1,

@@ -114,6 +114,15 @@ struct bft_nl_probe {
 int bft_nl_attach(struct bft_nl *nl, uint32_t tgid,
 		  const struct bft_nl_probe *probes, size_t n, int *results);
 
+/*
+ * Probes attached outside a session belong to this handle's socket, and
+ * are detached when it closes, unless it attaches with persist (a module
+ * with BFT_FEAT_ATTACH_PERSIST; older ones keep every probe): then only a
+ * detach, a stop, or the end of the session that a start makes of them
+ * removes them.
+ */
+void bft_nl_set_attach_persist(struct bft_nl *nl, bool persist);
+
 /* Detach every probe of tgid, or of every target when tgid is 0. */
 int bft_nl_detach(struct bft_nl *nl, uint32_t tgid);
 

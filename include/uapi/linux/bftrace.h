@@ -35,7 +35,17 @@
  * when that socket is released (closed, or its process exits or is killed),
  * the session stops as BFT_CMD_STOP stops it, before close() returns.  With
  * BFT_A_PERSIST the session has no owner and lasts until BFT_CMD_STOP or
- * rmmod.  Attaching, pausing or reading the rings makes no one an owner.
+ * rmmod.  Pausing or reading the rings makes no one an owner.
+ *
+ * Ownership starts at the attach (BFT_FEAT_ATTACH_PERSIST): a target
+ * attached while no session is active (INITIALIZING or SHUTTING_DOWN)
+ * belongs to the socket that last attached to it, and when that socket is
+ * released before a start, the target is detached as BFT_CMD_DETACH
+ * detaches it: a controller that dies between attach and start leaves no
+ * probe behind.  BFT_A_PERSIST on BFT_CMD_ATTACH makes the target nobody's
+ * (a tool that attaches and exits, as 'bfctl attach' does); BFT_CMD_START
+ * hands every target to the session (its owner, or none with persist).
+ * Targets attached while a session is active are the session's.
  *
  * Commands, their request attributes and their reply attributes:
  *
@@ -48,7 +58,8 @@
  * BFT_CMD_ATTACH            (privileged, and ptrace access to the target)
  *     request: BFT_A_TGID, BFT_A_PROBES (nest of BFT_A_PROBE nests, each
  *              holding BFT_P_PATH, BFT_P_OFFSET, BFT_P_METHOD_ID,
- *              BFT_P_FLAGS, BFT_P_NAME).
+ *              BFT_P_FLAGS, BFT_P_NAME), BFT_A_PERSIST (optional; see
+ *              Sessions above).
  *     reply:   BFT_A_TGID, BFT_A_RESULTS (nest of BFT_A_RESULT nests, each
  *              holding BFT_R_INDEX and BFT_R_ERRNO, 0 meaning attached).
  *     The whole batch is checked before anything is registered; a bad probe
@@ -79,8 +90,13 @@
  *     probes (about a thousand): a tool splits larger batches, and the
  *     all-or-nothing check holds per request.
  *
- * BFT_CMD_DETACH            (privileged)
+ * BFT_CMD_DETACH            (privileged, and ptrace access to the targets)
  *     request: BFT_A_TGID, or none for every target.  -ENOENT: no such target.
+ *     -EPERM (nothing detached) if the caller may not ptrace a target that
+ *     still runs, checked on a live thread of it (its main thread may have
+ *     exited), or if no live thread of it can be checked.  BFT_CMD_STOP has
+ *     the same rule for every target; the end of a session whose owner's
+ *     socket is released has none.
  *
  * BFT_CMD_START, BFT_CMD_STOP, BFT_CMD_PAUSE, BFT_CMD_UNPAUSE,
  * BFT_CMD_SUSPEND, BFT_CMD_UNSUSPEND   (privileged)
@@ -94,7 +110,7 @@
  *     - pause: every thread of every target is stopped (SIGSTOP); recording
  *       stays on, so nothing in flight is lost.  unpause sends SIGCONT.
  *       -EPERM, nothing stopped, if a target is PID 1, the caller's own
- *       process, or one the caller may not ptrace.
+ *       process, or one the caller may not ptrace (as for DETACH).
  *     - suspend: recording stops; a BFT_ESC_BREAK record goes into every
  *       CPU stream.  Hits while suspended are dropped on purpose: they are
  *       counted in BFT_S_SUSPENDED, not as lost.
@@ -137,8 +153,11 @@
  *     it drains, often after the target exited or tracing stopped, so a
  *     detached probe's entry stays in the dump, with BFT_PF_GONE in its
  *     flags, until the next BFT_CMD_START (at most 65536 such entries,
- *     the oldest dropped first).  BFT_P_PATH is resolved against the
- *     reader's root for live and detached entries alike.
+ *     the oldest dropped first).  BFT_P_PATH of a live entry is resolved
+ *     against the reader's root; a detached entry keeps the name its file
+ *     had when it was detached (so it pins no file system): resolved
+ *     against the root of the controller that detached or stopped, or the
+ *     system's root for a target the module reaped.
  *
  * BFT_CMD_GET_EXCEPTIONS    (privileged; a dump)
  *     one message per exception type seen by a BFT_PF_HOOK_THROW probe:
@@ -463,7 +482,7 @@ enum bft_attr {
 	BFT_A_ERRNO,		/* s32, a positive errno */
 	BFT_A_PAD,
 	BFT_A_EXC,		/* nest: BFT_X_* */
-	BFT_A_PERSIST,		/* flag: BFT_CMD_START without an owner */
+	BFT_A_PERSIST,		/* flag: BFT_CMD_START or _ATTACH without an owner */
 	BFT_A_OWNER,		/* u32: the session owner's port id, 0 none */
 	__BFT_A_MAX,
 };
@@ -632,6 +651,8 @@ enum bft_event {
  */
 #define BFT_FEAT_UNWIND		(1ULL << 7)
 #define BFT_FEAT_OWNER		(1ULL << 8)	/* sessions have owners */
+/* attaches outside a session have owners; BFT_A_PERSIST on BFT_CMD_ATTACH */
+#define BFT_FEAT_ATTACH_PERSIST	(1ULL << 9)
 
 /* 2.2: escape records */
 #define BFT_ESC_LEAD		0x40	/* | kind; then 0x00 */

@@ -4,7 +4,7 @@
  * threads, and counts the returned calls in a page shared with the test
  * (spinner_shm.h) when file descriptor SPIN_SHM_FD is open.
  *
- *   spinner [-t threads] [-d busy_us] [-n calls] [-x]
+ *   spinner [-t threads] [-d busy_us] [-n calls] [-x] [-L]
  *
  *   -t  spinning threads, the main thread included (default 1)
  *   -d  busy-wait this many microseconds between calls (default 0), to
@@ -13,6 +13,8 @@
  *       (default: spin forever)
  *   -x  exec itself again (same arguments) when an 'x' arrives on stdin:
  *       the same pid, a new address space
+ *   -L  the main thread exits when an 'L' arrives on stdin; the others go
+ *       on (a process whose /proc/PID refers to a zombie leader)
  *
  * Prints "ready\n" on stdout once every thread is running.
  */
@@ -112,10 +114,10 @@ int main(int argc, char **argv)
 {
 	pthread_t th[SPIN_MAX_THREADS], xth;
 	unsigned int nr = 1;
-	int opt, reexec = 0;
+	int opt, reexec = 0, leaderless = 0;
 
 	self_argv = argv;
-	while ((opt = getopt(argc, argv, "t:d:n:x")) != -1) {
+	while ((opt = getopt(argc, argv, "t:d:n:xL")) != -1) {
 		switch (opt) {
 		case 't':
 			nr = (unsigned int)strtoul(optarg, NULL, 0);
@@ -129,8 +131,11 @@ int main(int argc, char **argv)
 		case 'x':
 			reexec = 1;
 			break;
+		case 'L':
+			leaderless = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-t threads] [-d busy_us] [-n calls] [-x]\n",
+			fprintf(stderr, "usage: %s [-t threads] [-d busy_us] [-n calls] [-x] [-L]\n",
 				argv[0]);
 			return 2;
 		}
@@ -160,6 +165,8 @@ int main(int argc, char **argv)
 	}
 	printf("ready\n");
 	fflush(stdout);
+	while (leaderless && getchar() != EOF)
+		pthread_exit(NULL);
 
 	spin_loop(0);
 	for (unsigned int i = 1; i < nr; i++)
