@@ -122,15 +122,34 @@ static int bft_put_limits(struct sk_buff *skb)
 	return 0;
 }
 
+#ifndef BFT_HAVE_BROADCAST_FILTER
+/*
+ * Without a filtered broadcast, events reach every member of the group.
+ * The core checks a member's capability when it joins a group that a
+ * family owns, so a member that is there when the family registers joined
+ * an id nobody owned, unchecked: nobody legitimate can have, since a
+ * client finds the id by asking for the family, which loads the module
+ * first.  Such a member could not be told apart from a later one, so no
+ * event is sent at all until the module is loaded again, and the
+ * capabilities say so (no BFT_FEAT_EVENTS).
+ */
+static bool bft_events_withheld;
+#else
+#define bft_events_withheld false
+#endif
+
 static int bft_cmd_get_caps(struct sk_buff *req, struct genl_info *info)
 {
-	const u64 features = BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_NORET |
-			     BFT_FEAT_PAUSE | BFT_FEAT_SUSPEND |
-			     BFT_FEAT_EVENTS | BFT_FEAT_READ |
-			     BFT_FEAT_UNWIND | BFT_FEAT_OWNER |
-			     BFT_FEAT_ATTACH_PERSIST;
+	u64 features = BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_NORET |
+		       BFT_FEAT_PAUSE | BFT_FEAT_SUSPEND |
+		       BFT_FEAT_EVENTS | BFT_FEAT_READ |
+		       BFT_FEAT_UNWIND | BFT_FEAT_OWNER |
+		       BFT_FEAT_ATTACH_PERSIST;
 	struct sk_buff *skb;
 	void *hdr;
+
+	if (bft_events_withheld)
+		features &= ~BFT_FEAT_EVENTS;
 
 	skb = bft_reply_new(info, NLMSG_GOODSIZE, &hdr);
 	if (!skb)
@@ -511,7 +530,7 @@ static struct sk_buff *bft_event_new(u8 event, size_t size, void **hdr)
 {
 	struct sk_buff *skb;
 
-	if (!READ_ONCE(bft_family_live) ||
+	if (!READ_ONCE(bft_family_live) || bft_events_withheld ||
 	    !genl_has_listeners(&bft_family, &init_net, 0))
 		return NULL;
 	skb = genlmsg_new(nla_total_size(sizeof(u8)) + size, GFP_KERNEL);
@@ -630,9 +649,16 @@ int bft_genl_init(void)
 {
 	int err = genl_register_family(&bft_family);
 
-	if (!err)
-		WRITE_ONCE(bft_family_live, true);
-	return err;
+	if (err)
+		return err;
+#ifndef BFT_HAVE_BROADCAST_FILTER
+	if (genl_has_listeners(&bft_family, &init_net, 0)) {
+		bft_events_withheld = true;
+		pr_notice("bftrace: the events group had a member before the family existed; this kernel cannot filter a broadcast, so no events are sent until the module is loaded again\n");
+	}
+#endif
+	WRITE_ONCE(bft_family_live, true);
+	return 0;
 }
 
 void bft_genl_exit(void)

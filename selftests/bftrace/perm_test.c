@@ -574,7 +574,16 @@ TEST_F_TIMEOUT(perm, events_joined_before_the_module_are_not_sent, 90)
 	/* two mode events */
 	ASSERT_EQ(0, bst_start(&s2, true));
 	ASSERT_EQ(0, bst_mode(&s2, BFT_CMD_STOP));
-	EXPECT_LT(0, queued(late));
+	/*
+	 * A kernel that filters a broadcast sends to the late, privileged
+	 * member only; one that cannot withholds every event, and its
+	 * capabilities stop offering them.
+	 */
+	if (s2.caps.features & BFT_FEAT_EVENTS) {
+		EXPECT_LT(0, queued(late));
+	} else {
+		EXPECT_EQ(0, queued(late));
+	}
 	close(late);
 	ASSERT_EQ(1, write(go[1], "g", 1));
 	ASSERT_EQ(child, waitpid(child, &ws, 0));
