@@ -11,6 +11,7 @@
  *   trace.c   one agent's trace: run id, configuration, control messages,
  *             data connections, reordering by sequence with data breaks and
  *             gap reporting
+ *   micro.c   the microseconds of bftrace.us markers, for route.c
  *   route.c   what ordered events become: per-thread shadow stacks, the
  *             text call tree, Chrome trace JSON, folded stacks, the summary
  *   live_write.c  the live copy of a trace, written while it is received
@@ -145,6 +146,7 @@ struct trace {
 	char *agent_error;	/* the text of the agent's Error, NULs kept */
 	size_t agent_error_len;
 	struct route *route;
+	struct route_hold *hold;	/* micro.c's */
 	struct live *live;	/* NULL: no live copy */
 };
 
@@ -156,8 +158,10 @@ struct pending {
 	uint32_t exception;
 	uint16_t thread;
 	uint16_t line;
+	uint16_t us;		/* the sub-millisecond part of time (bftrace.us) */
 	uint8_t id;
 	bool thrown;
+	bool noret;		/* an entry of an entries-only method (route.c) */
 	char *key, *value;	/* MARKER */
 };
 
@@ -170,6 +174,7 @@ struct hq {
 	struct trace **traces;
 	unsigned int ntraces, traces_cap;
 	unsigned int next_index;
+	bool indexed;		/* next_index follows the output directory's */
 	unsigned int finished;
 	unsigned int run_cursor;	/* the next run id to try */
 	bool stop;
@@ -253,12 +258,35 @@ bool route_has_name(struct route *r, char kind, uint32_t id,
 		    const char *name, size_t len);
 void route_map_exception(struct route *r, uint32_t id, const char *name);
 void route_event(struct route *r, const struct pending *p);
+/* sig without its object prefix and parameters, into b (n bytes). */
+void route_label(const char *sig, char *b, size_t n);
+/* A "bftrace.noret" marker's value: the method id it says has no exits. */
+void route_declare_noret(struct route *r, const char *value);
+/* Whether method id was declared entries-only ("bftrace.noret"). */
+bool route_noret(struct route *r, uint32_t id);
 /* Every thread's call stack is void: cause "data break" or "gap". */
 void route_void(struct route *r, const char *cause);
 /* The same for one thread only (a replayed void line). */
 void route_void_thread(struct route *r, uint16_t thread, const char *cause);
 /* Write every output file; the summary also goes to f if not NULL. */
 int route_finish(struct route *r, const struct trace *t, FILE *f);
+
+/* micro.c: routing with bftrace.us markers' microseconds */
+struct route_hold;
+/*
+ * A bftrace.us marker's value "<n> <d>,<d>,...": the n sub-millisecond
+ * parts into *d (malloc'ed, caller frees): 0, -EINVAL or -ENOMEM.
+ */
+int hq_micro_parse(const char *v, uint16_t **d, uint32_t *n);
+/* route_event(), or held until a marker gives p its microseconds. */
+void micro_route(struct trace *t, struct pending *p);
+/* route_void(), in line with what is held. */
+void micro_void(struct trace *t, const char *cause);
+/* A bftrace.us marker: what is held gets its microseconds and goes. */
+void micro_marker(struct trace *t, const struct pending *p);
+/* Route what is held (the trace ends). */
+void micro_flush(struct trace *t);
+void micro_free(struct trace *t);
 
 /* live_write.c: see docs/live-format.md */
 struct live;

@@ -692,7 +692,7 @@ int inspector_main(int argc, char **argv)
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (parse(&o, argc, argv)) {
 		free(o.adds);
-		return 1;
+		return 2;	/* a usage error, as bfctl's */
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -316,7 +316,7 @@ int live_parse_line(const char *s, size_t n, struct live_line *l)
 	uint64_t a = 0, b = 0, c = 0, seq, t;
 
 	memset(l, 0, sizeof(*l));
-	if (n < 2 || !strchr("ext!um|", s[0]) || !s[0] || s[1] != ' ')
+	if (n < 2 || !strchr("enxt!um|", s[0]) || !s[0] || s[1] != ' ')
 		return -EINVAL;
 	l->op = s[0];
 	if (field(&p, end, UINT32_MAX, &seq) || field(&p, end, UINT64_MAX, &t))

@@ -264,6 +264,8 @@ void live_event(struct live *l, const struct pending *p)
 		r->routed_us = live_wall_us();
 	if (r->op == 'x' && p->thrown)
 		r->op = 't';
+	if (r->op == 'e' && p->noret)
+		r->op = 'n';
 	r->stream = r->op == 'm' ? LIVE_MARKERS : p->thread;
 	r->seq = p->seq;
 	r->us = (uint64_t)p->time * 1000;
@@ -312,41 +314,24 @@ static bool seq_before(uint32_t a, uint32_t b)
  */
 void live_micro(struct live *l, const struct pending *p)
 {
-	const char *v = p->value;
-	unsigned long n, k, x;
+	uint32_t first, i, n = 0;
 	uint16_t *d;
-	uint32_t first, i;
-	char *end;
+	int err;
 
 	if (!l || l->broken)
 		return;
-	n = strtoul(v, &end, 10);
-	if (end == v || n > 65536 || (*end && *end != ' ')) {
-		l->micro_bad++;
+	err = hq_micro_parse(p->value, &d, &n);
+	if (err == -ENOMEM)
 		return;
-	}
-	d = calloc(n + 1, sizeof(*d));
-	if (!d)
-		return;
-	for (k = 0; k < n; k++) {
-		if (*end != (k ? ',' : ' '))
-			break;
-		v = end + 1;
-		x = strtoul(v, &end, 10);
-		if (end == v || x > 999)
-			break;
-		d[k] = (uint16_t)x;
-	}
 	l->micro = true;
 	if (!l->covered_set || seq_before(l->covered, p->seq))
 		l->covered = p->seq;
 	l->covered_set = true;
-	if (k < n || *end) {
+	if (err) {
 		l->micro_bad++;
-		free(d);
 		return;
 	}
-	first = p->seq - (uint32_t)n;
+	first = p->seq - n;
 	/* the records are in sequence order: the last ones are these */
 	for (i = l->nrecs; i-- > 0;) {
 		struct lrec *r = &l->recs[i];

@@ -57,7 +57,7 @@ static void usage(FILE *f)
 "      --live-stamps          also trace-N/live/stamps: when each event was\n"
 "                             routed and indexed (a latency debug aid)\n"
 "      --count N              exit once N traces have ended\n"
-"      --timeout SECONDS      exit after this long, whatever happens\n"
+"      --timeout SECONDS      exit (status 3) after this long, whatever happens\n"
 "      --http [HOST:]PORT     serve the live viewer there (HOST default\n"
 "                             127.0.0.1; PORT 0: any free port, logged)\n"
 "      --http-host NAME       also serve requests whose Host is NAME (besides\n"
@@ -405,7 +405,7 @@ static int run(struct hq *hq)
 			break;
 		if (deadline && now >= deadline) {
 			hq_log("--timeout reached");
-			rc = 2;
+			rc = 3;
 			break;
 		}
 	}
@@ -428,7 +428,7 @@ int main(int argc, char **argv)
 			return inspector_main(argc, argv);
 	if (parse_args(&hq.o, argc, argv, &send, &replay)) {
 		bfp_config_free(&hq.o.config);
-		return 1;
+		return 2;	/* a usage error, as bfctl's */
 	}
 	if (replay) {
 		bfp_config_free(&hq.o.config);

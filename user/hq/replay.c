@@ -67,6 +67,7 @@ static void route_line(struct route *r, uint32_t stream,
 	char *buf = NULL;
 
 	p.time = (uint32_t)(l->time_us / 1000);
+	p.us = (uint16_t)(l->time_us % 1000);
 	switch (l->op) {
 	case '|':
 		route_void_thread(r, (uint16_t)stream,
@@ -74,6 +75,10 @@ static void route_line(struct route *r, uint32_t stream,
 				  l->cause);
 		return;
 	case 'e':
+		p.id = BFP_METHOD_ENTRY;
+		break;
+	case 'n':
+		/* its bftrace.noret marker was routed before it */
 		p.id = BFP_METHOD_ENTRY;
 		break;
 	case 't':

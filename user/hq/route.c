@@ -51,8 +51,8 @@ struct sig {
 
 struct frame {
 	uint32_t method;
-	uint32_t enter;		/* ms */
-	uint32_t child_ms;
+	uint64_t enter;		/* us */
+	uint64_t child_us;
 	uint32_t node;
 	/* The signature its B event named (NULL: "#id"), so that its E
 	 * names the same even if the map came, or changed, in between. */
@@ -70,24 +70,28 @@ struct rthread {
 	bool seen;		/* has had an event */
 	bool named_in_json;
 	bool mapped;		/* MapThreadName received */
-	uint32_t last_time;
+	uint64_t last_time;	/* us */
 	uint32_t root;		/* folded-stack trie root */
 	uint64_t calls;
 	struct bft_buf text, canon;
+	/* entries of entries-only methods, counted per method */
+	struct method *noret;
+	uint32_t ncap, ncount;
 };
 
 struct method {
 	uint32_t id;
 	bool used_slot;
 	bool mapped;
+	bool noret;		/* declared entries-only: no frames, counted */
 	struct sig *sig;
-	uint64_t calls, total_ms, self_ms;
+	uint64_t calls, total_us, self_us;
 };
 
 struct node {
 	uint32_t parent, method, first_child, next_sibling;
 	uint32_t depth;		/* frames from the thread's root */
-	uint64_t self_ms, calls;
+	uint64_t self_us, calls;
 };
 
 /*
@@ -97,6 +101,12 @@ struct node {
  * instead), and folded.txt leaves deeper paths out (counted).
  */
 #define TREE_MAX_INDENT		64
+/*
+ * trace.json's instants for entries of entries-only methods: each is some
+ * 80 bytes of JSON where the live copy has 25, so past this many the
+ * timeline stops growing (left out, counted; the counts stay whole).
+ */
+#define CHROME_MAX_INSTANTS	200000
 #define FOLDED_MAX_DEPTH	1024
 #define THREAD_PAGE		256
 #define THREAD_PAGES		(65536 / THREAD_PAGE)
@@ -118,8 +128,11 @@ struct route {
 	uint32_t ecap, ecount;
 	struct node *nodes;
 	uint32_t nnodes, ncap;
-	uint32_t last_time;
+	uint64_t last_time;	/* us */
+	uint64_t t0;		/* the first event's time: trace.json's 0 */
+	bool have_t0;
 	uint32_t pid_default;
+	uint64_t noret_calls, noret_methods, instants_cut;
 	uint64_t calls, exits, orphans, mismatched, voids, voided_frames;
 	uint64_t exceptions_seen, markers, lost, unclosed;
 	uint64_t unwound, unmapped_exception_uses;
@@ -266,13 +279,19 @@ static void chrome_name(struct route *r, struct rthread *th)
 	th->named_in_json = true;
 }
 
+/* trace.json's time of us: from the first event, so no empty lead-in. */
+static json_int_t chrome_ts(const struct route *r, uint64_t us)
+{
+	return (json_int_t)(us > r->t0 ? us - r->t0 : 0);
+}
+
 static void chrome_slice(struct route *r, struct rthread *th, const char *ph,
-			 const char *name, uint32_t ms)
+			 const char *name, uint64_t us)
 {
 	if (!th->named_in_json)
 		chrome_name(r, th);
 	chrome_event(r, json_pack("{s:s,s:s,s:I,s:I,s:I}", "name", name,
-				  "ph", ph, "ts", (json_int_t)ms * 1000,
+				  "ph", ph, "ts", chrome_ts(r, us),
 				  "pid", (json_int_t)th->pid,
 				  "tid", (json_int_t)th->tid));
 }
@@ -437,6 +456,26 @@ static const char *exception_name(struct route *r, uint32_t id, char *tmp,
 
 /* ---- entering and leaving frames ---- */
 
+/*
+ * What tree.txt writes after a name to show a call: "()", unless the
+ * signature has its parameters already (a demangled C++ name, "f(int)" or
+ * "g() const").
+ */
+static const char *call_parens(const char *name)
+{
+	return strchr(name, '(') ? "" : "()";
+}
+
+/* tree.txt's duration column: milliseconds with their microseconds. */
+static void duration(struct bft_buf *b, uint64_t us)
+{
+	char ms[32];
+
+	snprintf(ms, sizeof(ms), "%" PRIu64 ".%03u", us / 1000,
+		 (unsigned int)(us % 1000));
+	hq_bprintf(b, "%7s ms | ", ms);
+}
+
 static void indent(struct bft_buf *b, uint32_t depth)
 {
 	if (depth > TREE_MAX_INDENT)
@@ -453,6 +492,7 @@ static void indent(struct bft_buf *b, uint32_t depth)
 static void flush_leaf(struct route *r, struct rthread *th)
 {
 	char tmp[24];
+	const char *name;
 
 	if (!th->leaf_pending)
 		return;
@@ -461,13 +501,13 @@ static void flush_leaf(struct route *r, struct rthread *th)
 		return;
 	hq_bprintf(&th->text, "%10s | ", "");
 	indent(&th->text, th->depth - 1);
-	hq_bprintf(&th->text, "%s() {\n",
-		method_name(r, th->stack[th->depth - 1].method, tmp,
-			    sizeof(tmp)));
+	name = method_name(r, th->stack[th->depth - 1].method, tmp,
+			   sizeof(tmp));
+	hq_bprintf(&th->text, "%s%s {\n", name, call_parens(name));
 }
 
 static void enter(struct route *r, struct rthread *th, uint32_t method,
-		  uint32_t time)
+		  uint64_t time)
 {
 	struct frame *f;
 	struct method *m = method_get(r, method, true);
@@ -488,7 +528,7 @@ static void enter(struct route *r, struct rthread *th, uint32_t method,
 	f = &th->stack[th->depth++];
 	f->method = method;
 	f->enter = time;
-	f->child_ms = 0;
+	f->child_us = 0;
 	f->bname = m ? sig_get(m->sig) : NULL;
 	f->node = node_child(r, th->depth > 1 ? th->stack[th->depth - 2].node :
 						th->root, method);
@@ -509,12 +549,12 @@ static void enter(struct route *r, struct rthread *th, uint32_t method,
  * Pop the top frame at time; note says why, if not a normal exit.  exc, if
  * not NULL, is the exception that left it: its E event names it.
  */
-static void leave_exc(struct route *r, struct rthread *th, uint32_t time,
+static void leave_exc(struct route *r, struct rthread *th, uint64_t time,
 		      const char *note, const char *exc)
 {
 	struct frame f;
 	struct method *m;
-	uint32_t dur, self;
+	uint64_t dur, self;
 	char tmp[24];
 	const char *name;
 
@@ -526,27 +566,25 @@ static void leave_exc(struct route *r, struct rthread *th, uint32_t time,
 	f = th->stack[--th->depth];
 	m = method_get(r, f.method, false);
 	dur = time >= f.enter ? time - f.enter : 0;
-	self = dur >= f.child_ms ? dur - f.child_ms : 0;
+	self = dur >= f.child_us ? dur - f.child_us : 0;
 	name = method_name(r, f.method, tmp, sizeof(tmp));
+	duration(&th->text, dur);
+	indent(&th->text, th->depth);
 	if (th->leaf_pending) {
-		hq_bprintf(&th->text, "%7" PRIu32 " ms | ", dur);
-		indent(&th->text, th->depth);
-		hq_bprintf(&th->text, "%s();\n", name);
+		hq_bprintf(&th->text, "%s%s;\n", name, call_parens(name));
 	} else {
-		hq_bprintf(&th->text, "%7" PRIu32 " ms | ", dur);
-		indent(&th->text, th->depth);
 		hq_bprintf(&th->text, "} /* %s%s%s */\n", name, note ? ": " : "",
 			note ? note : "");
 	}
 	th->leaf_pending = false;
 	if (th->depth)
-		th->stack[th->depth - 1].child_ms += dur;
+		th->stack[th->depth - 1].child_us += dur;
 	if (m) {
-		m->total_ms += dur;
-		m->self_ms += self;
+		m->total_us += dur;
+		m->self_us += self;
 	}
 	if (f.node != NO_NODE)
-		r->nodes[f.node].self_ms += self;
+		r->nodes[f.node].self_us += self;
 	if (f.bname) {
 		name = f.bname->s;
 	} else {
@@ -560,7 +598,7 @@ static void leave_exc(struct route *r, struct rthread *th, uint32_t time,
 			chrome_name(r, th);
 		chrome_event(r, json_pack("{s:s,s:s,s:I,s:I,s:I,s:{s:s}}",
 					  "name", name, "ph", "E",
-					  "ts", (json_int_t)time * 1000,
+					  "ts", chrome_ts(r, time),
 					  "pid", (json_int_t)th->pid,
 					  "tid", (json_int_t)th->tid,
 					  "args", "unwound by", exc));
@@ -568,7 +606,7 @@ static void leave_exc(struct route *r, struct rthread *th, uint32_t time,
 	sig_put(f.bname);
 }
 
-static void leave(struct route *r, struct rthread *th, uint32_t time,
+static void leave(struct route *r, struct rthread *th, uint64_t time,
 		  const char *note)
 {
 	leave_exc(r, th, time, note, NULL);
@@ -579,7 +617,7 @@ static void leave(struct route *r, struct rthread *th, uint32_t time,
  * naming method.
  */
 static void do_exit(struct route *r, struct rthread *th, uint32_t method,
-		    uint32_t time, const char *note, char tok, const char *exc)
+		    uint64_t time, const char *note, char tok, const char *exc)
 {
 	uint32_t k;
 
@@ -627,7 +665,7 @@ static const char *exception_note(struct route *r, uint32_t id, char *tmp,
  * then no leaf), an instant event in trace.json.
  */
 static void throw(struct route *r, struct rthread *th,
-		  const struct pending *p)
+		  const struct pending *p, uint64_t time)
 {
 	struct method *e = table_get(&r->exceptions, &r->ecap, &r->ecount,
 				     p->exception, true);
@@ -653,36 +691,124 @@ static void throw(struct route *r, struct rthread *th,
 		chrome_name(r, th);
 	chrome_event(r, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:{s:s,s:s}}",
 				  "name", "throw", "ph", "i", "s", "t",
-				  "ts", (json_int_t)p->time * 1000,
+				  "ts", chrome_ts(r, time),
 				  "pid", (json_int_t)th->pid,
 				  "tid", (json_int_t)th->tid, "args",
 				  "exception", exc, "method", in));
 }
 
+void route_declare_noret(struct route *r, const char *value)
+{
+	struct method *m;
+	unsigned long long id;
+	char *end;
+
+	errno = 0;
+	id = strtoull(value, &end, 10);
+	if (end == value || *end || errno || id > UINT32_MAX)
+		return;
+	m = method_get(r, (uint32_t)id, true);
+	if (m && !m->noret) {
+		m->noret = true;
+		r->noret_methods++;
+	}
+}
+
+bool route_noret(struct route *r, uint32_t id)
+{
+	struct method *m = method_get(r, id, false);
+
+	return m && m->noret;
+}
+
+/*
+ * A method's short label into b: no "object!" prefix, no parameter list
+ * ("libqpdf.so.29!Pipeline::getNext(bool)" is "Pipeline::getNext"), for
+ * trace.json's instants, which are many, and the flame graph's boxes.
+ */
+void route_label(const char *sig, char *b, size_t n)
+{
+	const char *bang = strchr(sig, '!'), *s = bang ? bang + 1 : sig, *c;
+	int depth = 0;
+
+	for (c = s; *c; c++) {
+		if (*c == '<')
+			depth++;
+		else if (*c == '>' && depth)
+			depth--;
+		else if (*c == '(' && !depth && c > s &&
+			 strncmp(s, "operator", 8))
+			break;
+	}
+	snprintf(b, n, "%.*s", (int)(c - s), s);
+}
+
+/*
+ * An entry of an entries-only method: no frame (its exit will never
+ * come), a count per thread for tree.txt, an instant in trace.json.
+ */
+static void instant(struct route *r, struct rthread *th, struct method *m,
+		    uint64_t time)
+{
+	struct method *c = table_get(&th->noret, &th->ncap, &th->ncount,
+				     m->id, true);
+	char tmp[24], label[256];
+
+	hq_bprintf(&th->canon, " n%" PRIu32, m->id);
+	if (c)
+		c->calls++;
+	m->calls++;
+	th->calls++;
+	r->calls++;
+	r->noret_calls++;
+	if (!th->named_in_json)
+		chrome_name(r, th);
+	if (r->noret_calls > CHROME_MAX_INSTANTS) {
+		r->instants_cut++;
+		return;
+	}
+	route_label(method_name(r, m->id, tmp, sizeof(tmp)), label,
+		    sizeof(label));
+	chrome_event(r, json_pack("{s:s,s:s,s:I,s:I,s:I}", "name", label,
+				  "ph", "i", "ts", chrome_ts(r, time),
+				  "pid", (json_int_t)th->pid,
+				  "tid", (json_int_t)th->tid));
+}
+
 void route_event(struct route *r, const struct pending *p)
 {
+	uint64_t time = (uint64_t)p->time * 1000 + p->us;
 	struct rthread *th = NULL;
-	struct method *m;
+	struct method *m = NULL;
 
+	/* a marker may come at the hello (bfcollector's first bftrace.us) */
+	if (!r->have_t0 && p->id != BFP_MARKER) {
+		r->t0 = time;
+		r->have_t0 = true;
+	}
 	if (p->id != BFP_MARKER) {
 		th = thread_get(r, p->thread);
 		if (!th)
 			return;
 		th->seen = true;
-		th->last_time = p->time;
+		th->last_time = time;
 		r->unnamed_thread_uses += !th->mapped;
 		m = method_get(r, p->method, false);
 		r->unmapped_method_uses += !m || !m->mapped;
 	}
-	if (p->time > r->last_time)
-		r->last_time = p->time;
+	if (time > r->last_time)
+		r->last_time = time;
 	switch (p->id) {
 	case BFP_METHOD_ENTRY:
+		if (m && m->noret) {
+			instant(r, th, m, time);
+			break;
+		}
 		hq_bprintf(&th->canon, " e%" PRIu32, p->method);
-		enter(r, th, p->method, p->time);
+		enter(r, th, p->method, time);
 		break;
 	case BFP_METHOD_EXIT:
-		do_exit(r, th, p->method, p->time,
+		do_exit(r, th, p->method, time,
 			p->thrown ? "exception thrown" : NULL, 'x', NULL);
 		break;
 	case BFP_EXCEPTION_BUBBLE: {
@@ -691,21 +817,27 @@ void route_event(struct route *r, const struct pending *p)
 						 sizeof(etmp));
 
 		snprintf(note, sizeof(note), "unwound (%s)", exc);
-		do_exit(r, th, p->method, p->time, note, 'u', exc);
+		do_exit(r, th, p->method, time, note, 'u', exc);
 		break;
 	}
 	case BFP_EXCEPTION:
-		throw(r, th, p);
+		throw(r, th, p, time);
 		break;
 	case BFP_MARKER:
 		r->markers++;
+		/* bfcollector's declaration of a method without exits is
+		 * for us, not an event to show */
+		if (p->key && !strcmp(p->key, "bftrace.noret") && p->value) {
+			route_declare_noret(r, p->value);
+			break;
+		}
 		/* bfcollector reports events lost before the wire this way */
 		if (p->key && !strcmp(p->key, "bftrace.lost") && p->value)
 			r->lost += strtoull(p->value, NULL, 10);
 		chrome_event(r, json_pack("{s:s,s:s,s:s,s:I,s:I,s:{s:s}}",
 					  "name", p->key ? p->key : "",
 					  "ph", "i", "s", "g",
-					  "ts", (json_int_t)p->time * 1000,
+					  "ts", chrome_ts(r, time),
 					  "pid", (json_int_t)r->pid_default,
 					  "args", "value",
 					  p->value ? p->value : ""));
@@ -782,6 +914,7 @@ void route_free(struct route *r)
 			sig_put(th->stack[--th->depth].bname);
 		free(th->name);
 		free(th->stack);
+		free(th->noret);
 		bft_buf_free(&th->text);
 		bft_buf_free(&th->canon);
 		free(th);
@@ -861,8 +994,8 @@ static int cmp_self(const void *a, const void *b)
 	const struct method *x = *(struct method *const *)a;
 	const struct method *y = *(struct method *const *)b;
 
-	if (x->self_ms != y->self_ms)
-		return x->self_ms < y->self_ms ? 1 : -1;
+	if (x->self_us != y->self_us)
+		return x->self_us < y->self_us ? 1 : -1;
 	if (x->calls != y->calls)
 		return x->calls < y->calls ? 1 : -1;
 	return x->id < y->id ? -1 : x->id > y->id;
@@ -889,6 +1022,10 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 	fputc('\n', f);
 	fprintf(f, "calls:         %" PRIu64 " (exits %" PRIu64 ")\n",
 		r->calls, r->exits);
+	if (r->noret_methods)
+		fprintf(f, "entries only:  %" PRIu64 " of the calls, of %" PRIu64
+			" methods traced without their exits: counted, no "
+			"durations\n", r->noret_calls, r->noret_methods);
 	fprintf(f, "threads:       %u\n", r->nthreads);
 	for (i = 0; i < r->mcap; i++) {
 		if (!r->methods[i].used_slot)
@@ -914,6 +1051,10 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 		" frames unwound, %" PRIu64 " uses of an unmapped type\n",
 		r->exceptions_seen, r->unwound, r->unmapped_exception_uses);
 	fprintf(f, "open at end:   %" PRIu64 " frames\n", r->unclosed);
+	if (r->instants_cut)
+		fprintf(f, "trace.json:    %" PRIu64 " instants of entries-only "
+			"calls past the first %u left out\n", r->instants_cut,
+			CHROME_MAX_INSTANTS);
 	if (r->folded_cut)
 		fprintf(f, "folded.txt:    %" PRIu64 " paths deeper than %u "
 			"frames left out\n", r->folded_cut, FOLDED_MAX_DEPTH);
@@ -933,20 +1074,73 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 	if (!top)
 		return;
 	for (i = 0; i < r->mcap; i++)
-		if (r->methods[i].used_slot && r->methods[i].calls)
+		if (r->methods[i].used_slot && r->methods[i].calls &&
+		    !r->methods[i].noret)
 			top[n++] = &r->methods[i];
 	qsort(top, n, sizeof(*top), cmp_self);
 	if (n)
 		fprintf(f, "top methods by self time:\n%10s %10s %10s  %s\n",
 			"self ms", "total ms", "calls", "method");
 	for (i = 0; i < n && i < 20; i++) {
+		char tmp[24], self[32], total[32];
+
+		snprintf(self, sizeof(self), "%" PRIu64 ".%03u",
+			 top[i]->self_us / 1000,
+			 (unsigned int)(top[i]->self_us % 1000));
+		snprintf(total, sizeof(total), "%" PRIu64 ".%03u",
+			 top[i]->total_us / 1000,
+			 (unsigned int)(top[i]->total_us % 1000));
+		fprintf(f, "%10s %10s %10" PRIu64 "  %s\n", self, total,
+			top[i]->calls,
+			method_name(r, top[i]->id, tmp, sizeof(tmp)));
+	}
+	n = 0;
+	for (i = 0; i < r->mcap; i++)
+		if (r->methods[i].used_slot && r->methods[i].calls &&
+		    r->methods[i].noret)
+			top[n++] = &r->methods[i];
+	qsort(top, n, sizeof(*top), cmp_self);	/* no time: by calls */
+	if (n)
+		fprintf(f, "top methods traced by entries only:\n%10s  %s\n",
+			"calls", "method");
+	for (i = 0; i < n && i < 20; i++) {
 		char tmp[24];
 
-		fprintf(f, "%10" PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s\n",
-			top[i]->self_ms, top[i]->total_ms, top[i]->calls,
+		fprintf(f, "%10" PRIu64 "  %s\n", top[i]->calls,
 			method_name(r, top[i]->id, tmp, sizeof(tmp)));
 	}
 	free(top);
+}
+
+/*
+ * tree.txt's account of a thread's entries of entries-only methods: how
+ * often each was entered, most first; a frame per entry would nest for
+ * ever, since none of them is seen to return.
+ */
+static void tree_noret(struct route *r, struct rthread *th, FILE *f)
+{
+	struct method **v;
+	uint32_t i, n = 0;
+	uint64_t calls = 0;
+	char tmp[24];
+
+	if (!th->ncount)
+		return;
+	v = calloc(th->ncount, sizeof(*v));
+	if (!v)
+		return;
+	for (i = 0; i < th->ncap; i++)
+		if (th->noret[i].used_slot) {
+			v[n++] = &th->noret[i];
+			calls += th->noret[i].calls;
+		}
+	qsort(v, n, sizeof(*v), cmp_self);
+	fprintf(f, "%10s | ---- entries only (no exits traced): %" PRIu64
+		" calls of %u methods ----\n", "", calls, n);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%8" PRIu64 " x | %s\n", v[i]->calls,
+			method_name(r, v[i]->id, tmp, sizeof(tmp)));
+	free(v);
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -1032,6 +1226,7 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 			/* a thread that was only named has no text at all */
 			if (th->text.len)
 				fwrite(th->text.data, 1, th->text.len, f);
+			tree_noret(r, th, f);
 			fputc('\n', f);
 		}
 		fclose(f);
@@ -1068,7 +1263,7 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 			path.len = 0;
 			folded_path(r, &path, i, &ids);
 			fprintf(f, "%.*s %" PRIu64 "\n", (int)path.len,
-				(const char *)path.data, r->nodes[i].self_ms);
+				(const char *)path.data, r->nodes[i].self_us);
 		}
 		fclose(f);
 	}

@@ -18,7 +18,10 @@
  * declared lost, the stacks are void as for a gap, and ordering goes on.
  * Everything routed also goes to the live copy (live_write.c).
  */
+#include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +127,32 @@ struct trace *hq_trace_by_run(struct hq *hq, uint8_t run_id)
 	return NULL;
 }
 
+/*
+ * A bfhq started again on the same output directory goes on from the
+ * highest trace-N there: an earlier run's traces are never overwritten.
+ */
+static void index_outdir(struct hq *hq)
+{
+	DIR *d = opendir(hq->o.outdir);
+	struct dirent *e;
+
+	hq->indexed = true;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		unsigned long n;
+		char *end;
+
+		if (strncmp(e->d_name, "trace-", 6) || !isdigit((unsigned char)
+							      e->d_name[6]))
+			continue;
+		n = strtoul(e->d_name + 6, &end, 10);
+		if (!*end && n > hq->next_index && n < UINT_MAX)
+			hq->next_index = (unsigned int)n;
+	}
+	closedir(d);
+}
+
 struct trace *hq_trace_new(struct hq *hq, struct conn *control,
 			   uint8_t version)
 {
@@ -162,6 +191,8 @@ struct trace *hq_trace_new(struct hq *hq, struct conn *control,
 		hq->traces = v;
 		hq->traces_cap = cap;
 	}
+	if (!hq->indexed)
+		index_outdir(hq);
 	t->index = ++hq->next_index;
 	t->run_id = (uint8_t)run;
 	t->version = version;
@@ -283,7 +314,7 @@ void hq_trace_fail(struct hq *hq, struct trace *t, struct conn *c,
 static void apply_breaks(struct trace *t)
 {
 	while (t->nbreaks && !seq_before(t->next_seq, t->breaks[0])) {
-		route_void(t->route, "data break");
+		micro_void(t, "data break");
 		live_void(t->live, "break", t->breaks[0], 0, t->next_seq);
 		memmove(t->breaks, t->breaks + 1,
 			--t->nbreaks * sizeof(*t->breaks));
@@ -292,14 +323,21 @@ static void apply_breaks(struct trace *t)
 
 static void route_one(struct trace *t, struct pending *p)
 {
-	/* bfcollector's microseconds are for the live copy only */
+	/* bfcollector's microseconds: the times of what came before */
 	if (p->id == BFP_MARKER && p->key && !strcmp(p->key, "bftrace.us")) {
 		live_micro(t->live, p);
+		micro_marker(t, p);
 		pending_free(p);
 		return;
 	}
-	route_event(t->route, p);
+	/* declared now: the live copy writes the entries after it as such */
+	if (p->id == BFP_MARKER && p->key && p->value &&
+	    !strcmp(p->key, "bftrace.noret"))
+		route_declare_noret(t->route, p->value);
+	p->noret = p->id == BFP_METHOD_ENTRY &&
+		   route_noret(t->route, p->method);
 	live_event(t->live, p);
+	micro_route(t, p);
 	pending_free(p);
 	t->routed++;
 }
@@ -343,7 +381,7 @@ static void pump(struct trace *t, enum skip skip, unsigned int bound)
 				       t->heap[0].seq - 1, missing, t->nheap);
 				t->lost_bound++;
 				t->lost_missing += missing;
-				route_void(t->route, "lost");
+				micro_void(t, "lost");
 			} else {
 				hq_log("run %u: gap: sequences %u..%u (%u) "
 				       "never arrived; call stacks are void "
@@ -351,7 +389,7 @@ static void pump(struct trace *t, enum skip skip, unsigned int bound)
 				       t->heap[0].seq - 1, missing);
 				t->gaps++;
 				t->gap_missing += missing;
-				route_void(t->route, "gap");
+				micro_void(t, "gap");
 			}
 			live_void(t->live, skip == LOST ? "lost" : "gap",
 				  t->next_seq, missing, t->heap[0].seq);
@@ -669,6 +707,7 @@ static void trace_release(struct trace *t)
 	free(t->breaks);
 	free(t->agent_error);
 	free(t->data);
+	micro_free(t);
 	route_free(t->route);
 	live_close(t->live);
 	t->heap = NULL;
@@ -698,6 +737,7 @@ void hq_trace_finish(struct hq *hq, struct trace *t)
 		t->control = NULL;
 	}
 	pump(t, GAP, 0);
+	micro_flush(t);
 	t->finished = true;
 	route_finish(t->route, t, hq_log_quiet ? NULL : stdout);
 	live_tick(t->live, t, hq_now_ms(), true, true);

@@ -119,6 +119,7 @@ class BftModel {
         this.enter(th, method, time);
         if (this.trail) this.track(method, Number(f[1]));
         break;
+      case "n": this.instant(th, method); break;
       case "x": case "t": this.exit(th, method, time, "x"); break;
       case "u": this.exit(th, method, time, "u"); break;
       case "!": th.canon.push(" !" + f[4]); break;
@@ -146,6 +147,14 @@ class BftModel {
     this.stat(method).calls++;
     th.stack.push({ method, enter: time, childUs: 0, node });
     this.unstamped.push(method);
+  }
+
+  // An entry of a method traced without its exits (route.c's instant()):
+  // counted, never a frame, or the stack would grow for ever.
+  instant(th, method) {
+    th.canon.push(" n" + method);
+    th.calls++;
+    this.stat(method).calls++;
   }
 
   // route.c's do_exit(): the frame it names, and any above it, are left.

@@ -403,6 +403,23 @@ static int hq_ctl(FIXTURE_DATA(faults) *self, const char *sock,
 	return pid > 0 ? wait_exit(pid, 10000) : -1;
 }
 
+/* Usage errors exit 2 as bfctl's do; --timeout's end is 3. */
+TEST_F(faults, bfhq_usage_errors_exit_2)
+{
+	char *bad_opt[] = { "bfhq", "--no-such-option", NULL };
+	char *bad_val[] = { "bfhq", "--port", "seven", NULL };
+	char *bad_insp[] = { "bfhq", "--counters", "7001", "--bogus", NULL };
+	char port[16];
+	char *timeout[] = { "bfhq", "-p", port, "-o", self->hqout,
+			    "--timeout", "1", NULL };
+
+	EXPECT_EQ(2, wait_exit(spawn(bad_opt, self->log), 10000));
+	EXPECT_EQ(2, wait_exit(spawn(bad_val, self->log), 10000));
+	EXPECT_EQ(2, wait_exit(spawn(bad_insp, self->log), 10000));
+	snprintf(port, sizeof(port), "%d", self->port);
+	EXPECT_EQ(3, wait_exit(spawn(timeout, self->log), 30000));
+}
+
 /* The count of the collector's summary line ("..., N dropped while ..."). */
 static long long dropped_while_suspended(const char *log)
 {
@@ -546,17 +563,17 @@ TEST_F_TIMEOUT(faults, bfhq_closes_leaf_frames_that_end_with_a_note, 120)
 		"# thread 1: a (1/1) (1 calls, depth 1)\n"
 		"  DURATION | FUNCTION\n"
 		"           | #7() {\n"
-		"      0 ms | } /* #7: data break */\n"
+		"  0.000 ms | } /* #7: data break */\n"
 		"           | ---- data break: 1 frame cut ----\n"
 		"\n"
 		"# thread 2: b (1/2) (3 calls, depth 2)\n"
 		"  DURATION | FUNCTION\n"
 		"           | #8() {\n"
 		"           |   #9() {\n"
-		"      2 ms |   } /* #9: no exit seen */\n"
-		"      3 ms | } /* #8 */\n"
+		"  2.000 ms |   } /* #9: no exit seen */\n"
+		"  3.000 ms | } /* #8 */\n"
 		"           | #10() {\n"
-		"      0 ms | } /* #10: still open at the end */\n"
+		"  0.000 ms | } /* #10: still open at the end */\n"
 		"\n";
 	/* sequence numbers from 0 */
 	static const struct {

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -413,6 +414,202 @@ TEST_F(hq, an_ended_trace_is_freed_at_once)
 	/* nothing of it is kept: its outputs are on disk */
 	EXPECT_EQ(0u, self->hq.ntraces);
 	free(finish_and_read(&self->hq, self->dir, "calls.txt"));
+}
+
+static void marker(struct hq *hq, struct conn *c, uint32_t seq,
+		   uint32_t time, const char *key, const char *value)
+{
+	struct bfp_msg m = { .id = BFP_MARKER, .seq = seq, .time = time,
+			     .str = key, .str_len = strlen(key), .str2 = value,
+			     .str2_len = strlen(value) };
+
+	feed(hq, c, &m);
+}
+
+static off_t file_size(const char *dir, const char *name)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/trace-1/%s", dir, name);
+	return stat(path, &st) ? -1 : st.st_size;
+}
+
+/*
+ * Issue 30: a method traced without its exits (a "bftrace.noret" marker
+ * says so) is counted and shown as instants; it never nests, and the
+ * frames of a method with exits around it stay whole.
+ */
+TEST_F(hq, entries_only_methods_are_counted_not_nested)
+{
+	const unsigned int n = 50000;
+	char *tree, *summary, *calls, *folded, *json;
+	uint32_t seq = 0, i;
+	off_t fed = 0;
+
+	map_method(&self->hq, self->data, 1, "prog!outer()");
+	map_method(&self->hq, self->data, 7, "libx.so!Pipeline::getNext(bool)");
+	marker(&self->hq, self->data, seq++, 0, "bftrace.noret", "7");
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 1);
+	for (i = 0; i < n; i++)
+		event(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 7);
+	event(&self->hq, self->data, BFP_METHOD_EXIT, seq++, 1);
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 7);
+	fed = (off_t)(n + 3) * 15;	/* a MethodEntry is 15 bytes */
+	summary = finish_and_read(&self->hq, self->dir, "summary.txt");
+	ASSERT_NE(NULL, summary);
+	EXPECT_NE(NULL, strstr(summary, "calls:         50002 (exits 1)\n"))
+		TH_LOG("%s", summary);
+	EXPECT_NE(NULL, strstr(summary, "entries only:  50001 of the calls, "
+			       "of 1 methods"))
+		TH_LOG("%s", summary);
+	EXPECT_NE(NULL, strstr(summary, "open at end:   0 frames\n"));
+	EXPECT_NE(NULL, strstr(summary, "     50001  libx.so!Pipeline::"
+			       "getNext(bool)\n"))
+		TH_LOG("%s", summary);
+	free(summary);
+	tree = finish_and_read(&self->hq, self->dir, "tree.txt");
+	ASSERT_NE(NULL, tree);
+	EXPECT_NE(NULL, strstr(tree, "(50002 calls, depth 1)\n"))
+		TH_LOG("%.400s", tree);
+	EXPECT_NE(NULL, strstr(tree, "| prog!outer();\n")) TH_LOG("%.400s", tree);
+	EXPECT_NE(NULL, strstr(tree, "   50001 x | libx.so!Pipeline::"
+			       "getNext(bool)\n"))
+		TH_LOG("%.400s", tree);
+	free(tree);
+	calls = finish_and_read(&self->hq, self->dir, "calls.txt");
+	ASSERT_NE(NULL, calls);
+	EXPECT_EQ(0, strncmp(calls, "thread 1: e1 n7 n7", 18)) TH_LOG("%.40s", calls);
+	EXPECT_NE(NULL, strstr(calls, " n7 x1 n7\n"));
+	free(calls);
+	folded = finish_and_read(&self->hq, self->dir, "folded.txt");
+	ASSERT_NE(NULL, folded);
+	/* outer's 50001 ms are its own: the instants take no time */
+	EXPECT_STREQ("thread_1;prog!outer() 50001000\n", folded);
+	free(folded);
+	json = finish_and_read(&self->hq, self->dir, "trace.json");
+	ASSERT_NE(NULL, json);
+	EXPECT_NE(NULL, strstr(json, "{\"name\":\"Pipeline::getNext\","
+			       "\"ph\":\"i\","))
+		TH_LOG("%.400s", json);
+	free(json);
+	/* no output bigger than what was fed (it was a staircase: 100s MB) */
+	EXPECT_LT(file_size(self->dir, "tree.txt"), fed);
+	EXPECT_LT(file_size(self->dir, "folded.txt"), fed);
+	EXPECT_LT(file_size(self->dir, "calls.txt"), fed);
+}
+
+/*
+ * Issue 30: bfcollector's "bftrace.us" markers give the usual outputs
+ * their microseconds, and trace.json starts at the first event, not at
+ * the agent's hello.
+ */
+TEST_F(hq, microseconds_reach_the_files_and_json_starts_at_the_first_event)
+{
+	char *tree, *json, *folded;
+
+	map_method(&self->hq, self->data, 1, "prog!f");
+	map_method(&self->hq, self->data, 2, "prog!g");
+	/* bfcollector declares its markers with an empty one */
+	marker(&self->hq, self->data, 0, 0, "bftrace.us", "0");
+	/* times in ms: 1, 16000, 16001, 16001; then their sub-ms parts */
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 1, 1);
+	{
+		struct bfp_msg m = { .id = BFP_METHOD_ENTRY, .seq = 2,
+				     .method = 2, .time = 16000, .thread = 1 };
+		struct bfp_msg x = { .id = BFP_METHOD_EXIT, .seq = 3,
+				     .method = 2, .time = 16001, .thread = 1 };
+		struct bfp_msg y = { .id = BFP_METHOD_EXIT, .seq = 4,
+				     .method = 1, .time = 16001, .thread = 1 };
+
+		feed(&self->hq, self->data, &m);
+		feed(&self->hq, self->data, &x);
+		feed(&self->hq, self->data, &y);
+	}
+	marker(&self->hq, self->data, 5, 16001, "bftrace.us",
+	       "4 100,250,5,900");
+	tree = finish_and_read(&self->hq, self->dir, "tree.txt");
+	ASSERT_NE(NULL, tree);
+	/* g: 16000.250 to 16001.005; f: 1.100 to 16001.900 */
+	EXPECT_NE(NULL, strstr(tree, "  0.755 ms |   prog!g();\n"))
+		TH_LOG("%s", tree);
+	free(tree);
+	folded = finish_and_read(&self->hq, self->dir, "folded.txt");
+	ASSERT_NE(NULL, folded);
+	EXPECT_NE(NULL, strstr(folded, "thread_1;prog!f;prog!g 755\n"))
+		TH_LOG("%s", folded);
+	free(folded);
+	json = finish_and_read(&self->hq, self->dir, "trace.json");
+	ASSERT_NE(NULL, json);
+	EXPECT_NE(NULL, strstr(json, "\"name\":\"prog!f\",\"ph\":\"B\","
+			       "\"ts\":0,"))
+		TH_LOG("%s", json);
+	EXPECT_NE(NULL, strstr(json, "\"name\":\"prog!g\",\"ph\":\"B\","
+			       "\"ts\":15999150,"))
+		TH_LOG("%s", json);
+	EXPECT_NE(NULL, strstr(json, "\"name\":\"prog!g\",\"ph\":\"E\","
+			       "\"ts\":15999905,"))
+		TH_LOG("%s", json);
+	free(json);
+}
+
+/* Issue 30: a demangled C++ name has its parentheses: none are added. */
+TEST_F(hq, cxx_signatures_get_no_second_pair_of_parentheses)
+{
+	char *tree;
+
+	map_method(&self->hq, self->data, 1, "libqpdf.so!QPDFJob::QPDFJob()");
+	map_method(&self->hq, self->data, 2, "libqpdf.so!QPDFObjectHandle::"
+		   "getType() const");
+	map_method(&self->hq, self->data, 3, "prog!plain_c");
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 0, 1);
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 1, 2);
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 2, 2);
+	event(&self->hq, self->data, BFP_METHOD_ENTRY, 3, 3);
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 4, 3);
+	event(&self->hq, self->data, BFP_METHOD_EXIT, 5, 1);
+	tree = finish_and_read(&self->hq, self->dir, "tree.txt");
+	ASSERT_NE(NULL, tree);
+	EXPECT_NE(NULL, strstr(tree, "| libqpdf.so!QPDFJob::QPDFJob() {\n"))
+		TH_LOG("%s", tree);
+	EXPECT_NE(NULL, strstr(tree, "|   libqpdf.so!QPDFObjectHandle::"
+			       "getType() const;\n"))
+		TH_LOG("%s", tree);
+	EXPECT_NE(NULL, strstr(tree, "|   prog!plain_c();\n")) TH_LOG("%s", tree);
+	EXPECT_EQ(NULL, strstr(tree, ")()"));
+	free(tree);
+}
+
+/* Issue 30: a bfhq restarted on the same directory numbers on. */
+TEST(a_restarted_bfhq_numbers_its_traces_on)
+{
+	char dir[64], sub[128];
+	uint8_t hello[2] = { BFP_HELLO, 1 };
+	struct hq hq = { .listen_fd = -1, .ctl_fd = -1 };
+	struct conn *c;
+
+	hq_log_quiet = true;
+	snprintf(dir, sizeof(dir), "/tmp/bft-hq-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/trace-1", dir);
+	ASSERT_EQ(0, mkdir(sub, 0755));
+	snprintf(sub, sizeof(sub), "%s/trace-12", dir);
+	ASSERT_EQ(0, mkdir(sub, 0755));
+	snprintf(sub, sizeof(sub), "%s/trace-x3", dir);
+	ASSERT_EQ(0, mkdir(sub, 0755));
+	hq.o.outdir = dir;
+	hq.o.gap_ms = 2000;
+	bfp_config_init(&hq.o.config);
+	c = hq_conn_add(&hq, -1, CONN_GREETING);
+	ASSERT_NE(NULL, c);
+	hq_conn_feed(&hq, c, hello, 2, false);
+	ASSERT_NE(NULL, c->trace);
+	EXPECT_EQ(13u, c->trace->index);
+	hq_free(&hq);
+	bfp_config_free(&hq.o.config);
+	snprintf(sub, sizeof(sub), "%s/trace-13/summary.txt", dir);
+	EXPECT_EQ(0, access(sub, F_OK));
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 TEST_HARNESS_MAIN
