@@ -57,9 +57,10 @@ static int connect_hq(struct coll *c, int *fdp)
 
 	gerr = getaddrinfo(c->o.hq_host, c->o.hq_port, &hints, &res);
 	if (gerr) {
-		coll_log("cannot resolve HQ %s: %s", c->o.hq_host,
-			 gai_strerror(gerr));
-		return -EHOSTUNREACH;
+		coll_log("cannot resolve HQ host '%s' (port '%s'): %s",
+			 c->o.hq_host, c->o.hq_port, gai_strerror(gerr));
+		/* a name that does not exist will not start to */
+		return gerr == EAI_AGAIN || gerr == EAI_SYSTEM ? -EAGAIN : -ENXIO;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
 		socklen_t len = sizeof(err);
@@ -143,7 +144,8 @@ void hq_send_error_and_close(struct coll *c, const char *text)
 	struct bft_buf b = { 0 };
 	unsigned int i;
 
-	coll_log("%s", text);
+	/* HQ hears who speaks; the log has the name already */
+	coll_log("%s", strncmp(text, "bfcollector: ", 13) ? text : text + 13);
 	if (c->ctl_fd >= 0 && !bfp_encode(&b, c->o.protocol, &m)) {
 		/* whatever control output was queued goes first */
 		fcntl(c->ctl_fd, F_SETFL,
@@ -337,6 +339,24 @@ void hq_control_feed(struct coll *c, const void *p, size_t n)
 /* ---- the handshake ---- */
 
 /* Read one whole message of ctx from a blocking socket, with a deadline. */
+/*
+ * A peer that answers the hello as a web server does is no HQ: someone
+ * gave --hq bfhq's --http port, or another service's.  Say so, rather
+ * than that the message id 72 ('H') is unknown, or only after the
+ * handshake time that no configuration came.
+ */
+static bool not_bytefrog(struct coll *c, char *why, size_t whylen)
+{
+	static const char http[] = "HTTP/";
+	size_t n = c->ctl_in.len < 5 ? c->ctl_in.len : 5;
+
+	if (!n || memcmp(c->ctl_in.data, http, n))
+		return false;
+	snprintf(why, whylen, "the peer at %s:%s is not a Bytefrog HQ: it answered as an HTTP server (bfhq's agent port is 7000 by default; its --http port serves browsers)",
+		 c->o.hq_host, c->o.hq_port);
+	return true;
+}
+
 static int read_msg(struct coll *c, int fd, struct bft_buf *in, enum bfp_ctx ctx,
 		    struct bfp_msg *m, uint64_t deadline, char *why,
 		    size_t whylen)
@@ -461,10 +481,13 @@ int hq_connect(struct coll *c)
 	deadline = coll_now_ms() + c->o.handshake_ms;
 	err = read_msg(c, fd, &c->ctl_in, BFP_CTX_AGENT_CONTROL, &m, deadline,
 		       why, sizeof(why));
+	if (err && not_bytefrog(c, why, sizeof(why)))
+		err = -EPROTO;
 	if (err == -EPROTO || (err == -ETIMEDOUT)) {
-		protocol_error(c, err == -ETIMEDOUT ?
-			       "no configuration within the handshake time" :
-			       why);
+		if (err == -ETIMEDOUT)
+			snprintf(why, sizeof(why), "no configuration within the handshake time: the peer at %s:%s accepted the connection, then said nothing a Bytefrog HQ says (is it one?)",
+				 c->o.hq_host, c->o.hq_port);
+		protocol_error(c, why);
 		goto fatal;
 	}
 	if (err)

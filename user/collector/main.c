@@ -309,6 +309,13 @@ static void connect_step(struct coll *c, uint64_t now)
 	}
 	if (c->stopping && c->hq == HQ_NONE)
 		return;		/* refused, or malformed: fatal */
+	if (err == -ENXIO) {
+		coll_log("giving up: no such HQ host (check --hq)");
+		c->hq = HQ_NONE;
+		c->stopping = true;
+		c->exit_code = EXIT_HQ;
+		return;
+	}
 	c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : 100;
 	if (c->backoff_ms > 5000)
 		c->backoff_ms = 5000;

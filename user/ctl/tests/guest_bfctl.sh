@@ -1044,6 +1044,7 @@ sec_record() {
 # ---- what a newcomer is told ---------------------------------------------------
 
 sec_newcomer() {
+	local rc
 	settle
 	bf stop >/dev/null 2>&1
 	if ! fixture "$T/fx.out" "$FX/fx_c" work 1; then
@@ -1126,8 +1127,49 @@ sec_newcomer() {
 		not_ok "a collector's trace carries nothing an earlier session left in the rings (old $old, new $new)"
 	fi
 	settle
+
+	# bfcollector pointed at something that is no HQ says so, at once
+	local coll_bin=$root/build/user/bfcollector t0
+	mkdir -p "$T/empty" && : >"$T/empty/cpu0.bft" && : >"$T/empty/methods"
+	rc=0
+	timeout 30 getent hosts no-such-host.invalid >/dev/null 2>&1 || rc=$?
+	if ((rc != 2)); then
+		skip "bfcollector --hq with an unknown host gives up at once" \
+			"no name service answers here (getent exit $rc)"
+	else
+		rc=0
+		t0=$SECONDS
+		timeout 60 "$coll_bin" --hq no-such-host.invalid:7000 --replay "$T/empty" \
+			>"$T/c.log" 2>&1 || rc=$?
+		if ((rc == 2 && SECONDS - t0 < 30)) && grep -q 'no such HQ host' "$T/c.log"; then
+			ok "bfcollector --hq with an unknown host gives up at once"
+		else
+			note "$T/c.log"
+			not_ok "bfcollector --hq with an unknown host gives up at once (exit $rc, $((SECONDS - t0)) s)"
+		fi
+	fi
+	python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept(); c.recv(64)
+c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+c.recv(64)' >"$T/port" 2>/dev/null &
+	local web=$!
+	bg_pids+=("$web")
+	wait_for "$T/port" '^[0-9]+' 10
+	rc=0
+	t0=$SECONDS
+	timeout 60 "$coll_bin" --hq "127.0.0.1:$(head -1 "$T/port")" --replay "$T/empty" >"$T/c.log" 2>&1 || rc=$?
+	if ((rc == 3 && SECONDS - t0 < 8)) && grep -q 'is not a Bytefrog HQ' "$T/c.log" &&
+	   ! grep -q 'bfcollector: bfcollector' "$T/c.log"; then
+		ok "bfcollector --hq at a web server says it is no Bytefrog HQ"
+	else
+		note "$T/c.log"; not_ok "bfcollector --hq at a web server says it is no Bytefrog HQ (exit $rc, $((SECONDS - t0)) s)"
+	fi
+	kill "$web" 2>/dev/null
 	if [[ $backend == bpf ]]; then
-		local rc=0
+		rc=0
 		BFT_BPF_PIN_DIR=/sys/fs/bpf/bft-no-such-dir/x "$BFCTL" status >/dev/null 2>"$T/err" || rc=$?
 		if ((rc != 0)) && grep -q 'No such file or directory' "$T/err" &&
 		   ! grep -q 'not on a BPF filesystem' "$T/err"; then
