@@ -136,9 +136,6 @@ struct method {
 	 * HQ session mapped_session; any other session: none */
 	uint32_t mapped_session;
 	uint64_t mapped;
-	/* the same for its entries-only twin (pipeline.c, noret_id()) */
-	uint32_t noret_session;
-	uint64_t noret_mapped;
 	char *sig;
 	char *path;
 	/* counters.c's: entries and frames left, seen in the stream (the

@@ -26,13 +26,6 @@
  * ExceptionBubble instead of a MethodExit; both sequenced like events,
  * each after MapException for its type on that connection.  Frames a
  * longjmp left bubble "longjmp".
- *
- * An ENTER_NORET (no return probe: the frame's exit is never recorded) is
- * sent as a MethodEntry of the method's entries-only twin id, which is
- * mapped to the same signature and declared once per connection by a
- * "bftrace.noret" marker before its first use, so that HQ counts it as an
- * instant instead of a frame that never closes.  The exits the call tree
- * infers for such frames are not sent: nothing observed them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -382,47 +375,6 @@ static __attribute__((noinline)) int send_exception(struct coll *c,
 	return 0;
 }
 
-/* The id a NORET entry of me is sent under (no method id has bit 31). */
-static inline uint32_t noret_id(const struct method *me)
-{
-	return me->id | 0x80000000u;
-}
-
-/*
- * Before the first NORET entry of me on conn: the twin's map, and the
- * sequenced "bftrace.noret" marker that tells HQ it has no exits.
- */
-static __attribute__((noinline)) int declare_noret(struct coll *c,
-						   struct method *me,
-						   unsigned int conn,
-						   uint32_t now, uint64_t us)
-{
-	struct bfp_msg map = { .id = BFP_MAP_METHOD, .method = noret_id(me),
-			       .str = me->sig, .str_len = strlen(me->sig) };
-	struct bfp_msg mark = { .id = BFP_MARKER, .str = "bftrace.noret",
-				.str_len = 13, .time = now };
-	char idtext[16];
-	int err;
-
-	if (me->noret_session != c->session) {
-		me->noret_session = c->session;
-		me->noret_mapped = 0;
-	}
-	if (me->noret_mapped & 1ull << conn)
-		return 0;
-	mark.str2_len = (size_t)snprintf(idtext, sizeof(idtext), "%" PRIu32,
-					 noret_id(me));
-	mark.str2 = idtext;
-	mark.seq = c->seq;
-	err = hq_data_msg(c, conn, &map) ?: hq_data_msg(c, conn, &mark);
-	if (err)
-		return err;
-	me->noret_mapped |= 1ull << conn;
-	c->seq++;
-	note_us(c, (unsigned int)(us % 1000));
-	return 0;
-}
-
 /*
  * One sequenced message for ev: id BFP_METHOD_ENTRY, _EXIT, BFP_EXCEPTION
  * or _BUBBLE (with exception exc), after the maps it needs.
@@ -440,20 +392,14 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 		if (err)
 			return err;
 	}
-	/* a NORET entry needs its twin's map only (declare_noret()) */
-	if ((me->mapped_session != c->session ||
-	     !(me->mapped & 1ull << t->conn)) &&
-	    !(id == BFP_METHOD_ENTRY && ev->noret)) {
+	if (me->mapped_session != c->session ||
+	    !(me->mapped & 1ull << t->conn)) {
 		err = map_method(c, me, t->conn);
 		if (err)
 			return err;
 	}
 	if (id == BFP_EXCEPTION || id == BFP_EXCEPTION_BUBBLE)
 		err = send_exception(c, t, me, id, now, exc);
-	else if (id == BFP_METHOD_ENTRY && ev->noret)
-		err = declare_noret(c, me, t->conn, now, us) ?:
-		      hq_data_call(c, t->conn, id, now, c->seq, noret_id(me),
-				   t->wire_id);
 	else
 		err = hq_data_call(c, t->conn, id, now, c->seq, me->id,
 				   t->wire_id);
@@ -578,12 +524,6 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 			bft_flow_exit(&t->flow, 1);
 			t->flow_depth--;
 		}
-	}
-	/* A NORET frame's leaving was inferred, never observed: HQ never
-	 * opened that frame (send_event()). */
-	if (ev->kind == BFT_CALL_EXIT && ev->noret) {
-		c->bubbles += ev->unwound != 0;	/* it was left all the same */
-		return 0;
 	}
 	switch (c->hq) {
 	case HQ_UP:

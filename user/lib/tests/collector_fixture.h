@@ -60,8 +60,6 @@ struct syn_thread {
 	unsigned int nreal, nmodel;
 	bool seen;			/* an event reached HQ */
 	struct bft_buf tokens;		/* " e1 e2 x2 ..." as HQ writes them */
-	struct bft_buf flow;		/* ... as .flow has them: NORET frames
-					 * too, entered and left */
 	char name[64];
 };
 
@@ -105,24 +103,15 @@ static inline void syn_emit(struct syn *s, struct syn_thread *t, char kind,
 {
 	if (syn_excluded(s, id))
 		return;
-	/* a NORET entry reaches HQ as its entries-only twin (bit 31), and
-	 * its frame's leaving ('y') does not reach it */
-	if (kind != 'y')
-		syn_tok(&t->tokens, kind == 'e' ? " e%u" : kind == 'n' ?
-				    " n%u" : " x%u",
-			kind == 'n' ? id | 0x80000000u : id);
-	syn_tok(&t->flow, kind == 'e' || kind == 'n' ? " e%u" : " x%u", id);
+	syn_tok(&t->tokens, kind == 'e' ? " e%u" : " x%u", id);
 	t->seen = true;
 }
 
-/*
- * The kernel's rule: an exit closes the NORET frames on top, then one.
- * HQ never had the NORET frames open: nothing is sent for them.
- */
+/* The kernel's rule: an exit closes the NORET frames on top, then one. */
 static inline void syn_model_exit(struct syn *s, struct syn_thread *t)
 {
 	while (t->nmodel && t->model[t->nmodel - 1].noret)
-		syn_emit(s, t, 'y', t->model[--t->nmodel].id);
+		syn_emit(s, t, 'x', t->model[--t->nmodel].id);
 	if (t->nmodel)
 		syn_emit(s, t, 'x', t->model[--t->nmodel].id);
 }
@@ -230,7 +219,7 @@ static inline int syn_generate(struct syn *s, const char *dir)
 			th->real[th->nreal++] = (struct syn_frame){ id, noret };
 			th->model[th->nmodel++] = (struct syn_frame){ id,
 								       noret };
-			syn_emit(s, th, noret ? 'n' : 'e', id);
+			syn_emit(s, th, 'e', id);
 		} else {
 			struct syn_frame f = th->real[--th->nreal];
 
@@ -298,10 +287,8 @@ static inline void syn_free(struct syn *s)
 
 	for (i = 0; i < s->o.cpus; i++)
 		bft_writer_free(&s->w[i]);
-	for (i = 0; i < s->o.threads; i++) {
+	for (i = 0; i < s->o.threads; i++)
 		bft_buf_free(&s->th[i].tokens);
-		bft_buf_free(&s->th[i].flow);
-	}
 }
 
 /* ---- processes ---- */

@@ -93,9 +93,9 @@ static int check_flow(struct __test_metadata *_metadata, const char *dir,
 			TH_LOG("%s: %s", path, err.msg);
 		EXPECT_FALSE(f.bad);
 		bft_buf_append(&f.tokens, "", 1);
-		bft_buf_append(&th->flow, "", 1);
-		th->flow.len--;
-		EXPECT_STREQ((char *)th->flow.data, (char *)f.tokens.data)
+		bft_buf_append(&th->tokens, "", 1);
+		th->tokens.len--;
+		EXPECT_STREQ((char *)th->tokens.data, (char *)f.tokens.data)
 			TH_LOG("thread %u", th->tid);
 		checked++;
 		bft_buf_free(&f.tokens);

@@ -131,13 +131,11 @@ static const char expected[] =
 	"bubble 8 m4 x1 t0\n"
 	"map_method 5 prog!dtor_owner\n"
 	"entry 9 m5 t0\n"
-	/* a NORET frame: its entries-only twin, declared; no bubble */
-	"map_method 2147483654 prog!deep\n"
-	"marker 10 bftrace.noret 2147483654\n"
-	"entry 11 m2147483654 t0\n"
 	"map_method 6 prog!deep\n"
+	"entry 10 m6 t0\n"
 	"map_exception 2 int\n"
-	"exception 12 m6 x2 t0\n"
+	"exception 11 m6 x2 t0\n"
+	"bubble 12 m6 x2 t0\n"
 	"bubble 13 m5 x2 t0\n"
 	"entry 14 m2 t0\n"
 	"map_exception 2147483646 longjmp\n"
@@ -157,11 +155,10 @@ static const char expected[] =
 
 /*
  * What bfhq writes for it: calls.txt, tree.txt, exceptions.txt and
- * folded.txt.  Records are 1 ms apart, the first one is time 0.  The
- * NORET frame of prog!deep is an entries-only call: counted, no frame.
+ * folded.txt.  Records are 1 ms apart, the first one is time 0.
  */
 static const char *const hq_expected[] = {
-	"main (4000/4001): e1 e2 e3 !1 u3 x2 e4 !1 u4 e5 n2147483654 !2 u5 e2 "
+	"main (4000/4001): e1 e2 e3 !1 u3 x2 e4 !1 u4 e5 e6 !2 u6 u5 e2 "
 	"u2 !2147483647 u1\n"
 	"worker (4000/4002): e3 !7 x3 e2 !0 u2\n",
 
@@ -177,15 +174,14 @@ static const char *const hq_expected[] = {
 	"           |     /* throw std::runtime_error */\n"
 	"  2.000 ms |   } /* prog!rethrower: unwound (std::runtime_error) */\n"
 	"           |   prog!dtor_owner() {\n"
-	"           |     /* throw int in prog!deep */\n"
+	"           |     prog!deep() {\n"
+	"           |       /* throw int */\n"
+	"  2.000 ms |     } /* prog!deep: unwound (int) */\n"
 	"  3.000 ms |   } /* prog!dtor_owner: unwound (int) */\n"
 	"           |   prog!outer() {\n"
 	"  1.000 ms |   } /* prog!outer: unwound (longjmp) */\n"
 	"           |   /* throw abi::__forced_unwind */\n"
 	" 16.000 ms | } /* prog!main: unwound (abi::__forced_unwind) */\n"
-	"           | ---- entries only (no exits traced): 1 calls of 1 "
-	"methods ----\n"
-	"       1 x | prog!deep\n"
 	"\n"
 	"# thread 1: worker (4000/4002) (2 calls, depth 1)\n"
 	"  DURATION | FUNCTION\n"
@@ -209,7 +205,8 @@ static const char *const hq_expected[] = {
 	"main_(4000/4001);prog!main;prog!outer 3000\n"
 	"main_(4000/4001);prog!main;prog!outer;prog!thrower 2000\n"
 	"main_(4000/4001);prog!main;prog!rethrower 2000\n"
-	"main_(4000/4001);prog!main;prog!dtor_owner 3000\n"
+	"main_(4000/4001);prog!main;prog!dtor_owner 1000\n"
+	"main_(4000/4001);prog!main;prog!dtor_owner;prog!deep 2000\n"
 	"worker_(4000/4002);prog!thrower 2000\n"
 	"worker_(4000/4002);prog!outer 2000\n",
 };
@@ -248,12 +245,12 @@ static void check_chrome(struct __test_metadata *_metadata, const char *path)
 					json_object_get(args, "exception")));
 		}
 	}
-	EXPECT_EQ(8, b);
-	EXPECT_EQ(8, e);
+	EXPECT_EQ(9, b);
+	EXPECT_EQ(9, e);
 	EXPECT_EQ(0, depth[0]);
 	EXPECT_EQ(0, depth[1]);
 	EXPECT_EQ(6, throws);
-	EXPECT_EQ(6, unwound);
+	EXPECT_EQ(7, unwound);
 	json_decref(root);
 }
 
@@ -287,11 +284,6 @@ static void data_log(struct bft_buf *out, const struct bfp_msg *m)
 		n = snprintf(line, sizeof(line), "%s %u m%u x%u t%u\n",
 			     m->id == BFP_EXCEPTION ? "exception" : "bubble",
 			     m->seq, m->method, m->exception, m->thread);
-		break;
-	case BFP_MARKER:
-		n = snprintf(line, sizeof(line), "marker %u %.*s %.*s\n",
-			     m->seq, (int)m->str_len, m->str,
-			     (int)m->str2_len, m->str2);
 		break;
 	default:
 		n = snprintf(line, sizeof(line), "message %u\n", m->id);
@@ -543,7 +535,7 @@ static void run_hq(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
 		char *sum = slurp(path, NULL);
 
 		ASSERT_NE(NULL, sum);
-		EXPECT_NE(NULL, strstr(sum, "exceptions:    6 thrown, 6 frames "
+		EXPECT_NE(NULL, strstr(sum, "exceptions:    6 thrown, 7 frames "
 				       "unwound, 0 uses of an unmapped type\n"))
 			TH_LOG("%s", sum);
 		EXPECT_NE(NULL, strstr(sum, "calls:         9 (exits 2)\n"))
