@@ -379,8 +379,12 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 		if (rc)
 			goto out;
 	}
-	if (!last)
+	if (!last) {
 		x.from_ns = bft_mono_ns();
+		/* from here on, calls count: a script may wait for this line */
+		fprintf(stderr, "bfctl: record: recording; %s ends it\n",
+			duration ? "--duration" : "'bfctl stop' or Ctrl-C");
+	}
 	vlog(c, 2, "record: reading %u rings", mo.ncpus);
 	while (!interrupted && !x.err) {
 		int64_t t = bft_mono_ms();

@@ -579,7 +579,8 @@ enum bft_stat_attr {
 	BFT_S_PAD,
 	BFT_S_READER,		/* u8: 1 while a reader holds this ring, else 0;
 				 * a recording session with none fills its
-				 * rings and then loses events (newer modules)
+				 * rings and then loses events (newer modules;
+				 * netlink only: BFT_IOC_STATUS has no room)
 				 */
 	__BFT_S_MAX,
 };

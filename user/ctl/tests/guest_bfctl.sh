@@ -138,6 +138,11 @@ bounded_wait() { # pid, seconds
 	return 0
 }
 
+# bfctl record counts the calls from its start: wait for it to say so.
+rec_ready() { # its stderr file
+	wait_for "$1" 'record: recording' 120
+}
+
 finish_fixture() { # out-file, [command to run between "done" and the exit]
 	kill -USR1 "$FXPID"
 	wait_for "$1" '^done' 120 || return 1
@@ -272,6 +277,7 @@ count_check() { # name, expected, program, patterns...
 	bf --json record --pid "$FXPID" >"$T/rec.json" 2>"$T/rec.err" &
 	local rec=$!
 	bg_pids+=("$rec")
+	rec_ready "$T/rec.err"
 	finish_fixture "$T/fx.out" bpftrace_printed_stop
 	timeout 30 "$BFCTL" stop >/dev/null
 	bounded_wait "$rec" 60
@@ -447,6 +453,7 @@ EOF
 	timeout -k 5 900 "$BFCTL" --json record --pid "$sq" >"$T/rec.json" 2>"$T/rec.err" 7>&- &
 	local rec=$!
 	bg_pids+=("$rec")
+	rec_ready "$T/rec.err"
 	cat >&7 <<'EOF'
 CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT);
 INSERT INTO t(b) VALUES ('one'), ('two'), ('three');
@@ -1020,7 +1027,7 @@ sec_record() {
 	bf --json record --pid "$FXPID" >"$T/rec.json" 2>"$T/rec.err" &
 	local first=$!
 	bg_pids+=("$first")
-	sleep 2
+	rec_ready "$T/rec.err"
 	rc=0
 	bf record --duration 2 >/dev/null 2>"$T/rec2.err" || rc=$?
 	kill -USR1 "$FXPID"
@@ -1059,10 +1066,10 @@ sec_newcomer() {
 		note "$T/err" "$T/status"; not_ok "start with no reader says nothing reads the rings"
 	fi
 	bf stop >/dev/null 2>&1
-	bf record >/dev/null 2>&1 &
+	bf record >/dev/null 2>"$T/rec.err" &
 	local reader=$!
 	bg_pids+=("$reader")
-	sleep 2
+	wait_for "$T/rec.err" 'recording the next one' 60
 	bf start --persist >/dev/null 2>"$T/err"
 	if ! grep -q 'nothing reads' "$T/err"; then
 		ok "start while bfctl record reads does not say so"
