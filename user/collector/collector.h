@@ -10,6 +10,8 @@
  *               for files)
  *   methods.c   the method table (BFT_CMD_GET_METHODS or a file), the
  *               signatures, and the inclusion/exclusion regexes
+ *   patterns.c  those regexes, compiled and matched by PCRE2 within
+ *               bounds of size, steps, depth and heap (HQ sends them)
  *   exceptions.c  the exception types (BFT_CMD_GET_EXCEPTIONS or a file)
  *   pipeline.c  bft_merge (time order) -> bft_calltree (per-thread shadow
  *               stacks) -> thread ids, maps, sequence numbers -> the
