@@ -425,7 +425,8 @@ static int bft_dump_methods(struct sk_buff *skb, struct netlink_callback *cb)
 	list_for_each_entry(m, &bft_retired, node) {
 		if (i++ < done)
 			continue;
-		err = bft_put_method(skb, cb, m, m->name, bft_method_path(m));
+		err = bft_put_method(skb, cb, m, m->name,
+				     bft_method_path(m, buf));
 		if (err)
 			goto out;
 		cb->args[0] = i;

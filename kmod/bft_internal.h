@@ -183,6 +183,7 @@ struct bft_method {
 	u32 flags;		/* with BFT_PF_GONE */
 	u64 hits;
 	struct bft_method_path *path;	/* its name, shared; NULL: none */
+	struct path file;	/* until named: retired by the reaper */
 	char name[];
 };
 
@@ -191,7 +192,8 @@ struct bft_method {
 
 extern struct list_head bft_retired;
 void bft_method_retire(struct bft_probe *p, pid_t tgid);
-const char *bft_method_path(const struct bft_method *m);
+const char *bft_method_path(const struct bft_method *m, char *buf);
+void bft_methods_name(void);
 void bft_methods_forget(void);
 
 extern struct list_head bft_targets;

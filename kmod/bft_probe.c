@@ -347,6 +347,7 @@ static void bft_targets_detach(struct list_head *ts, bool keep_hooks)
 			bft_target_linger(t);
 	}
 	bft_lingering_drop(false);
+	bft_methods_name();
 }
 
 void bft_target_detach(struct bft_target *t)

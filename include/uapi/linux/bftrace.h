@@ -155,9 +155,10 @@
  *     flags, until the next BFT_CMD_START (at most 65536 such entries,
  *     the oldest dropped first).  BFT_P_PATH of a live entry is resolved
  *     against the reader's root; a detached entry keeps the name its file
- *     had when it was detached (so it pins no file system): resolved
- *     against the root of the controller that detached or stopped, or the
- *     system's root for a target the module reaped.
+ *     had when a controller detached or stopped (so it pins no file
+ *     system), resolved against that controller's root.  An entry of a
+ *     target the module reaped is resolved against the reader's root until
+ *     the next detach or stop names it.
  *
  * BFT_CMD_GET_EXCEPTIONS    (privileged; a dump)
  *     one message per exception type seen by a BFT_PF_HOOK_THROW probe:
