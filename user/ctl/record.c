@@ -180,6 +180,22 @@ static int on_record(void *ctx, const struct bft_record *r)
 	return bft_calltree_feed(&x->ct, r);
 }
 
+/*
+ * A reader that ended while a session ran (--duration, Ctrl-C) leaves the
+ * rings between two SYNCs, and what follows cannot be decoded before the
+ * next one: skip to it.  Anything else malformed stops the record.
+ */
+static int on_stream_error(void *ctx, const struct bft_stream_error *e)
+{
+	struct rec *x = ctx;
+
+	if (e->code != BFT_SERR_BEFORE_SYNC)
+		return BFT_STREAM_STOP;
+	vlog(x->c, 1, "record: %s: skipping to the next SYNC (an earlier reader stopped there)",
+	     e->msg);
+	return BFT_STREAM_RESYNC;
+}
+
 static int on_data(unsigned int cpu, const void *data, size_t len, void *arg)
 {
 	struct rec *x = arg;
@@ -328,7 +344,8 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 		  .help = "only the calls of this process" },
 		ARG_END
 	};
-	struct bft_merge_opts mo = { .on_record = on_record, .ctx = &x };
+	struct bft_merge_opts mo = { .on_record = on_record, .ctx = &x,
+				     .on_error = on_stream_error, .err_ctx = &x };
 	struct bft_calltree_opts co = { .on_call = on_call, .ctx = &x };
 	struct bft_nl_opt flush = { .value = 100 };
 	int64_t t0, last_names = 0, last_status = 0, last_flush = 0;
