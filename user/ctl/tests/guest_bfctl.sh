@@ -634,6 +634,7 @@ sec_run_follow() {
 	check "run: signals reach the followed command unchanged (SIGTERM, SIGSTOP until SIGCONT)" bash -c '
 	"$1" run -p "fx_c:fx_first" -- sh -c "$2/fx_c; kill -TERM \$\$; exit 1" >/dev/null
 	rc=$?; echo "SIGTERM: exit $rc"; [[ $rc == 143 ]] || exit 1
+	rm -f "$3"	# left by the run of the other backend
 	"$1" run -p "fx_c:fx_first" -- sh -c "echo \$\$ >$3; kill -STOP \$\$; $2/fx_c; exit 3" >/dev/null &
 	bfpid=$!
 	for ((i = 0; i < 100; i++)); do [[ -s $3 ]] && break; sleep 0.1; done
