@@ -234,6 +234,7 @@ static void bft_target_free(struct bft_target *t)
 {
 	if (t->stopped)
 		kill_pid(t->pid, SIGCONT, 1);
+	bft_target_own(t, 0);
 	list_del(&t->node);
 	bft_nr_targets--;
 	bft_target_release(t);
@@ -264,6 +265,7 @@ static void bft_target_linger(struct bft_target *t)
 	if (t->stopped)
 		kill_pid(t->pid, SIGCONT, 1);
 	t->stopped = false;
+	bft_target_own(t, 0);
 	list_move_tail(&t->node, &bft_lingering);
 	bft_nr_targets--;
 	bft_nr_lingering++;

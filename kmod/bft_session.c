@@ -22,7 +22,7 @@
 
 /* Under bft_lock; 0: no owner (persistent, or no session). */
 static u32 bft_owner;
-/* Targets with an owner, or more (never fewer): a hint read unlocked. */
+/* Targets with an owner, written under bft_lock, read unlocked as a hint. */
 static u32 bft_nr_owned;
 
 u32 bft_session_owner(void)
@@ -40,12 +40,17 @@ void bft_session_disown(void)
 	WRITE_ONCE(bft_owner, 0);
 }
 
-/* Under bft_lock; @portid 0 makes @t nobody's. */
+/*
+ * Under bft_lock; @portid 0 makes @t nobody's, as its detach must: the
+ * count then stays exact, and sockets close without taking the lock once
+ * no target has an owner.
+ */
 void bft_target_own(struct bft_target *t, u32 portid)
 {
+	if (!t->owner != !portid)
+		WRITE_ONCE(bft_nr_owned, portid ? bft_nr_owned + 1 :
+			   bft_nr_owned - 1);
 	t->owner = portid;
-	if (portid)
-		WRITE_ONCE(bft_nr_owned, bft_nr_owned + 1);
 }
 
 /* Under bft_lock: a start makes the targets the session's. */
