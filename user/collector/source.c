@@ -335,15 +335,6 @@ static int open_bpf(struct coll *c, char *err, size_t errlen)
 	return e;
 }
 
-static int count_discarded(unsigned int cpu, const void *data, size_t len,
-			   void *arg)
-{
-	(void)cpu;
-	(void)data;
-	*(uint64_t *)arg += len;
-	return 0;
-}
-
 /*
  * With no session running, what the rings hold is an earlier session's,
  * whose method table may be gone already: a trace that starts now must
@@ -357,7 +348,7 @@ static void discard_leftovers(struct coll *c)
 
 	s->discarding = true;
 	n = s->brings ? bft_bpf_rings_drain(s->brings, quiet, 10000) :
-	    bft_rings_drain(s->rings, quiet, 10000, count_discarded, &s->discarded);
+	    bft_rings_drain(s->rings, quiet, 10000, ring_cb, c);
 	s->discarding = false;
 	if (n < 0)
 		coll_log("discarding what an earlier session left: %s", s->brings ?
