@@ -144,7 +144,21 @@ struct method {
 	 * excluded too); live: in the kernel's last table (methods.gen) */
 	uint64_t calls, exits;
 	uint32_t live_gen;
+	/*
+	 * Entries only (a probe without BFT_PF_RETURN): in every process
+	 * (noret_all: a method file's flags), or in those of noret_tgids.
+	 * One id can have exits in one process and not in another, so such
+	 * entries go to HQ under a twin id, METHOD_NORET_TWIN(id), that
+	 * HQ is told has no exits ("bftrace.noret"), with its own maps.
+	 */
+	bool noret_all;
+	uint32_t n_noret, *noret_tgids;
+	uint32_t twin_session;
+	uint64_t twin_mapped;
 };
+
+/* Kernel and bfctl ids stay below 2^31 (bfctl numbers them from 1). */
+#define METHOD_NORET_TWIN(id)	((id) | 0x80000000u)
 
 struct methods {
 	struct method *v;	/* open addressing on id */
@@ -351,6 +365,22 @@ static inline struct method *methods_get(struct methods *m, uint32_t id)
 			return &m->v[s];
 	return NULL;
 }
+
+/* Whether process tgid has me's entries without exits. */
+static inline bool method_noret(const struct method *me, uint32_t tgid)
+{
+	uint32_t i;
+
+	if (me->noret_all)
+		return true;
+	for (i = 0; i < me->n_noret; i++)
+		if (me->noret_tgids[i] == tgid)
+			return true;
+	return false;
+}
+
+/* The kernel's word on me in tgid (0: every process): flags BFT_PF_*. */
+int method_set_flags(struct method *me, uint32_t tgid, uint32_t flags);
 /* Compile the configuration's regexes and decide every method again. */
 int methods_set_filter(struct methods *m, const struct bfp_config *c,
 		       char *err, size_t errlen);

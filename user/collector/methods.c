@@ -7,7 +7,9 @@
  * exclusion (notes §3).
  *
  * File format (--methods), one line each, tab-separated, '#' comments:
- *     <id> <path> <function> [<offset>]   a probe
+ *     <id> <path> <function> [<offset> [<flags>]]
+ *                                         a probe; flags BFT_PF_* (default
+ *                                         BFT_PF_ALL) for every process
  *     ignored <path>                      an object that matched nothing
  *     failed <path>                       an object whose probes failed
  */
@@ -88,9 +90,37 @@ int methods_add(struct methods *m, uint32_t id, const char *path,
 	me->path = strdup(path);
 	me->known = true;
 	me->mapped = 0;		/* HQ must hear the new signature */
+	me->twin_mapped = 0;
 	if (!me->sig || !me->path)
 		return -ENOMEM;
 	decide(m, me);
+	return 0;
+}
+
+int method_set_flags(struct method *me, uint32_t tgid, uint32_t flags)
+{
+	bool noret = (flags & BFT_PF_ENTRY) && !(flags & BFT_PF_RETURN);
+	uint32_t i, *v;
+
+	if (!tgid) {
+		me->noret_all = noret;
+		return 0;
+	}
+	for (i = 0; i < me->n_noret && me->noret_tgids[i] != tgid; i++)
+		;
+	if (i < me->n_noret) {
+		/* a retired probe's word does not undo a live one's */
+		if (!noret && !(flags & BFT_PF_GONE))
+			me->noret_tgids[i] = me->noret_tgids[--me->n_noret];
+		return 0;
+	}
+	if (!noret)
+		return 0;
+	v = realloc(me->noret_tgids, (me->n_noret + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	me->noret_tgids = v;
+	v[me->n_noret++] = tgid;
 	return 0;
 }
 
@@ -165,14 +195,14 @@ int methods_load_file(struct methods *m, const char *path)
 		return -errno;
 	}
 	while (getline(&line, &cap, f) > 0) {
-		char *fields[4] = { 0 }, *save = NULL, *tok;
+		char *fields[5] = { 0 }, *save = NULL, *tok;
 		unsigned int n = 0;
 
 		lineno++;
 		line[strcspn(line, "\r\n")] = 0;
 		if (!line[0] || line[0] == '#')
 			continue;
-		for (tok = strtok_r(line, "\t", &save); tok && n < 4;
+		for (tok = strtok_r(line, "\t", &save); tok && n < 5;
 		     tok = strtok_r(NULL, "\t", &save))
 			fields[n++] = tok;
 		if (n == 2 && (!strcmp(fields[0], "ignored") ||
@@ -184,12 +214,16 @@ int methods_load_file(struct methods *m, const char *path)
 		if (n >= 3) {
 			char *end;
 			unsigned long long id = strtoull(fields[0], &end, 10);
-			unsigned long long off = n == 4 ?
+			unsigned long long off = n >= 4 ?
 				strtoull(fields[3], NULL, 0) : 0;
+			unsigned long flags = n == 5 ?
+				strtoul(fields[4], NULL, 0) : BFT_PF_ALL;
 
 			if (!*end && end != fields[0] && id <= UINT32_MAX) {
 				err = methods_add(m, (uint32_t)id, fields[1],
-						  fields[2], off);
+						  fields[2], off) ?:
+				      method_set_flags(methods_get(m, (uint32_t)id),
+						       0, (uint32_t)flags);
 				if (err)
 					break;
 				methods_object(m, fields[1],
@@ -197,7 +231,8 @@ int methods_load_file(struct methods *m, const char *path)
 				continue;
 			}
 		}
-		coll_log("%s:%u: expected \"<id>\\t<path>\\t<function>\", "
+		coll_log("%s:%u: expected \"<id>\\t<path>\\t<function>"
+			 "[\\t<offset>[\\t<flags>]]\", "
 			 "\"ignored\\t<path>\" or \"failed\\t<path>\"", path,
 			 lineno);
 		err = -EINVAL;
@@ -215,6 +250,7 @@ void methods_forget(struct methods *m)
 	for (i = 0; i < m->cap; i++) {
 		free(m->v[i].sig);
 		free(m->v[i].path);
+		free(m->v[i].noret_tgids);
 	}
 	if (m->cap)
 		memset(m->v, 0, m->cap * sizeof(*m->v));
@@ -229,6 +265,7 @@ void methods_free(struct methods *m)
 	for (i = 0; i < m->cap; i++) {
 		free(m->v[i].sig);
 		free(m->v[i].path);
+		free(m->v[i].noret_tgids);
 	}
 	free(m->v);
 	for (i = 0; i < m->nobjects; i++)

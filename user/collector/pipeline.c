@@ -354,14 +354,52 @@ static __attribute__((noinline)) int map_method(struct coll *c,
 	return hq_data_msg(c, conn, &m);
 }
 
+/*
+ * The twin id of an entries-only method (struct method): its map, then
+ * the marker that tells HQ the twin has no exits, sequenced so that HQ
+ * routes it before the entries that follow.
+ */
+static __attribute__((noinline)) int map_twin(struct coll *c,
+					      struct method *me,
+					      unsigned int conn, uint32_t now)
+{
+	uint32_t twin = METHOD_NORET_TWIN(me->id);
+	struct bfp_msg m = { .id = BFP_MAP_METHOD, .method = twin,
+			     .str = me->sig, .str_len = strlen(me->sig) };
+	char value[16];
+	int err;
+
+	if (me->twin_session != c->session) {
+		me->twin_session = c->session;
+		me->twin_mapped = 0;
+	}
+	if (me->twin_mapped & 1ull << conn)
+		return 0;
+	err = hq_data_msg(c, conn, &m);
+	if (err)
+		return err;
+	m = (struct bfp_msg){ .id = BFP_MARKER, .time = now, .seq = c->seq,
+			      .str = "bftrace.noret", .str_len = 13,
+			      .str2 = value };
+	m.str2_len = (size_t)snprintf(value, sizeof(value), "%" PRIu32, twin);
+	err = hq_data_msg(c, conn, &m);
+	if (err)
+		return err;
+	c->seq++;
+	/* a sequenced message: the next "bftrace.us" covers it too */
+	note_us(c, 0);
+	me->twin_mapped |= 1ull << conn;
+	return 0;
+}
+
 static __attribute__((noinline)) int send_exception(struct coll *c,
 						    struct cthread *t,
-						    struct method *me,
+						    uint32_t method,
 						    uint8_t id, uint32_t now,
 						    uint32_t exc)
 {
 	struct bfp_msg m = { .id = id, .time = now, .seq = c->seq,
-			     .method = me->id, .exception = exc,
+			     .method = method, .exception = exc,
 			     .thread = t->wire_id };
 	int err = map_exception(c, t->conn, exc) ?: hq_data_msg(c, t->conn,
 								 &m);
@@ -377,14 +415,16 @@ static __attribute__((noinline)) int send_exception(struct coll *c,
 
 /*
  * One sequenced message for ev: id BFP_METHOD_ENTRY, _EXIT, BFP_EXCEPTION
- * or _BUBBLE (with exception exc), after the maps it needs.
+ * or _BUBBLE (with exception exc), after the maps it needs; under me's
+ * twin id if twin (an entries-only method).
  */
 static int send_event(struct coll *c, struct cthread *t, struct method *me,
 		      const struct bft_call_event *ev, uint8_t id,
-		      uint32_t exc)
+		      uint32_t exc, bool twin)
 {
 	uint64_t us = rel_us(c, ev->time_ns), ms = us / 1000;
 	uint32_t now = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+	uint32_t wire = me->id;
 	int err;
 
 	if (!t->name_sent) {
@@ -392,16 +432,21 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 		if (err)
 			return err;
 	}
-	if (me->mapped_session != c->session ||
-	    !(me->mapped & 1ull << t->conn)) {
+	if (twin) {
+		wire = METHOD_NORET_TWIN(me->id);
+		err = map_twin(c, me, t->conn, now);
+		if (err)
+			return err;
+	} else if (me->mapped_session != c->session ||
+		   !(me->mapped & 1ull << t->conn)) {
 		err = map_method(c, me, t->conn);
 		if (err)
 			return err;
 	}
 	if (id == BFP_EXCEPTION || id == BFP_EXCEPTION_BUBBLE)
-		err = send_exception(c, t, me, id, now, exc);
+		err = send_exception(c, t, wire, id, now, exc);
 	else
-		err = hq_data_call(c, t->conn, id, now, c->seq, me->id,
+		err = hq_data_call(c, t->conn, id, now, c->seq, wire,
 				   t->wire_id);
 	if (err)
 		return err;
@@ -468,6 +513,7 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 	struct cthread *t = *ev->user;
 	struct method *me;
 	uint32_t exc = 0;
+	bool twin;
 	uint8_t id;
 
 	if (!t) {
@@ -504,6 +550,14 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 	me = method_of(c, ev->id);
 	if (!me)
 		return -ENOMEM;
+	/*
+	 * An entries-only method's frame ends when the call tree guesses
+	 * (the next exit of its thread): that end is no exit, and neither
+	 * HQ nor the counters hear of it.  Its entries go out as instants.
+	 */
+	twin = ev->noret && method_noret(me, ev->tgid);
+	if (twin && ev->kind == BFT_CALL_EXIT)
+		return 0;
 	/* the counters count what ran, excluded from the trace or not */
 	if (ev->kind == BFT_CALL_ENTER)
 		me->calls++;
@@ -515,11 +569,15 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 		return 0;
 	}
 	t->seen = true;
-	/* .flow knows entries and exits: a frame left is an exit there */
+	/* .flow knows entries and exits: a frame left is an exit there,
+	 * and an entries-only call a call without callees */
 	if (t->flow_file) {
 		if (ev->kind == BFT_CALL_ENTER) {
 			bft_flow_enter(&t->flow, me->id);
-			t->flow_depth++;
+			if (twin)
+				bft_flow_exit(&t->flow, 1);
+			else
+				t->flow_depth++;
 		} else if (ev->kind == BFT_CALL_EXIT && t->flow_depth) {
 			bft_flow_exit(&t->flow, 1);
 			t->flow_depth--;
@@ -527,7 +585,7 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 	}
 	switch (c->hq) {
 	case HQ_UP:
-		if (send_event(c, t, me, ev, id, exc))
+		if (send_event(c, t, me, ev, id, exc, twin))
 			hq_down(c, "cannot queue data");
 		break;
 	case HQ_DOWN:

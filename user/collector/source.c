@@ -107,9 +107,16 @@ static bool session_running(uint8_t mode)
 static int method_cb(const struct bft_nl_method *m, void *arg)
 {
 	struct coll *c = arg;
+	struct method *me;
 	bool news;
 
 	if (methods_add(&c->methods, m->method_id, m->path, m->name, m->offset))
+		return -ENOMEM;
+	me = methods_get(&c->methods, m->method_id);
+	if (me && !(m->flags & BFT_PF_GONE))
+		me->live_gen = c->methods.gen;
+	/* which processes have its entries only: see struct method */
+	if (me && m->tgid && method_set_flags(me, m->tgid, m->flags))
 		return -ENOMEM;
 	/*
 	 * START forgets retired probes, so while a session runs a retired
@@ -118,12 +125,6 @@ static int method_cb(const struct bft_nl_method *m, void *arg)
 	 * session it is from an earlier one: named, nothing more, or
 	 * --until-exit would finish before anything is attached.
 	 */
-	if (!(m->flags & BFT_PF_GONE)) {
-		struct method *me = methods_get(&c->methods, m->method_id);
-
-		if (me)
-			me->live_gen = c->methods.gen;
-	}
 	if ((m->flags & BFT_PF_GONE) && !session_running(c->src->mode))
 		return 0;
 	c->src->had_targets = true;

@@ -173,7 +173,7 @@ static bool exceptions_ok(struct ctl *c, pid_t pid, const struct probe_set *s,
 		err_msg("--force: return probes kept on process %d anyway", (int)pid);
 		return true;
 	}
-	err_msg("recording entries only on process %d (--force keeps the return probes)",
+	err_msg("recording entries only on process %d: its calls are counted, with the time of each entry, but without exits or durations; --force keeps the return probes, and then the process dies if an exception or a thread exit ever passes a traced frame",
 		(int)pid);
 	return false;
 }

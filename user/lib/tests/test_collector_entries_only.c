@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Entries-only methods, from bfcollector to bfhq's files, without a
+ * kernel.  A probe without BFT_PF_RETURN (bfctl's choice where an
+ * exception could unwind through a return-probed frame) records ENTER_NORET
+ * only; the call tree closes such a frame at the next exit of its thread,
+ * a guess that would make each entry a frame nesting the calls after it.
+ * bfcollector sends those entries under a twin id declared with a
+ * "bftrace.noret" marker, and bfhq counts them and shows them as instants.
+ *
+ * The replay: thread A mixes methods with exits (main, mid) and the
+ * entries-only leaf, and has a NORET entry of mid past the return-probe
+ * depth, which stays a frame with an inferred exit; thread B, like a
+ * python3 loop traced entries only, has nothing but leaf's entries.
+ * The .flow files stay balanced: there an entries-only call is a call
+ * without callees.
+ */
+#include <jansson.h>
+
+#include "kselftest_harness.h"
+
+#include "bft_flow.h"
+#include "bft_writer.h"
+#include "collector_fixture.h"
+
+#define A	4001	/* tids */
+#define B	4002
+#define B_CALLS	3000
+
+FIXTURE(eo) {
+	char dir[PATH_MAX];
+	char replay[PATH_MAX + 16];
+	char out[PATH_MAX + 16];
+	char flow[PATH_MAX + 16];
+	char log[PATH_MAX + 16];
+	int port;
+	pid_t hq, coll;
+};
+
+FIXTURE_SETUP(eo)
+{
+	ASSERT_EQ(0, make_tmpdir(self->dir, sizeof(self->dir)));
+	snprintf(self->replay, sizeof(self->replay), "%s/replay", self->dir);
+	snprintf(self->out, sizeof(self->out), "%s/hq", self->dir);
+	snprintf(self->flow, sizeof(self->flow), "%s/flow", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/log", self->dir);
+	ASSERT_EQ(0, mkdir(self->replay, 0755));
+	self->port = free_port();
+	ASSERT_GT(self->port, 0);
+}
+
+FIXTURE_TEARDOWN(eo)
+{
+	if (self->coll > 0)
+		wait_exit(self->coll, 0);
+	if (self->hq > 0)
+		wait_exit(self->hq, 0);
+	remove_tmpdir(self->dir);
+}
+
+static int write_replay(const char *dir, size_t *bytes)
+{
+	/* id, path, function, offset, flags: 3 is BFT_PF_ALL, 1 entries */
+	static const char methods[] =
+		"1\t/usr/bin/prog\tmain\t0x10\t3\n"
+		"2\t/usr/bin/prog\tmid\t0x20\t3\n"
+		"3\t/usr/lib/libx.so.1\tleaf\t0x30\t1\n";
+	static const char threads[] = "4000\t4001\tmain\n4000\t4002\tloop\n";
+	struct bft_writer w;
+	uint64_t t = 1000000000ull;
+	const uint8_t *p;
+	int i, r = 0;
+
+#define T	(t += 1000)
+	r |= bft_writer_init(&w, 1000, 0);
+	r |= bft_writer_enter(&w, T, 4000, A, 1);
+	r |= bft_writer_enter_noret(&w, T, 4000, A, 3);
+	r |= bft_writer_enter(&w, T, 4000, A, 2);
+	r |= bft_writer_enter_noret(&w, T, 4000, A, 3);
+	r |= bft_writer_exit(&w, T, 4000, A);		/* leaf?, mid */
+	/* past the return-probe depth: mid has exits, its frame stays */
+	r |= bft_writer_enter_noret(&w, T, 4000, A, 2);
+	r |= bft_writer_enter_noret(&w, T, 4000, A, 3);
+	r |= bft_writer_exit(&w, T, 4000, A);		/* leaf?, mid?, main */
+	for (i = 0; i < B_CALLS; i++)
+		r |= bft_writer_enter_noret(&w, T, 4000, B, 3);
+	r |= bft_writer_sync(&w, T);
+#undef T
+	if (r)
+		return -ENOMEM;
+	p = bft_writer_data(&w, bytes);
+	r = syn_write_file(dir, "cpu0.bft", p, *bytes) ?:
+	    syn_write_file(dir, "methods", methods, sizeof(methods) - 1) ?:
+	    syn_write_file(dir, "threads", threads, sizeof(threads) - 1);
+	bft_writer_free(&w);
+	return r;
+}
+
+static char *out_file(FIXTURE_DATA(eo) *self, const char *name, size_t *n)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/trace-1/%s", self->out, name);
+	return slurp(path, n);
+}
+
+TEST_F_TIMEOUT(eo, entries_only_calls_are_counted_instants, 180)
+{
+	char port[16], hq[64];
+	char *hq_argv[] = { "bfhq", "-p", port, "-o", self->out, "--start",
+			    "--count", "1", "--timeout", "120", NULL };
+	char *coll_argv[] = { "bfcollector", "--hq", hq, "--replay",
+			      self->replay, "--output", self->flow,
+			      "--connect-timeout", "30", NULL };
+	static const char *const files[] = { "tree.txt", "calls.txt",
+					     "folded.txt", "trace.json",
+					     "methods.txt" };
+	char *sum, *tree, *folded, *json, path[PATH_MAX + 64];
+	struct bft_flow_error ferr;
+	size_t bytes, i, n;
+
+	ASSERT_EQ(0, write_replay(self->replay, &bytes));
+	snprintf(port, sizeof(port), "%d", self->port);
+	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
+	self->hq = spawn(hq_argv, self->log);
+	ASSERT_GT(self->hq, 0);
+	ASSERT_TRUE(wait_listening(self->port, slow_env() ? 30000 : 5000));
+	self->coll = spawn(coll_argv, self->log);
+	ASSERT_GT(self->coll, 0);
+	EXPECT_EQ(0, wait_exit(self->coll, 60000));
+	self->coll = 0;
+	EXPECT_EQ(0, wait_exit(self->hq, 30000));
+	self->hq = 0;
+
+	sum = out_file(self, "summary.txt", NULL);
+	ASSERT_NE(NULL, sum);
+	/* main, mid twice (once past the depth), and every leaf */
+	EXPECT_NE(NULL, strstr(sum, "calls:         3006 (exits 3)\n"))
+		TH_LOG("%s", sum);
+	EXPECT_NE(NULL, strstr(sum, "entries only:  3003 of the calls, of 1 "
+			       "methods traced without their exits"))
+		TH_LOG("%s", sum);
+	EXPECT_NE(NULL, strstr(sum, "open at end:   0 frames\n"))
+		TH_LOG("%s", sum);
+	EXPECT_NE(NULL, strstr(sum, "exits:         0 without a frame, 0 "
+			       "not matching the stack\n")) TH_LOG("%s", sum);
+	free(sum);
+
+	/* A's frames whole around the instants; B's leaf counted, flat */
+	tree = out_file(self, "tree.txt", NULL);
+	ASSERT_NE(NULL, tree);
+	EXPECT_NE(NULL, strstr(tree, "libx.so.1!leaf")) TH_LOG("%s", tree);
+	EXPECT_NE(NULL, strstr(tree, "3000")) TH_LOG("%s", tree);
+	EXPECT_EQ(NULL, strstr(tree, "leaf {")) TH_LOG("%s", tree);
+	free(tree);
+	folded = out_file(self, "folded.txt", NULL);
+	ASSERT_NE(NULL, folded);
+	EXPECT_EQ(NULL, strstr(folded, "leaf;")) TH_LOG("%s", folded);
+	EXPECT_NE(NULL, strstr(folded, "prog!main;prog!mid "))
+		TH_LOG("%s", folded);
+	free(folded);
+
+	/* leaf's calls are instants on the timeline, never slices */
+	json = out_file(self, "trace.json", NULL);
+	ASSERT_NE(NULL, json);
+	{
+		json_error_t jerr;
+		json_t *root = json_loads(json, 0, &jerr), *ev, *e;
+		size_t k, instants = 0, slices = 0;
+
+		ASSERT_NE(NULL, root) TH_LOG("%s", jerr.text);
+		ev = json_is_array(root) ? root :
+		     json_object_get(root, "traceEvents");
+		ASSERT_TRUE(json_is_array(ev));
+		json_array_foreach(ev, k, e) {
+			const char *name = json_string_value(
+				json_object_get(e, "name"));
+			const char *ph = json_string_value(
+				json_object_get(e, "ph"));
+
+			if (!name || !ph || strcmp(name, "leaf"))
+				continue;
+			instants += !strcmp(ph, "i");
+			slices += strcmp(ph, "i") != 0;
+		}
+		EXPECT_EQ(3003u, instants);
+		EXPECT_EQ(0u, slices);
+		json_decref(root);
+	}
+	free(json);
+
+	/* .flow has calls only: an entries-only call is one without
+	 * callees, so B's stays flat and balanced */
+	snprintf(path, sizeof(path), "%s/thread-%u.flow", self->flow, B);
+	EXPECT_EQ(0, bft_flow_read_file(path, BFT_FLOW_STRICT |
+					BFT_FLOW_BALANCED, NULL, NULL, &ferr));
+	snprintf(path, sizeof(path), "%s/thread-%u.flow", self->flow, A);
+	EXPECT_EQ(0, bft_flow_read_file(path, BFT_FLOW_STRICT |
+					BFT_FLOW_BALANCED, NULL, NULL, &ferr));
+
+	/* no output bigger than the trace: each stays under the stream's
+	 * 2 bytes an entry times a small factor, none grows with depth */
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *f = out_file(self, files[i], &n);
+
+		ASSERT_NE(NULL, f) TH_LOG("%s", files[i]);
+		EXPECT_LT(n, 100 * bytes) TH_LOG("%s: %zu bytes", files[i], n);
+		free(f);
+	}
+}
+
+TEST_HARNESS_MAIN
