@@ -79,6 +79,7 @@ struct coll_opts {
 	 * (0: as long as its control connection) */
 	unsigned int pause_lease;
 	bool until_exit;	/* finish when the traced processes are gone */
+	bool background;	/* fork; the parent returns once we record */
 	bool no_stop;		/* HQ's stop ends tracing, not bfcollector */
 	bool ms_only;		/* no bftrace.us markers */
 	const char *counters_host;	/* --counters: the inspector */
@@ -320,6 +321,7 @@ struct coll {
 	int outdir_fd;			/* --output, opened at the start */
 	bool outdir_made;		/* by us: ours to hand to --user */
 	bool input_ended;
+	int ready_fd;		/* --background's pipe to the parent, or -1 */
 };
 
 uint64_t coll_now_ms(void);
@@ -391,6 +393,13 @@ static inline bool methods_excluded(struct methods *m, struct method *me)
 }
 /* The kernel's ids after a start: every probe's id is forgotten. */
 void methods_forget(struct methods *m);
+
+/* ---- background.c ---- */
+
+/* Fork for --background: returns in the child; the parent exits. */
+int coll_background(struct coll *c);
+/* We record: --background's parent may return (once; no-op otherwise). */
+void coll_ready(struct coll *c);
 /* Record an object's fate; true if that is news (to report to HQ). */
 bool methods_object(struct methods *m, const char *path, uint8_t kind);
 void methods_free(struct methods *m);

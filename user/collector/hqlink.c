@@ -248,6 +248,7 @@ static void on_control(struct coll *c, const struct bfp_msg *m)
 				 bft_mode_name(source_mode(c)));
 		}
 		c->started = true;
+		coll_ready(c);
 		break;
 	}
 	case BFP_STOP:

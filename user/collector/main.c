@@ -67,6 +67,8 @@ static void usage(FILE *f)
 "                              intervals without a word from HQ (10; 0:\n"
 "                              while its connection lasts)\n"
 "      --until-exit            finish once every traced process is gone\n"
+"      --background            return once recording (HQ said start; at\n"
+"                              once without --hq), go on in the background\n"
 "      --no-stop               HQ's stop ends tracing, not bfcollector\n"
 "      --ms-only               send no bftrace.us markers (microseconds)\n"
 "      --counters HOST:PORT    serve counters to an inspector there\n"
@@ -81,7 +83,7 @@ static void usage(FILE *f)
 enum {
 	OPT_METHODS = 256, OPT_THREADS, OPT_DEVICE, OPT_CHUNK, OPT_DELAY,
 	OPT_CONNECT, OPT_HANDSHAKE, OPT_UNTIL_EXIT, OPT_NO_STOP, OPT_MS_ONLY, OPT_COUNTERS,
-	OPT_COUNTERS_MS, OPT_BACKEND, OPT_PAUSE_LEASE, OPT_USER,
+	OPT_COUNTERS_MS, OPT_BACKEND, OPT_PAUSE_LEASE, OPT_USER, OPT_BACKGROUND,
 };
 
 static const struct option longopts[] = {
@@ -99,6 +101,7 @@ static const struct option longopts[] = {
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE },
 	{ "pause-lease", required_argument, NULL, OPT_PAUSE_LEASE },
 	{ "until-exit", no_argument, NULL, OPT_UNTIL_EXIT },
+	{ "background", no_argument, NULL, OPT_BACKGROUND },
 	{ "no-stop", no_argument, NULL, OPT_NO_STOP },
 	{ "ms-only", no_argument, NULL, OPT_MS_ONLY },
 	{ "counters", required_argument, NULL, OPT_COUNTERS },
@@ -245,6 +248,9 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 			break;
 		case OPT_UNTIL_EXIT:
 			o->until_exit = true;
+			break;
+		case OPT_BACKGROUND:
+			o->background = true;
 			break;
 		case OPT_NO_STOP:
 			o->no_stop = true;
@@ -460,7 +466,7 @@ static int loop(struct coll *c)
 
 int main(int argc, char **argv)
 {
-	struct coll c = { .ctl_fd = -1 };
+	struct coll c = { .ctl_fd = -1, .ready_fd = -1 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	char err[512] = "";
 	int rc;
@@ -468,6 +474,8 @@ int main(int argc, char **argv)
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (parse_args(&c.o, argc, argv))
 		return EXIT_USAGE;
+	if (c.o.background && coll_background(&c))
+		return EXIT_FATAL;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -507,6 +515,7 @@ int main(int argc, char **argv)
 		if (source_mode(&c) == BFT_MODE_INITIALIZING ||
 		    source_mode(&c) == BFT_MODE_SHUTTING_DOWN)
 			source_mode_cmd(&c, BFT_CMD_START);
+		coll_ready(&c);
 	}
 	rc = loop(&c);
 	hq_pause_release(&c, "bfcollector is leaving");

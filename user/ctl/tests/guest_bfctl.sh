@@ -1136,8 +1136,35 @@ sec_newcomer() {
 	fi
 	settle
 
+	# entries only, end to end as the README runs it: bfhq counts the
+	# calls, nothing stays open (before, each entry was a frame that
+	# nested the calls after it for ever)
+	local coll_bin=$root/build/user/bfcollector t0 port hq
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	rm -rf "$T/hq"
+	"$root/build/user/bfhq" --start -p "$port" -o "$T/hq" --count 1 --timeout 120 \
+		>"$T/hq.log" 2>&1 &
+	hq=$!
+	bg_pids+=("$hq")
+	# --background returns once it records: the program, short as it
+	# is, cannot run before (with '&' its records were discarded)
+	rc=0
+	timeout 60 "$coll_bin" --hq "127.0.0.1:$port" --until-exit --background \
+		>"$T/c.log" 2>&1 || rc=$?
+	bf run -p 'fx_exc_stripped:fx_exc_*' -- "$FX/fx_exc_stripped" >/dev/null 2>"$T/run.err"
+	bounded_wait "$hq" 60
+	if ((rc == 0)) && grep -q 'recording entries only' "$T/run.err" &&
+	   grep -Eq '^entries only: +[1-9][0-9]* of the calls' "$T/hq/trace-1/summary.txt" &&
+	   grep -q '^open at end: *0 frames' "$T/hq/trace-1/summary.txt" &&
+	   grep -Eq '^ +[0-9]+ x \| fx_exc_stripped!fx_exc_thrower' "$T/hq/trace-1/tree.txt"; then
+		ok "entries only: bfhq counts the calls, no frame stays open"
+	else
+		note "$T/run.err" "$T/c.log" "$T/hq.log" "$T/hq/trace-1/summary.txt" "$T/hq/trace-1/tree.txt"
+		not_ok "entries only: bfhq counts the calls, no frame stays open"
+	fi
+	settle
+
 	# bfcollector pointed at something that is no HQ says so, at once
-	local coll_bin=$root/build/user/bfcollector t0
 	mkdir -p "$T/empty" && : >"$T/empty/cpu0.bft" && : >"$T/empty/methods"
 	# only where the name service says for sure that there is no such
 	# name (a guest has none to ask: a temporary failure is retried)
