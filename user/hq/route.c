@@ -13,7 +13,8 @@
  *                open at the end are closed there, frames an exception left
  *                at the bubble), so it loads in Perfetto; an instant event
  *                per throw
- *   folded.txt   "thread;a;b;c <self ms>" lines for flamegraph.pl
+ *   folded.txt   "thread;a;b;c <self us>" lines for flamegraph.pl
+ *   flame.svg    folded.txt drawn (flame.c)
  *   summary.txt  calls, threads, methods, losses, data breaks, top methods
  *   calls.txt    one line per thread: its events in a canonical form
  *                ("e<id>" entry, "x<id>" exit, "x?" exit while the stack is
@@ -1266,6 +1267,17 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 				(const char *)path.data, r->nodes[i].self_us);
 		}
 		fclose(f);
+	}
+	{
+		char in[4200], svg[4200], title[64];
+		int err;
+
+		snprintf(in, sizeof(in), "%s/folded.txt", r->dir);
+		snprintf(svg, sizeof(svg), "%s/flame.svg", r->dir);
+		snprintf(title, sizeof(title), "bfhq trace-%u", t->index);
+		err = hq_write_flame(in, svg, title);
+		if (err)
+			hq_log("cannot write %s: %s", svg, strerror(-err));
 	}
 	f = open_out(r, "summary.txt");
 	if (f) {

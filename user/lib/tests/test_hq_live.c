@@ -361,7 +361,8 @@ TEST_F(live, a_finished_trace_replays_to_the_same_outputs)
 			      .str = "bftrace.lost", .str_len = 12,
 			      .str2 = "3", .str2_len = 1 };
 	static const char *const files[] = { "calls.txt", "tree.txt",
-		"folded.txt", "methods.txt", "exceptions.txt" };
+		"folded.txt", "flame.svg", "methods.txt",
+		"exceptions.txt" };
 	struct bfp_msg hb = { .id = BFP_HEARTBEAT, .mode = BFP_MODE_TRACING };
 	struct bfp_msg cls = { .id = BFP_CLASS_TRANSFORMED, .str = "prog",
 			       .str_len = 4 };

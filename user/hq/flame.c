@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * flame.svg: folded.txt drawn as a flame graph, so that a trace's
+ * directory has one to open without a script.  One box per call path, as
+ * wide as the time spent in it and its callees, callers below; paths
+ * sorted by name, as flamegraph.pl does.  A box gets the short label
+ * ("Pipeline::write", no object, no parameters: route_label) when it
+ * fits, and the whole signature with its time in its tooltip.
+ *
+ * Boxes narrower than MIN_W are left out with their callees, which bounds
+ * the file whatever the trace: at most WIDTH / MIN_W boxes a row.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hq.h"
+
+#define WIDTH	1200
+#define PAD	10
+#define ROW	18
+#define FONT	12
+#define CHAR_W	7	/* about a glyph at FONT: what text fits */
+#define MIN_W	0.5
+
+struct fnode {
+	char *name;
+	uint64_t us;
+	uint32_t parent, first, next;	/* tree links: FNONE ends */
+	uint32_t depth;
+};
+
+#define FNONE UINT32_MAX
+
+struct flame {
+	struct fnode *v;
+	uint32_t n, cap;
+	uint32_t *hash;		/* (parent, name) -> node, open addressing */
+	uint32_t hcap;
+	uint32_t max_depth;
+};
+
+static uint32_t key_hash(uint32_t parent, const char *s, size_t len)
+{
+	uint32_t h = 2166136261u ^ parent;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+static int rehash(struct flame *f)
+{
+	uint32_t cap = f->hcap ? 2 * f->hcap : 1024, i, s;
+	uint32_t *h = malloc(cap * sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	memset(h, 0xff, cap * sizeof(*h));
+	for (i = 0; i < f->n; i++) {
+		const struct fnode *x = &f->v[i];
+
+		s = key_hash(x->parent, x->name, strlen(x->name)) & (cap - 1);
+		while (h[s] != FNONE)
+			s = (s + 1) & (cap - 1);
+		h[s] = i;
+	}
+	free(f->hash);
+	f->hash = h;
+	f->hcap = cap;
+	return 0;
+}
+
+/* The child of parent named s[0..len), made if new; FNONE if no memory. */
+static uint32_t child(struct flame *f, uint32_t parent, const char *s,
+		      size_t len)
+{
+	uint32_t slot, i;
+	struct fnode *x;
+
+	if ((f->n + 1) * 2 > f->hcap && rehash(f))
+		return FNONE;
+	slot = key_hash(parent, s, len) & (f->hcap - 1);
+	for (; (i = f->hash[slot]) != FNONE; slot = (slot + 1) & (f->hcap - 1))
+		if (f->v[i].parent == parent && !strncmp(f->v[i].name, s, len) &&
+		    !f->v[i].name[len])
+			return i;
+	if (f->n == f->cap) {
+		uint32_t cap = f->cap ? 2 * f->cap : 1024;
+		struct fnode *v = realloc(f->v, cap * sizeof(*v));
+
+		if (!v)
+			return FNONE;
+		f->v = v;
+		f->cap = cap;
+	}
+	x = &f->v[f->n];
+	x->name = strndup(s, len);
+	if (!x->name)
+		return FNONE;
+	x->us = 0;
+	x->parent = parent;
+	x->first = FNONE;
+	x->depth = parent == FNONE ? 1 : f->v[parent].depth + 1;
+	if (x->depth > f->max_depth)
+		f->max_depth = x->depth;
+	if (parent != FNONE) {
+		x->next = f->v[parent].first;
+		f->v[parent].first = f->n;
+	} else {
+		x->next = FNONE;
+	}
+	f->hash[slot] = f->n;
+	return f->n++;
+}
+
+/* One folded line "a;b;c N": 0, 1 if it is no such line, or -ENOMEM. */
+static int add_line(struct flame *f, uint32_t root, char *line,
+		    uint64_t *total)
+{
+	char *sp = strrchr(line, ' '), *end, *s, *semi;
+	uint32_t at = root;
+	uint64_t us;
+
+	if (!sp || sp == line)
+		return 1;
+	errno = 0;
+	us = strtoull(sp + 1, &end, 10);
+	if (errno || end == sp + 1 || (*end && *end != '\n'))
+		return 1;
+	*sp = 0;
+	*total += us;
+	f->v[root].us += us;
+	for (s = line; s; s = semi ? semi + 1 : NULL) {
+		semi = strchr(s, ';');
+		at = child(f, at, s, semi ? (size_t)(semi - s) : strlen(s));
+		if (at == FNONE)
+			return -ENOMEM;
+		f->v[at].us += us;
+	}
+	return 0;
+}
+
+static void xml_text(FILE *o, const char *s, size_t max)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i < max; i++) {
+		switch (s[i]) {
+		case '&':
+			fputs("&amp;", o);
+			break;
+		case '<':
+			fputs("&lt;", o);
+			break;
+		case '>':
+			fputs("&gt;", o);
+			break;
+		case '"':
+			fputs("&quot;", o);
+			break;
+		default:
+			/* control bytes are not XML */
+			fputc((unsigned char)s[i] < 0x20 ? '?' : s[i], o);
+		}
+	}
+}
+
+static int by_name(const void *a, const void *b, void *arg)
+{
+	const struct fnode *v = arg;
+
+	return strcmp(v[*(const uint32_t *)a].name, v[*(const uint32_t *)b].name);
+}
+
+/* The box of node i at x (px) and its callees'; roots are threads. */
+static void draw(struct flame *f, FILE *o, uint32_t i, double x,
+		 double scale, uint64_t total, uint32_t height,
+		 uint32_t *kids)
+{
+	const struct fnode *nd = &f->v[i];
+	double w = (double)nd->us * scale, cx;
+	uint32_t k, n = 0, c, h, y;
+	char label[256];
+
+	if (w < MIN_W)
+		return;
+	y = height - (nd->depth + 1) * ROW;
+	for (c = 0, h = 5381; nd->name[c]; c++)
+		h = h * 33 + (uint8_t)nd->name[c];
+	if (nd->depth <= 2)	/* "all", then the threads */
+		snprintf(label, sizeof(label), "%s", nd->name);
+	else
+		route_label(nd->name, label, sizeof(label));
+	fprintf(o, "<g><title>");
+	xml_text(o, nd->name, SIZE_MAX);
+	fprintf(o, " (%.3f ms, %.2f%%)</title><rect x=\"%.1f\" y=\"%u\" "
+		"width=\"%.1f\" height=\"%u\" fill=\"rgb(%u,%u,%u)\" rx=\"2\"/>",
+		(double)nd->us / 1000.0, total ? 100.0 * (double)nd->us /
+		(double)total : 0.0, x, y, w, ROW - 1, 205 + h % 50,
+		90 + (h >> 8) % 120, 40 + (h >> 16) % 40);
+	if (w > 3 * CHAR_W) {
+		size_t fit = (size_t)((w - 6) / CHAR_W), len = strlen(label);
+
+		fprintf(o, "<text x=\"%.1f\" y=\"%u\">", x + 3, y + ROW - 5);
+		xml_text(o, label, len > fit ? fit - 2 : len);
+		fputs(len > fit ? "..</text>" : "</text>", o);
+	}
+	fputs("</g>\n", o);
+	/* callees in name order, from the scratch array */
+	for (c = nd->first; c != FNONE; c = f->v[c].next)
+		kids[n++] = c;
+	qsort_r(kids, n, sizeof(*kids), by_name, f->v);
+	cx = x;
+	for (k = 0; k < n; k++) {
+		uint32_t kid = kids[k];
+
+		draw(f, o, kid, cx, scale, total, height, kids + n);
+		cx += (double)f->v[kid].us * scale;
+	}
+}
+
+int hq_write_flame(const char *folded, const char *svg, const char *title)
+{
+	struct flame f = { 0 };
+	FILE *in = fopen(folded, "r"), *o = NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	uint64_t total = 0;
+	uint32_t root, height, *kids = NULL;
+	int err = 0;
+
+	if (!in)
+		return -errno;
+	root = child(&f, FNONE, "all", 3);
+	if (root == FNONE)
+		err = -ENOMEM;
+	while (!err && getline(&line, &cap, in) > 0)
+		err = add_line(&f, root, line, &total) < 0 ? -ENOMEM : 0;
+	fclose(in);
+	free(line);
+	/* each level's callees sit after its caller's in one array */
+	kids = err ? NULL : malloc((f.n + 1) * sizeof(*kids));
+	if (!err && !kids)
+		err = -ENOMEM;
+	if (!err) {
+		o = fopen(svg, "w");
+		if (!o)
+			err = -errno;
+	}
+	if (!err) {
+		height = (f.max_depth + 2) * ROW;
+		fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+			"<svg xmlns=\"http://www.w3.org/2000/svg\" "
+			"width=\"%u\" height=\"%u\" font-family=\"monospace\" "
+			"font-size=\"%u\">\n<rect width=\"100%%\" "
+			"height=\"100%%\" fill=\"#fffdf8\"/>\n<text x=\"%u\" "
+			"y=\"%u\">", WIDTH, height, FONT, PAD, ROW - 4);
+		xml_text(o, title, SIZE_MAX);
+		if (total)
+			fprintf(o, " (%.3f ms in all; hover a box for its "
+				"signature)</text>\n", (double)total / 1000.0);
+		else	/* say why it is blank */
+			fputs(": no call with a duration (calls traced by "
+			      "entries only are counted in tree.txt)</text>\n",
+			      o);
+		if (total)
+			draw(&f, o, root, PAD, (double)(WIDTH - 2 * PAD) /
+			     (double)total, total, height, kids);
+		fputs("</svg>\n", o);
+		if (fclose(o))
+			err = -EIO;
+	}
+	for (uint32_t i = 0; i < f.n; i++)
+		free(f.v[i].name);
+	free(f.v);
+	free(f.hash);
+	free(kids);
+	return err;
+}
