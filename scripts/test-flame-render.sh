@@ -2,8 +2,9 @@
 # The flame graph must render in a real browser: scripts/flamegraph.py draws
 # scripts/fixtures/flame.folded, headless Chromium screenshots the SVG, and
 # scripts/flame-render-check.py compares the picture with the SVG (coverage,
-# each frame's fill at its place, the distinct fills).  The SVG, the PNG and
-# Chromium's log stay in build/flame-render/ for inspection.  Output is TAP.
+# each frame's fill at its place, the distinct fills).  Then bfhq's live page
+# of a running trace, screenshot the README's way.  The SVG, the PNGs and
+# Chromium's logs stay in build/flame-render/ for inspection.  Output is TAP.
 #
 # Environment: BFT_CHROMIUM, the browser to run (default: chromium).
 set -euo pipefail
@@ -65,4 +66,40 @@ if ((crc != 0 && check_nok == 0)); then
 	not_ok "scripts/flame-render-check.py failed (exit $crc) without a failing check"
 fi
 echo "# screenshot: ${out#"$root"/}/flame.png"
+
+# The live page, screenshot as the README says (chromium --timeout): its
+# event stream never ends while a trace runs, so waiting for the network
+# to go idle (--virtual-time-budget, Playwright's networkidle) would wait
+# for the trace to end.  The trace here runs until the test ends it: its
+# replay stream is a FIFO whose writer stays open.
+mkdir -p "$tmp/rp"
+mkfifo "$tmp/rp/cpu0.bft"
+: >"$tmp/rp/methods"
+exec {writer}<>"$tmp/rp/cpu0.bft"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+build/user/bfhq --start -p "$port" --http 0 -o "$tmp/hq" >"$out/bfhq.log" 2>&1 &
+hq=$!
+build/user/bfcollector --hq "127.0.0.1:$port" --replay "$tmp/rp" >"$out/collector.log" 2>&1 &
+coll=$!
+for _ in $(seq 100); do
+	grep -q 'trace-1' "$out/bfhq.log" && break
+	sleep 0.1
+done
+url=$(sed -n 's|.*live viewer on \(http://[^ ]*\).*|\1|p' "$out/bfhq.log")
+rc=0
+t0=$SECONDS
+timeout -k 10 60 "$chromium" --headless --no-sandbox --disable-gpu \
+	--user-data-dir="$tmp/profile-live" --hide-scrollbars --window-size=1400,900 \
+	--timeout=3000 --screenshot="$out/live.png" "${url}#trace=1" \
+	>"$out/chromium-live.log" 2>&1 || rc=$?
+secs=$((SECONDS - t0))
+if ((rc == 0 && secs < 30)) && [[ -n $url && -s $out/live.png ]] && kill -0 "$coll" 2>/dev/null; then
+	ok "the live page of a running trace screenshots with --timeout ($secs s)"
+else
+	not_ok "the live page of a running trace screenshots with --timeout (exit $rc, $secs s, url '${url}')"
+	tail -n 5 "$out/bfhq.log" "$out/collector.log" "$out/chromium-live.log" | sed 's/^/# /'
+fi
+exec {writer}>&-
+kill "$coll" "$hq" 2>/dev/null
+wait "$coll" "$hq" 2>/dev/null || true
 tap_finish
