@@ -2,12 +2,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <libelf.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -464,6 +465,49 @@ static void func_free(struct bft_func *f)
 		free(f->names[k].demangled);
 	}
 	free(f->names);
+	free(f->unique);
+}
+
+static int cmp_func_name(const void *a, const void *b)
+{
+	return strcmp(bft_func_name(*(struct bft_func *const *)a),
+		      bft_func_name(*(struct bft_func *const *)b));
+}
+
+/*
+ * Two functions of one object may share a name: static functions of
+ * different files, or a symbol's old version beside its default one
+ * (libc's glob@GLIBC_2.2.5 and glob@@GLIBC_2.27).  A trace would show
+ * both under one name, so each of them gets its offset in its name.
+ * Patterns still match the names themselves.
+ */
+static int make_names_unique(struct bft_object *o)
+{
+	struct bft_func **v;
+	size_t i, j;
+
+	if (o->nfuncs < 2)
+		return 0;
+	v = malloc(o->nfuncs * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < o->nfuncs; i++)
+		v[i] = &o->funcs[i];
+	qsort(v, o->nfuncs, sizeof(*v), cmp_func_name);
+	for (i = 0; i < o->nfuncs; i = j) {
+		for (j = i + 1; j < o->nfuncs &&
+		     !strcmp(bft_func_name(v[i]), bft_func_name(v[j])); j++)
+			;
+		for (size_t k = i; j - i > 1 && k < j; k++)
+			if (asprintf(&v[k]->unique, "%s[%#" PRIx64 "]",
+				     bft_func_name(v[k]), v[k]->offset) < 0) {
+				v[k]->unique = NULL;
+				free(v);
+				return -ENOMEM;
+			}
+	}
+	free(v);
+	return 0;
 }
 
 void bft_object_free(struct bft_object *o)
@@ -646,6 +690,8 @@ static int object_read(struct bft_object *o, Elf *e, const struct image *img,
 	if (syms.n)
 		qsort(syms.v, syms.n, sizeof(*syms.v), cmp_raw);
 	rc = merge(o, &syms, &main, o->debug_path ? &dbg : NULL, img, opts);
+	if (!rc)
+		rc = make_names_unique(o);
 out:
 	if (rc == -ENOMEM)
 		fail(err, errlen, rc, "out of memory");

@@ -78,11 +78,16 @@ struct bft_func {
 	unsigned int traits;	/* BFT_TRAIT_* */
 	struct bft_fname *names;/* names[0] is the display name */
 	uint32_t nnames;
+	/* names[0] with the function's offset, "glob[0xd7640]", where the
+	 * object has several functions of that name; else NULL */
+	char *unique;
 };
 
-/* The name shown to people: demangled if C++. */
+/* The name shown to people: demangled if C++, unique in its object. */
 static inline const char *bft_func_name(const struct bft_func *f)
 {
+	if (f->unique)
+		return f->unique;
 	return f->names[0].demangled ? f->names[0].demangled : f->names[0].raw;
 }
 

@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -425,6 +426,49 @@ TEST_F(fx, aliases_are_one_function_with_every_name)
 	EXPECT_STREQ("fxlib_mul", bft_func_name(a));
 	/* .dynsym repeats the exported names of .symtab: merged as well */
 	EXPECT_EQ(BFT_SRC_SYMTAB | BFT_SRC_DYNSYM, a->src);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Static glibc has static functions of one name in several files
+ * (free_mem, check_match, ...): each must show under a name of its own,
+ * its offset added, or a trace would merge them.  Patterns still match
+ * the plain name.
+ */
+TEST_F(fx, functions_that_share_a_name_get_names_of_their_own)
+{
+	const struct bft_object *o;
+	const char **names;
+	size_t i, shared = 0;
+
+	ASSERT_EQ(0, load(&self->o[0], "fx_static", NULL));
+	o = &self->o[0];
+	names = calloc(o->nfuncs, sizeof(*names));
+	ASSERT_NE(NULL, names);
+	for (i = 0; i < o->nfuncs; i++) {
+		names[i] = bft_func_name(&o->funcs[i]);
+		shared += o->funcs[i].unique != NULL;
+	}
+	qsort(names, o->nfuncs, sizeof(*names), cmp_str);
+	for (i = 1; i < o->nfuncs; i++)
+		EXPECT_STRNE(names[i - 1], names[i]);
+	free(names);
+	/* the fixture has what this test is about */
+	EXPECT_LT(1u, shared);
+	for (i = 0; i < o->nfuncs; i++) {
+		const struct bft_func *f = &o->funcs[i];
+		char want[512];
+
+		if (!f->unique)
+			continue;
+		snprintf(want, sizeof(want), "%s[%#" PRIx64 "]",
+			 f->names[0].raw, f->offset);
+		EXPECT_STREQ(want, f->unique);
+	}
 }
 
 TEST_F(fx, plt_stubs_are_never_functions)
