@@ -963,8 +963,11 @@ static char *consistent_trace(struct __test_metadata *_metadata,
 	EXPECT_NE(NULL, calls) TH_LOG("%s", path);
 	if (calls) {
 		EXPECT_EQ(NULL, strstr(calls, "x!"));
+		/* entries, or entries of methods traced without their
+		 * exits (the BPF backend, a target that may unwind) */
 		if (want_events)
-			EXPECT_NE(NULL, strstr(calls, " e"));
+			EXPECT_TRUE(strstr(calls, " e") || strstr(calls, " n"))
+				TH_LOG("%.300s", calls);
 		free(calls);
 	}
 	snprintf(path, sizeof(path), "%s/summary.txt", trace);
