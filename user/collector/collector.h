@@ -54,8 +54,9 @@
 /* Exit codes (bfcollector.1). */
 enum {
 	EXIT_OK = 0,
-	EXIT_USAGE = 1,
-	EXIT_HQ = 2,		/* HQ unreachable, refused us, or sent an error */
+	/* as bfctl and bfhq: 2 is a bad command line */
+	EXIT_HQ = 1,		/* HQ unreachable, refused us, or sent an error */
+	EXIT_USAGE = 2,
 	EXIT_PROTOCOL = 3,	/* HQ sent something malformed */
 	EXIT_FATAL = 4,		/* kernel or input failure */
 };

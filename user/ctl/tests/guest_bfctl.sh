@@ -1184,7 +1184,7 @@ sys.exit(1)' || rc=$?
 		t0=$SECONDS
 		timeout 60 "$coll_bin" --hq no-such-host.invalid:7000 --replay "$T/empty" \
 			>"$T/c.log" 2>&1 || rc=$?
-		if ((rc == 2 && SECONDS - t0 < 30)) && grep -q 'no such HQ host' "$T/c.log"; then
+		if ((rc == 1 && SECONDS - t0 < 30)) && grep -q 'no such HQ host' "$T/c.log"; then
 			ok "bfcollector --hq with an unknown host gives up at once"
 		else
 			note "$T/c.log"

@@ -144,7 +144,7 @@ TEST_F_TIMEOUT(privs, an_unknown_user_is_refused_before_any_work, 60)
 
 	self->pid = spawn(argv, self->log);
 	ASSERT_GT(self->pid, 0);
-	EXPECT_EQ(1, wait_exit(self->pid, 20000));
+	EXPECT_EQ(2, wait_exit(self->pid, 20000));	/* usage */
 	self->pid = 0;
 	EXPECT_TRUE(log_says(self->log, "--user no-such-user-bftrace: no such "
 			     "user", 1000));
