@@ -128,12 +128,18 @@ uint64_t probes_features(struct ctl *c)
 	if (!ctl_backend_choose(c) && c->use_bpf)
 		return BFT_BPF_FEATURES;
 	if (bft_nl_open(&nl, NULL, 0)) {
-		vlog(c, 1, "bftrace.ko is not loaded: listing as if it had return probes and exception hooks");
+		vlog(c, 1, "no backend to ask (bftrace.ko is not loaded, the BPF backend cannot run here): listing as if it had return probes and exception hooks");
 		return all;
 	}
 	f = bft_nl_get_caps(nl, &caps) ? all : caps.features;
 	bft_nl_close(nl);
 	return f;
+}
+
+/* What the features come from: a dry run (-l) has chosen, not opened. */
+static const char *backend_name(const struct ctl *c)
+{
+	return c->bpf || c->use_bpf ? "the BPF backend" : "bftrace.ko";
 }
 
 /* The unwinder reads the return address of its own entry points. */
@@ -159,13 +165,13 @@ static bool exceptions_ok(struct ctl *c, pid_t pid, const struct probe_set *s,
 		     h->risk);
 	if (!h->at_risk || (feat && h->complete)) {
 		if (!feat)
-			vlog(c, 1, "the module has no exception hooks (feature 'unwind'); process %d does not seem to need them",
-			     (int)pid);
+			vlog(c, 1, "%s has no exception hooks (feature 'unwind'); process %d does not seem to need them",
+			     backend_name(c), (int)pid);
 		return true;
 	}
 	if (!feat)
 		err_msg("process %d may unwind through traced frames (%s), but %s cannot repair return addresses for that (no feature 'unwind'): an exception or a thread cancellation through a return-probed frame would kill it",
-			(int)pid, h->risk, c->bpf ? "the BPF backend" : "bftrace.ko");
+			(int)pid, h->risk, backend_name(c));
 	else
 		err_msg("process %d may unwind through traced frames (%s), but its unwinder's entry points cannot all be found (%s: a custom, unknown or stripped unwinder): an exception through a return-probed frame would kill it",
 			(int)pid, h->risk, h->missing);

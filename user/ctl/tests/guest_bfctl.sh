@@ -1164,6 +1164,17 @@ sec_newcomer() {
 	fi
 	settle
 
+	# a dry run names the backend it lists for, not the other one
+	# (the module has the hooks: it says nothing of them for fx_c)
+	local other='the BPF backend' own=''
+	[[ $backend == bpf ]] && other='the module|bftrace.ko' own='the BPF backend has no exception hooks'
+	if bf -v run -l -p 'fx_c:foo*' -- "$FX/fx_c" >/dev/null 2>"$T/list.err" &&
+	   { [[ -z $own ]] || grep -Eq "$own" "$T/list.err"; } && ! grep -Eq "$other" "$T/list.err"; then
+		ok "run --list names the backend it lists for"
+	else
+		note "$T/list.err"; not_ok "run --list names the backend it lists for"
+	fi
+
 	# bfcollector pointed at something that is no HQ says so, at once
 	mkdir -p "$T/empty" && : >"$T/empty/cpu0.bft" && : >"$T/empty/methods"
 	# only where the name service says for sure that there is no such
