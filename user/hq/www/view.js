@@ -12,6 +12,20 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 
+// A flame box's label: the function alone, as bfhq's flame.svg has it
+// (route_label): no "object!", no parameter list outside a template.
+function shortLabel(sig) {
+  const bang = sig.indexOf("!");
+  const s = bang >= 0 ? sig.slice(bang + 1) : sig;
+  let depth = 0;
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] === "<") depth++;
+    else if (s[i] === ">" && depth) depth--;
+    else if (s[i] === "(" && !depth && i > 0 && !s.startsWith("operator")) return s.slice(0, i);
+  }
+  return s;
+}
+
 function fmtUs(us) {
   if (us >= 1e6) return (us / 1e6).toFixed(3) + " s";
   if (us >= 1e3) return (us / 1e3).toFixed(3) + " ms";
@@ -128,7 +142,7 @@ class BftView {
       const walk = (n, x0, d) => {
         for (const c of [...n.children.values()].sort(byTime)) {
           const cw = weight(c);
-          place(model.methodName(c.method), model.methodName(c.method) + " (" + c.calls + " calls, " +
+          place(shortLabel(model.methodName(c.method)), model.methodName(c.method) + " (" + c.calls + " calls, " +
                 fmtUs(c.totalUs) + ")", cw, x0, d, c.method);
           if (d < 200) walk(c, x0, d + 1);
           x0 += cw;
