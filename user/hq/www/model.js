@@ -154,7 +154,9 @@ class BftModel {
   instant(th, method) {
     th.canon.push(" n" + method);
     th.calls++;
-    this.stat(method).calls++;
+    const s = this.stat(method);
+    s.calls++;
+    s.noret = true;     // no durations to show: top() says so
   }
 
   // route.c's do_exit(): the frame it names, and any above it, are left.

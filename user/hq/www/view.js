@@ -197,8 +197,10 @@ class BftView {
     const rows = [...model.stats.entries()].filter(([, s]) => s.calls)
       .sort((a, b) => b[1].selfUs - a[1].selfUs || b[1].calls - a[1].calls || a[0] - b[0]).slice(0, 20);
     t.replaceChildren(el("tr", {}, el("th", {}, "self"), el("th", {}, "total"), el("th", {}, "calls"), el("th", {}, "method")),
-      ...rows.map(([id, s]) => el("tr", {}, el("td", {}, fmtUs(s.selfUs)), el("td", {}, fmtUs(s.totalUs)),
-                                  el("td", {}, String(s.calls)), el("td", {}, model.methodName(id)))));
+      ...rows.map(([id, s]) => el("tr", {}, el("td", {}, s.noret ? "—" : fmtUs(s.selfUs)),
+                                  el("td", {}, s.noret ? "—" : fmtUs(s.totalUs)),
+                                  el("td", {}, String(s.calls)),
+                                  el("td", {}, model.methodName(id) + (s.noret ? "  (entries only)" : "")))));
   }
 
   losses(model) {
