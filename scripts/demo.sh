@@ -37,8 +37,6 @@ else
 fi
 trace=$(find "$out" -maxdepth 2 -name folded.txt -printf '%h\n' | head -n 1)
 [[ -n $trace ]] || { echo "demo: HQ wrote no trace" >&2; exit 1; }
-python3 scripts/flamegraph.py --title "sqlite3 traced by bftrace" \
-	<"$trace/folded.txt" >"$trace/flame.svg"
 echo
 sed -n '1,40p' "$trace/summary.txt"
 echo
@@ -46,4 +44,4 @@ echo "demo: the trace is in $trace:"
 echo "  tree.txt     call tree per thread, with durations"
 echo "  trace.json   Chrome trace (open it in https://ui.perfetto.dev)"
 echo "  folded.txt   folded stacks, weighted by self time"
-echo "  flame.svg    flame graph"
+echo "  flame.svg    flame graph (bfhq draws it; open it in a browser)"

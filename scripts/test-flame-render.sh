@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The flame graph must render in a real browser: scripts/flamegraph.py draws
-# scripts/fixtures/flame.folded, headless Chromium screenshots the SVG, and
-# scripts/flame-render-check.py compares the picture with the SVG (coverage,
-# each frame's fill at its place, the distinct fills).  Then bfhq's live page
+# The flame graph must render in a real browser: bfhq --flame (what bfhq
+# writes as each trace's flame.svg) draws scripts/fixtures/flame.folded,
+# headless Chromium screenshots the SVG, and scripts/flame-render-check.py
+# compares the picture with the SVG (coverage, each frame's fill at its
+# place, the distinct fills).  Then bfhq's live page
 # of a running trace, screenshot the README's way.  The SVG, the PNGs and
 # Chromium's logs stay in build/flame-render/ for inspection.  Output is TAP.
 #
@@ -22,11 +23,11 @@ trap 'rm -rf "$tmp"' EXIT
 # shellcheck source=scripts/tap.sh
 . scripts/tap.sh
 
-if python3 scripts/flamegraph.py --title "bftrace flame graph fixture" \
-	<"$fixture" >"$out/flame.svg" 2>"$out/flamegraph.err" && [[ -s $out/flame.svg ]]; then
-	ok "flamegraph.py renders $fixture"
+if build/user/bfhq --flame "$fixture" -o "$out/flame.svg" 2>"$out/flamegraph.err" &&
+   [[ -s $out/flame.svg ]]; then
+	ok "bfhq --flame draws $fixture"
 else
-	not_ok "flamegraph.py renders $fixture"
+	not_ok "bfhq --flame draws $fixture"
 	sed 's/^/# /' "$out/flamegraph.err"
 	tap_finish
 fi

@@ -34,6 +34,8 @@ static void usage(FILE *f)
 "                                       --help)\n"
 "       bfhq --replay DIR [-o OUT]      the usual outputs from trace-N/live/ (DIR:\n"
 "                                       trace-N or its live/; OUT: trace-N/replay)\n"
+"       bfhq --flame FOLDED [-o SVG]    draw folded stacks (a trace's folded.txt)\n"
+"                                       as a flame graph (SVG: flame.svg)\n"
 "\n"
 "  -l, --listen HOST[:PORT]   address to listen on (default 127.0.0.1:%u)\n"
 "  -p, --port PORT            port to listen on\n"
@@ -87,7 +89,7 @@ static int parse_uint(const char *s, const char *what, unsigned long max,
 enum {
 	OPT_SEND = 256, OPT_START, OPT_SUSPENDED, OPT_HEARTBEAT, OPT_SENDERS,
 	OPT_INCLUDE, OPT_EXCLUDE, OPT_BUDGET, OPT_RETRY, OPT_CLASS, OPT_GAP,
-	OPT_COUNT, OPT_TIMEOUT, OPT_BOUND, OPT_LIVE, OPT_REPLAY, OPT_HTTP,
+	OPT_COUNT, OPT_TIMEOUT, OPT_BOUND, OPT_LIVE, OPT_REPLAY, OPT_FLAME, OPT_HTTP,
 	OPT_STAMPS, OPT_HTTP_HOST, OPT_HTTP_ANY, OPT_DATA_FROM,
 };
 
@@ -111,6 +113,7 @@ static const struct option longopts[] = {
 	{ "live-flush", required_argument, NULL, OPT_LIVE },
 	{ "live-stamps", no_argument, NULL, OPT_STAMPS },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
+	{ "flame", required_argument, NULL, OPT_FLAME },
 	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "http", required_argument, NULL, OPT_HTTP },
@@ -156,7 +159,7 @@ static int parse_hostport(const char *s, char *host, size_t n,
 }
 
 static int parse_args(struct hq_opts *o, int argc, char **argv,
-		      const char **send, const char **replay)
+		      const char **send, const char **replay, const char **flame)
 {
 	static char host[256], http_host[256] = "127.0.0.1";
 	unsigned long v;
@@ -295,6 +298,9 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 		case OPT_REPLAY:
 			*replay = optarg;
 			break;
+		case OPT_FLAME:
+			*flame = optarg;
+			break;
 		case OPT_COUNT:
 			if (parse_uint(optarg, "count", 1000000, &v))
 				return -1;
@@ -418,7 +424,7 @@ int main(int argc, char **argv)
 	struct hq hq = { .listen_fd = -1, .ctl_fd = -1 };
 	struct hq_http *http = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
-	const char *send = NULL, *replay = NULL;
+	const char *send = NULL, *replay = NULL, *flame = NULL;
 	int rc;
 
 	setvbuf(stderr, NULL, _IOLBF, 0);
@@ -426,13 +432,24 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strncmp(argv[i], "--counters", 10))
 			return inspector_main(argc, argv);
-	if (parse_args(&hq.o, argc, argv, &send, &replay)) {
+	if (parse_args(&hq.o, argc, argv, &send, &replay, &flame)) {
 		bfp_config_free(&hq.o.config);
 		return 2;	/* a usage error, as bfctl's */
 	}
 	if (replay) {
 		bfp_config_free(&hq.o.config);
 		return hq_replay(replay, hq.o.outdir);
+	}
+	if (flame) {
+		const char *svg = hq.o.outdir ? hq.o.outdir : "flame.svg";
+		const char *base = strrchr(flame, '/');
+
+		bfp_config_free(&hq.o.config);
+		rc = hq_write_flame(flame, svg, base ? base + 1 : flame);
+		if (rc)
+			hq_log("cannot draw %s into %s: %s", flame, svg,
+			       strerror(-rc));
+		return rc ? 1 : 0;
 	}
 	if (!hq.o.outdir)
 		hq.o.outdir = "bfhq-out";
