@@ -23,6 +23,9 @@
 #define FONT	12
 #define CHAR_W	7	/* about a glyph at FONT: what text fits */
 #define MIN_W	0.5
+/* bfhq's folded.txt stops at 1024 frames; any file may go deeper, and
+ * drawing recurses: deeper frames count in the box at this depth */
+#define MAX_DEPTH	1100
 
 struct fnode {
 	char *name;
@@ -124,7 +127,7 @@ static int add_line(struct flame *f, uint32_t root, char *line,
 	uint32_t at = root;
 	uint64_t us;
 
-	if (!sp || sp == line)
+	if (!sp || sp == line || sp[1] == '-')	/* strtoull takes "-1" */
 		return 1;
 	errno = 0;
 	us = strtoull(sp + 1, &end, 10);
@@ -133,7 +136,8 @@ static int add_line(struct flame *f, uint32_t root, char *line,
 	*sp = 0;
 	*total += us;
 	f->v[root].us += us;
-	for (s = line; s; s = semi ? semi + 1 : NULL) {
+	for (s = line; s && f->v[at].depth < MAX_DEPTH;
+	     s = semi ? semi + 1 : NULL) {
 		semi = strchr(s, ';');
 		at = child(f, at, s, semi ? (size_t)(semi - s) : strlen(s));
 		if (at == FNONE)

@@ -67,7 +67,8 @@ TEST_F(flame, boxes_are_as_wide_as_their_time)
 		"main_(1/1);prog!main;prog!parse(char const*) 300\n"
 		"main_(1/1);prog!main;libx.so.1!Box<int>::get() const 600\n"
 		"idle_(1/2);prog!wait 0\n"
-		"not a folded line\n";
+		"not a folded line\n"
+		"main_(1/1);prog!neg -5\n";
 	char cmd[PATH_MAX + 128];
 	char *svg;
 
@@ -80,6 +81,7 @@ TEST_F(flame, boxes_are_as_wide_as_their_time)
 	 * time, so no box */
 	EXPECT_EQ(6u, count(svg, "<rect")) TH_LOG("%s", svg);
 	EXPECT_EQ(NULL, strstr(svg, "idle")) TH_LOG("%s", svg);
+	EXPECT_EQ(NULL, strstr(svg, "neg")) TH_LOG("%s", svg);
 	EXPECT_NE(NULL, strstr(svg, "trace &lt;1&gt; (1.000 ms in all"));
 	/* 1180 px for 1000 us */
 	EXPECT_PX(1180.0, box_width(svg, "all"));
@@ -109,6 +111,28 @@ TEST_F(flame, an_empty_trace_draws_an_empty_graph)
 	EXPECT_EQ(1u, count(svg, "<rect"));
 	EXPECT_NE(NULL, strstr(svg, "no call with a duration"));
 	EXPECT_NE(NULL, strstr(svg, "</svg>"));
+	free(svg);
+}
+
+/* Any file may be drawn (bfhq --flame): a stack of 100000 frames is cut,
+ * not recursed into. */
+TEST_F(flame, a_stack_of_any_depth_is_cut_not_followed)
+{
+	size_t i, n = 100000 * 2 + 16;
+	char *line = malloc(n), *svg;
+
+	ASSERT_NE(NULL, line);
+	for (i = 0; i < 100000; i++)
+		memcpy(line + 2 * i, "f;", 2);
+	memcpy(line + 2 * i - 1, " 1000\n", 7);
+	ASSERT_EQ(0, syn_write_file(self->dir, "folded.txt", line,
+				    strlen(line)));
+	free(line);
+	ASSERT_EQ(0, hq_write_flame(self->in, self->svg, "deep"));
+	svg = slurp(self->svg, NULL);
+	ASSERT_NE(NULL, svg);
+	/* the background, then all and 1099 frames under it */
+	EXPECT_EQ(1101u, count(svg, "<rect"));
 	free(svg);
 }
 
