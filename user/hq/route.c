@@ -1279,10 +1279,16 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 		if (err)
 			hq_log("cannot write %s: %s", svg, strerror(-err));
 	}
-	f = open_out(r, "summary.txt");
+	/* summary.txt says the trace is written: it comes last, whole */
+	f = open_out(r, "summary.txt.part");
 	if (f) {
+		char part[4200], whole[4200];
+
 		write_summary(r, t, f);
-		fclose(f);
+		snprintf(part, sizeof(part), "%s/summary.txt.part", r->dir);
+		snprintf(whole, sizeof(whole), "%s/summary.txt", r->dir);
+		if (fclose(f) || rename(part, whole))
+			hq_log("cannot write %s: %s", whole, strerror(errno));
 	}
 	if (out) {
 		write_summary(r, t, out);
