@@ -131,15 +131,37 @@ void patterns_free(struct patterns *p);
 
 /* ---- methods.c ---- */
 
+/*
+ * The data connections (bit = index) that were told a name, in HQ session
+ * `session`; in any other session, none.
+ */
+struct told {
+	uint32_t session;
+	uint64_t conns;
+};
+
+static inline bool told_on(const struct told *t, uint32_t session,
+			   unsigned int conn)
+{
+	return t->session == session && (t->conns & 1ull << conn);
+}
+
+static inline void told_add(struct told *t, uint32_t session,
+			    unsigned int conn)
+{
+	if (t->session != session) {
+		t->session = session;
+		t->conns = 0;
+	}
+	t->conns |= 1ull << conn;
+}
+
 struct method {
 	uint32_t id;
 	bool used;		/* hash slot */
 	bool excluded;		/* by the configuration's regexes */
 	bool known;		/* from the table, not made up */
-	/* data connections (bit = index) that were sent the signature, in
-	 * HQ session mapped_session; any other session: none */
-	uint32_t mapped_session;
-	uint64_t mapped;
+	struct told mapped;	/* its signature under its id */
 	char *sig;
 	char *path;
 	/* counters.c's: entries and frames left, seen in the stream (the
@@ -155,8 +177,7 @@ struct method {
 	 */
 	bool noret_all;
 	uint32_t n_noret, *noret_tgids;
-	uint32_t twin_session;
-	uint64_t twin_mapped;
+	struct told twin_mapped;	/* the twin's map and marker */
 };
 
 /* Kernel and bfctl ids stay below 2^31 (bfctl numbers them from 1). */
@@ -188,9 +209,7 @@ struct methods {
 struct exc_type {
 	uint32_t id;
 	char *name;		/* demangled: "std::runtime_error" */
-	/* as struct method's: connections told its name in that session */
-	uint32_t mapped_session;
-	uint64_t mapped;
+	struct told mapped;	/* its name */
 };
 
 struct exc_types {
@@ -394,6 +413,9 @@ static inline bool methods_excluded(struct methods *m, struct method *me)
 }
 /* The kernel's ids after a start: every probe's id is forgotten. */
 void methods_forget(struct methods *m);
+/* Record an object's fate; true if that is news (to report to HQ). */
+bool methods_object(struct methods *m, const char *path, uint8_t kind);
+void methods_free(struct methods *m);
 
 /* ---- background.c ---- */
 
@@ -401,9 +423,6 @@ void methods_forget(struct methods *m);
 int coll_background(struct coll *c);
 /* We record: --background's parent may return (once; no-op otherwise). */
 void coll_ready(struct coll *c);
-/* Record an object's fate; true if that is news (to report to HQ). */
-bool methods_object(struct methods *m, const char *path, uint8_t kind);
-void methods_free(struct methods *m);
 
 /* exceptions.c */
 int exc_types_init(struct exc_types *x);

@@ -27,7 +27,7 @@ static int exc_put(struct exc_types *x, uint32_t id, char *name)
 		}
 		free(e->name);
 		e->name = name;
-		e->mapped = 0;		/* renamed: HQ must hear the new name */
+		e->mapped.conns = 0;	/* renamed: HQ must hear the new name */
 		return 0;
 	}
 	if (x->n == x->cap) {

@@ -89,8 +89,9 @@ int methods_add(struct methods *m, uint32_t id, const char *path,
 	me->sig = strdup(buf);
 	me->path = strdup(path);
 	me->known = true;
-	me->mapped = 0;		/* HQ must hear the new signature */
-	me->twin_mapped = 0;
+	/* HQ must hear the new signature */
+	me->mapped.conns = 0;
+	me->twin_mapped.conns = 0;
 	if (!me->sig || !me->path)
 		return -ENOMEM;
 	decide(m, me);

@@ -299,17 +299,13 @@ static int map_exception(struct coll *c, unsigned int conn, uint32_t exc)
 		if (!x)
 			return -ENOMEM;
 	}
-	if (x->mapped_session != c->session) {
-		x->mapped_session = c->session;
-		x->mapped = 0;
-	}
-	if (x->mapped & 1ull << conn)
+	if (told_on(&x->mapped, c->session, conn))
 		return 0;
 	m.str = x->name;
 	m.str_len = strlen(x->name);
 	err = hq_data_msg(c, conn, &m);
 	if (!err)
-		x->mapped |= 1ull << conn;
+		told_add(&x->mapped, c->session, conn);
 	return err;
 }
 
@@ -341,13 +337,9 @@ static __attribute__((noinline)) int map_method(struct coll *c,
 {
 	struct bfp_msg m = { .id = BFP_MAP_METHOD };
 
-	if (me->mapped_session != c->session) {
-		me->mapped_session = c->session;
-		me->mapped = 0;
-	}
-	if (me->mapped & 1ull << conn)
+	if (told_on(&me->mapped, c->session, conn))
 		return 0;
-	me->mapped |= 1ull << conn;
+	told_add(&me->mapped, c->session, conn);
 	m.method = me->id;
 	m.str = me->sig;
 	m.str_len = strlen(me->sig);
@@ -369,11 +361,7 @@ static __attribute__((noinline)) int map_twin(struct coll *c,
 	char value[16];
 	int err;
 
-	if (me->twin_session != c->session) {
-		me->twin_session = c->session;
-		me->twin_mapped = 0;
-	}
-	if (me->twin_mapped & 1ull << conn)
+	if (told_on(&me->twin_mapped, c->session, conn))
 		return 0;
 	err = hq_data_msg(c, conn, &m);
 	if (err)
@@ -388,7 +376,7 @@ static __attribute__((noinline)) int map_twin(struct coll *c,
 	c->seq++;
 	/* a sequenced message: the next "bftrace.us" covers it too */
 	note_us(c, 0);
-	me->twin_mapped |= 1ull << conn;
+	told_add(&me->twin_mapped, c->session, conn);
 	return 0;
 }
 
@@ -434,11 +422,12 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 	}
 	if (twin) {
 		wire = METHOD_NORET_TWIN(me->id);
-		err = map_twin(c, me, t->conn, now);
-		if (err)
-			return err;
-	} else if (me->mapped_session != c->session ||
-		   !(me->mapped & 1ull << t->conn)) {
+		if (!told_on(&me->twin_mapped, c->session, t->conn)) {
+			err = map_twin(c, me, t->conn, now);
+			if (err)
+				return err;
+		}
+	} else if (!told_on(&me->mapped, c->session, t->conn)) {
 		err = map_method(c, me, t->conn);
 		if (err)
 			return err;
