@@ -260,13 +260,14 @@ void route_map_exception(struct route *r, uint32_t id, const char *name);
 void route_event(struct route *r, const struct pending *p);
 /* sig without its object prefix and parameters, into b (n bytes). */
 void route_label(const char *sig, char *b, size_t n);
-
-/* flame.c: folded.txt (path folded) drawn into svg; 0 or -errno. */
-int hq_write_flame(const char *folded, const char *svg, const char *title);
 /* A "bftrace.noret" marker's value: the method id it says has no exits. */
 void route_declare_noret(struct route *r, const char *value);
 /* Whether method id was declared entries-only ("bftrace.noret"). */
 bool route_noret(struct route *r, uint32_t id);
+
+/* flame.c: folded.txt (path folded) drawn into svg; 0 or -errno. */
+int hq_write_flame(const char *folded, const char *svg, const char *title);
+
 /* Every thread's call stack is void: cause "data break" or "gap". */
 void route_void(struct route *r, const char *cause);
 /* The same for one thread only (a replayed void line). */

@@ -940,13 +940,24 @@ void route_free(struct route *r)
 	free(r);
 }
 
+/* The path of output name: PATH_MAX of directory and a file name. */
+struct out_path {
+	char s[4200];
+};
+
+static const char *out_path(const struct route *r, const char *name,
+			    struct out_path *p)
+{
+	snprintf(p->s, sizeof(p->s), "%s/%s", r->dir, name);
+	return p->s;
+}
+
 static FILE *open_out(struct route *r, const char *name)
 {
-	char path[4200];
-	FILE *f;
+	struct out_path o;
+	const char *path = out_path(r, name, &o);
+	FILE *f = fopen(path, "w");
 
-	snprintf(path, sizeof(path), "%s/%s", r->dir, name);
-	f = fopen(path, "w");
 	if (!f)
 		hq_log("cannot write %s: %s", path, strerror(errno));
 	return f;
@@ -1193,8 +1204,11 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 {
 	uint16_t *sorted = malloc((r->nthreads + 1) * sizeof(*sorted));
 	struct bft_buf path = { 0 }, ids = { 0 };
+	struct out_path p1, p2;
+	char title[64];
 	uint32_t i;
 	FILE *f;
+	int err;
 
 	if (!sorted)
 		return -ENOMEM;
@@ -1268,27 +1282,18 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 		}
 		fclose(f);
 	}
-	{
-		char in[4200], svg[4200], title[64];
-		int err;
-
-		snprintf(in, sizeof(in), "%s/folded.txt", r->dir);
-		snprintf(svg, sizeof(svg), "%s/flame.svg", r->dir);
-		snprintf(title, sizeof(title), "bfhq trace-%u", t->index);
-		err = hq_write_flame(in, svg, title);
-		if (err)
-			hq_log("cannot write %s: %s", svg, strerror(-err));
-	}
+	snprintf(title, sizeof(title), "bfhq trace-%u", t->index);
+	err = hq_write_flame(out_path(r, "folded.txt", &p1),
+			     out_path(r, "flame.svg", &p2), title);
+	if (err)
+		hq_log("cannot write %s: %s", p2.s, strerror(-err));
 	/* summary.txt says the trace is written: it comes last, whole */
 	f = open_out(r, "summary.txt.part");
 	if (f) {
-		char part[4200], whole[4200];
-
 		write_summary(r, t, f);
-		snprintf(part, sizeof(part), "%s/summary.txt.part", r->dir);
-		snprintf(whole, sizeof(whole), "%s/summary.txt", r->dir);
-		if (fclose(f) || rename(part, whole))
-			hq_log("cannot write %s: %s", whole, strerror(errno));
+		if (fclose(f) || rename(out_path(r, "summary.txt.part", &p1),
+					out_path(r, "summary.txt", &p2)))
+			hq_log("cannot write %s: %s", p2.s, strerror(errno));
 	}
 	if (out) {
 		write_summary(r, t, out);
