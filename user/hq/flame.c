@@ -42,6 +42,10 @@ struct flame {
 	uint32_t *hash;		/* (parent, name) -> node, open addressing */
 	uint32_t hcap;
 	uint32_t max_depth;
+	/* for draw(): the root's time, px per us, the picture's height */
+	uint64_t total;
+	double scale;
+	uint32_t height;
 };
 
 static uint32_t key_hash(uint32_t parent, const char *s, size_t len)
@@ -120,8 +124,7 @@ static uint32_t child(struct flame *f, uint32_t parent, const char *s,
 }
 
 /* One folded line "a;b;c N": 0, 1 if it is no such line, or -ENOMEM. */
-static int add_line(struct flame *f, uint32_t root, char *line,
-		    uint64_t *total)
+static int add_line(struct flame *f, uint32_t root, char *line)
 {
 	char *sp = strrchr(line, ' '), *end, *s, *semi;
 	uint32_t at = root;
@@ -134,7 +137,6 @@ static int add_line(struct flame *f, uint32_t root, char *line,
 	if (errno || end == sp + 1 || (*end && *end != '\n'))
 		return 1;
 	*sp = 0;
-	*total += us;
 	f->v[root].us += us;
 	for (s = line; s && f->v[at].depth < MAX_DEPTH;
 	     s = semi ? semi + 1 : NULL) {
@@ -181,17 +183,16 @@ static int by_name(const void *a, const void *b, void *arg)
 
 /* The box of node i at x (px) and its callees'; roots are threads. */
 static void draw(struct flame *f, FILE *o, uint32_t i, double x,
-		 double scale, uint64_t total, uint32_t height,
 		 uint32_t *kids)
 {
 	const struct fnode *nd = &f->v[i];
-	double w = (double)nd->us * scale, cx;
+	double w = (double)nd->us * f->scale, cx;
 	uint32_t k, n = 0, c, h, y;
 	char label[256];
 
 	if (w < MIN_W)
 		return;
-	y = height - (nd->depth + 1) * ROW;
+	y = f->height - (nd->depth + 1) * ROW;
 	for (c = 0, h = 5381; nd->name[c]; c++)
 		h = h * 33 + (uint8_t)nd->name[c];
 	if (nd->depth <= 2)	/* "all", then the threads */
@@ -202,8 +203,8 @@ static void draw(struct flame *f, FILE *o, uint32_t i, double x,
 	xml_text(o, nd->name, SIZE_MAX);
 	fprintf(o, " (%.3f ms, %.2f%%)</title><rect x=\"%.1f\" y=\"%u\" "
 		"width=\"%.1f\" height=\"%u\" fill=\"rgb(%u,%u,%u)\" rx=\"2\"/>",
-		(double)nd->us / 1000.0, total ? 100.0 * (double)nd->us /
-		(double)total : 0.0, x, y, w, ROW - 1, 205 + h % 50,
+		(double)nd->us / 1000.0, 100.0 * (double)nd->us /
+		(double)f->total, x, y, w, ROW - 1, 205 + h % 50,
 		90 + (h >> 8) % 120, 40 + (h >> 16) % 40);
 	if (w > 3 * CHAR_W) {
 		size_t fit = (size_t)((w - 6) / CHAR_W), len = strlen(label);
@@ -221,8 +222,8 @@ static void draw(struct flame *f, FILE *o, uint32_t i, double x,
 	for (k = 0; k < n; k++) {
 		uint32_t kid = kids[k];
 
-		draw(f, o, kid, cx, scale, total, height, kids + n);
-		cx += (double)f->v[kid].us * scale;
+		draw(f, o, kid, cx, kids + n);
+		cx += (double)f->v[kid].us * f->scale;
 	}
 }
 
@@ -232,8 +233,7 @@ int hq_write_flame(const char *folded, const char *svg, const char *title)
 	FILE *in = fopen(folded, "r"), *o = NULL;
 	char *line = NULL;
 	size_t cap = 0;
-	uint64_t total = 0;
-	uint32_t root, height, *kids = NULL;
+	uint32_t root, *kids = NULL;
 	int err = 0;
 
 	if (!in)
@@ -242,7 +242,7 @@ int hq_write_flame(const char *folded, const char *svg, const char *title)
 	if (root == FNONE)
 		err = -ENOMEM;
 	while (!err && getline(&line, &cap, in) > 0)
-		err = add_line(&f, root, line, &total) < 0 ? -ENOMEM : 0;
+		err = add_line(&f, root, line) < 0 ? -ENOMEM : 0;
 	fclose(in);
 	free(line);
 	/* each level's callees sit after its caller's in one array */
@@ -255,24 +255,25 @@ int hq_write_flame(const char *folded, const char *svg, const char *title)
 			err = -errno;
 	}
 	if (!err) {
-		height = (f.max_depth + 2) * ROW;
+		f.total = f.v[root].us;
+		f.scale = (double)(WIDTH - 2 * PAD) / (double)(f.total ?: 1);
+		f.height = (f.max_depth + 2) * ROW;
 		fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 			"<svg xmlns=\"http://www.w3.org/2000/svg\" "
 			"width=\"%u\" height=\"%u\" font-family=\"monospace\" "
 			"font-size=\"%u\">\n<rect width=\"100%%\" "
 			"height=\"100%%\" fill=\"#fffdf8\"/>\n<text x=\"%u\" "
-			"y=\"%u\">", WIDTH, height, FONT, PAD, ROW - 4);
+			"y=\"%u\">", WIDTH, f.height, FONT, PAD, ROW - 4);
 		xml_text(o, title, SIZE_MAX);
-		if (total)
+		if (f.total)
 			fprintf(o, " (%.3f ms in all; hover a box for its "
-				"signature)</text>\n", (double)total / 1000.0);
+				"signature)</text>\n", (double)f.total / 1000.0);
 		else	/* say why it is blank */
 			fputs(": no call with a duration (calls traced by "
 			      "entries only are counted in tree.txt)</text>\n",
 			      o);
-		if (total)
-			draw(&f, o, root, PAD, (double)(WIDTH - 2 * PAD) /
-			     (double)total, total, height, kids);
+		if (f.total)
+			draw(&f, o, root, PAD, kids);
 		fputs("</svg>\n", o);
 		if (fclose(o))
 			err = -EIO;
