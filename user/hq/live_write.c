@@ -24,9 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <jansson.h>
+#include <linux/magic.h>
 
 #include "hq.h"
 #include "live.h"
@@ -89,6 +91,7 @@ struct live {
 	bool dirty;		/* lines to write at the next flush */
 	bool broken;		/* an I/O error: no more live copy */
 	bool ended;		/* the final flush is done */
+	bool in_memory;		/* on tmpfs: fdatasync has nothing to wait for */
 	uint64_t last_flush_ms, flushes, agent_lost;
 	const struct hq_opts *o;	/* bfhq's, which outlive the trace */
 	char *meta;		/* what meta.json holds now */
@@ -693,7 +696,9 @@ static void flush(struct live *l, bool final)
 		}
 		fds[nfds++] = s->data_fd;
 	}
-	err = sync_files(fds, nfds);
+	/* no threads to spawn for nothing: a multi-threaded process pays for
+	 * every later munmap with a TLB shootdown on each CPU */
+	err = l->in_memory ? 0 : sync_files(fds, nfds);
 	free(fds);
 	if (err)
 		return broken(l, "stream data", err);
@@ -770,6 +775,7 @@ struct live *live_open(const struct hq *hq, const struct trace *t,
 		       const char *trace_dir)
 {
 	struct live *l;
+	struct statfs fs;
 
 	if (!hq->o.live_flush_ms)
 		return NULL;
@@ -787,6 +793,8 @@ struct live *live_open(const struct hq *hq, const struct trace *t,
 		return NULL;
 	}
 	clear_dir(l->dir);
+	l->in_memory = !statfs(l->dir, &fs) && (fs.f_type == TMPFS_MAGIC ||
+						fs.f_type == RAMFS_MAGIC);
 	l->names_fd = open_in(l, "names", O_WRONLY | O_CREAT | O_TRUNC |
 			      O_APPEND);
 	if (hq->o.live_stamps)
