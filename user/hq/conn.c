@@ -497,6 +497,7 @@ static void decode_all(struct hq *hq, struct conn *c)
 		}
 		pos += (size_t)r;
 		c->msgs_in++;
+		t->wire_bytes += (size_t)r;
 		if (c->kind == CONN_CONTROL)
 			hq_trace_control_msg(hq, t, &m);
 		else

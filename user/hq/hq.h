@@ -142,6 +142,7 @@ struct trace {
 	uint64_t lost_bound, lost_missing;	/* at the reorder bound */
 	uint64_t names_bytes, names_refused;	/* against HQ_NAMES_MAX */
 	uint64_t pending_text;	/* marker bytes in the heap */
+	uint64_t wire_bytes;	/* of the messages decoded for it */
 	uint64_t start_wall_us;	/* the agent's hello, Unix time */
 	char *agent_error;	/* the text of the agent's Error, NULs kept */
 	size_t agent_error_len;

@@ -67,7 +67,7 @@ struct lstamp {
 	uint64_t routed_us, ready_us;
 };
 
-#define LIVE_META_KEYS	23
+#define LIVE_META_KEYS	24
 #define LIVE_PAGE	256
 #define LIVE_PAGES	(LIVE_MARKERS / LIVE_PAGE + 1)
 
@@ -484,7 +484,8 @@ static char *meta_text(struct live *l, const struct trace *t)
 		"    \"classes_transformed\": %" PRIu64 ",\n"
 		"    \"classes_ignored\": %" PRIu64 ",\n"
 		"    \"classes_failed\": %" PRIu64 ",\n"
-		"    \"agent_errors\": %" PRIu64 "\n"
+		"    \"agent_errors\": %" PRIu64 ",\n"
+		"    \"received_bytes\": %" PRIu64 "\n"
 		"  },\n"
 		"  \"last_mode\": %s\n"
 		"}",
@@ -498,7 +499,7 @@ static char *meta_text(struct live *l, const struct trace *t)
 		t->lost_bound, t->lost_missing, t->late, t->breaks_seen,
 		t->breaks_late, t->heartbeats, l->agent_lost, l->micro_bad,
 		t->classes[0], t->classes[1], t->classes[2], t->agent_errors,
-		last);
+		t->wire_bytes, last);
 	if (n < 0)
 		text = NULL;
 out:
@@ -539,6 +540,7 @@ static void meta_key(const struct live *l, const struct trace *t,
 	k[i++] = t->classes[1];
 	k[i++] = t->classes[2];
 	k[i++] = t->agent_errors;
+	k[i++] = t->wire_bytes;
 	k[i++] = t->last_mode;
 }
 

@@ -171,6 +171,7 @@ static void trace_from_meta(struct trace *t, json_t *meta)
 	t->classes[1] = counter(meta, "classes_ignored");
 	t->classes[2] = counter(meta, "classes_failed");
 	t->agent_errors = counter(meta, "agent_errors");
+	t->wire_bytes = counter(meta, "received_bytes");
 	mode = json_string_value(json_object_get(meta, "last_mode"));
 	if (mode && strlen(mode) == 1)
 		t->last_mode = (uint8_t)mode[0];

@@ -12,7 +12,7 @@
  *                threads; every B gets its E (frames cut by a break or left
  *                open at the end are closed there, frames an exception left
  *                at the bubble), so it loads in Perfetto; an instant event
- *                per throw
+ *                per throw, and per group of an entries-only method's calls
  *   folded.txt   "thread;a;b;c <self us>" lines for flamegraph.pl
  *   flame.svg    folded.txt drawn (flame.c)
  *   summary.txt  calls, threads, methods, losses, data breaks, top methods
@@ -87,6 +87,10 @@ struct method {
 	bool noret;		/* declared entries-only: no frames, counted */
 	struct sig *sig;
 	uint64_t calls, total_us, self_us;
+	/* in a thread's table of entries-only methods: the calls not yet in
+	 * an instant of trace.json, from first_us to last_us */
+	uint64_t group, first_us, last_us;
+	uint32_t label_len;
 };
 
 struct node {
@@ -103,11 +107,18 @@ struct node {
  */
 #define TREE_MAX_INDENT		64
 /*
- * trace.json's instants for entries of entries-only methods: each is some
- * 80 bytes of JSON where the live copy has 25, so past this many the
- * timeline stops growing (left out, counted; the counts stay whole).
+ * trace.json's instants for entries of entries-only methods.  One per
+ * entry would be 90 bytes of JSON for 15 on the wire, so a thread's entries
+ * of one method make one instant with their count: those within this many
+ * microseconds of its first, and more while trace.json, with an instant
+ * for each group still open, would outgrow the wire bytes of the entries.
+ * The timeline stays whole from first call to last, and trace.json no
+ * bigger than the trace.
  */
-#define CHROME_MAX_INSTANTS	200000
+#define CHROME_GROUP_US		1000
+#define CHROME_HEAD		"{\"displayTimeUnit\":\"ms\",\"traceEvents\":["
+/* an upper bound of an instant's JSON, its name aside */
+#define CHROME_INSTANT_LEN	128
 #define FOLDED_MAX_DEPTH	1024
 #define THREAD_PAGE		256
 #define THREAD_PAGES		(65536 / THREAD_PAGE)
@@ -116,6 +127,7 @@ struct route {
 	char dir[4096];
 	FILE *chrome;
 	bool chrome_first;
+	uint64_t chrome_bytes;	/* written to it so far */
 	/*
 	 * Thread ids are 16 bits; a page of them is allocated with its first
 	 * thread, so a route costs a few KiB, not a table of every id.
@@ -133,7 +145,8 @@ struct route {
 	uint64_t t0;		/* the first event's time: trace.json's 0 */
 	bool have_t0;
 	uint32_t pid_default;
-	uint64_t noret_calls, noret_methods, instants_cut;
+	uint64_t noret_calls, noret_methods, instants;
+	uint64_t group_cost;	/* the instants of the groups not yet written */
 	uint64_t calls, exits, orphans, mismatched, voids, voided_frames;
 	uint64_t exceptions_seen, markers, lost, unclosed;
 	uint64_t unwound, unmapped_exception_uses;
@@ -258,13 +271,22 @@ static uint32_t node_child(struct route *r, uint32_t parent, uint32_t method)
 
 /* ---- Chrome trace events ---- */
 
+static int chrome_put(const char *p, size_t n, void *arg)
+{
+	struct route *r = arg;
+
+	r->chrome_bytes += n;
+	return fwrite(p, 1, n, r->chrome) == n ? 0 : -1;
+}
+
 static void chrome_event(struct route *r, json_t *ev)
 {
 	if (!ev)
 		return;
 	if (r->chrome) {
-		fputs(r->chrome_first ? "\n" : ",\n", r->chrome);
-		json_dumpf(ev, r->chrome, JSON_COMPACT);
+		chrome_put(r->chrome_first ? "\n" : ",\n",
+			   r->chrome_first ? 1 : 2, r);
+		json_dump_callback(ev, chrome_put, r, JSON_COMPACT);
 		r->chrome_first = false;
 	}
 	json_decref(ev);
@@ -744,36 +766,67 @@ void route_label(const char *sig, char *b, size_t n)
 	snprintf(b, n, "%.*s", (int)(c - s), s);
 }
 
+/* An instant of trace.json for the calls of c's group. */
+static void chrome_group(struct route *r, struct rthread *th, struct method *c)
+{
+	char tmp[24], label[256];
+
+	if (!c->group)
+		return;
+	route_label(method_name(r, c->id, tmp, sizeof(tmp)), label,
+		    sizeof(label));
+	chrome_event(r, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:{s:I,s:I}}",
+				  "name", label, "ph", "i", "s", "t", "ts",
+				  chrome_ts(r, c->first_us),
+				  "pid", (json_int_t)th->pid,
+				  "tid", (json_int_t)th->tid, "args",
+				  "calls", (json_int_t)c->group, "span_us",
+				  (json_int_t)(c->last_us - c->first_us)));
+	r->instants++;
+	r->group_cost -= c->label_len + CHROME_INSTANT_LEN;
+	c->group = 0;
+}
+
 /*
  * An entry of an entries-only method: no frame (its exit will never
- * come), a count per thread for tree.txt, an instant in trace.json.
+ * come), a count per thread for tree.txt, a call in trace.json's instant.
  */
 static void instant(struct route *r, struct rthread *th, struct method *m,
 		    uint64_t time)
 {
 	struct method *c = table_get(&th->noret, &th->ncap, &th->ncount,
 				     m->id, true);
-	char tmp[24], label[256];
+	uint64_t cost;
 
 	hq_bprintf(&th->canon, " n%" PRIu32, m->id);
-	if (c)
-		c->calls++;
 	m->calls++;
 	th->calls++;
 	r->calls++;
 	r->noret_calls++;
+	if (!c)
+		return;		/* no memory: counted in the totals only */
+	c->calls++;
 	if (!th->named_in_json)
 		chrome_name(r, th);
-	if (r->noret_calls > CHROME_MAX_INSTANTS) {
-		r->instants_cut++;
+	if (!c->label_len) {
+		char tmp[24], label[256];
+
+		route_label(method_name(r, m->id, tmp, sizeof(tmp)), label,
+			    sizeof(label));
+		c->label_len = strlen(label);
+	}
+	cost = c->label_len + CHROME_INSTANT_LEN;
+	if (c->group && (time - c->first_us < CHROME_GROUP_US ||
+			 r->chrome_bytes + r->group_cost + cost >
+			 r->noret_calls * BFP_ENTRY_LEN)) {
+		c->group++;
+		c->last_us = time;
 		return;
 	}
-	route_label(method_name(r, m->id, tmp, sizeof(tmp)), label,
-		    sizeof(label));
-	chrome_event(r, json_pack("{s:s,s:s,s:I,s:I,s:I}", "name", label,
-				  "ph", "i", "ts", chrome_ts(r, time),
-				  "pid", (json_int_t)th->pid,
-				  "tid", (json_int_t)th->tid));
+	chrome_group(r, th, c);
+	c->group = 1;
+	c->first_us = c->last_us = time;
+	r->group_cost += cost;
 }
 
 void route_event(struct route *r, const struct pending *p)
@@ -896,8 +949,7 @@ struct route *route_new(const struct trace *t, const char *dir)
 	if (!r->chrome)
 		hq_log("cannot write %s: %s", path, strerror(errno));
 	else
-		fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[",
-		      r->chrome);
+		chrome_put(CHROME_HEAD, strlen(CHROME_HEAD), r);
 	r->chrome_first = true;
 	return r;
 }
@@ -1063,10 +1115,10 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 		" frames unwound, %" PRIu64 " uses of an unmapped type\n",
 		r->exceptions_seen, r->unwound, r->unmapped_exception_uses);
 	fprintf(f, "open at end:   %" PRIu64 " frames\n", r->unclosed);
-	if (r->instants_cut)
-		fprintf(f, "trace.json:    %" PRIu64 " instants of entries-only "
-			"calls past the first %u left out\n", r->instants_cut,
-			CHROME_MAX_INSTANTS);
+	if (r->noret_calls)
+		fprintf(f, "trace.json:    %" PRIu64 " instants for those calls "
+			"(calls close together are one, with their count)\n",
+			r->instants);
 	if (r->folded_cut)
 		fprintf(f, "folded.txt:    %" PRIu64 " paths deeper than %u "
 			"frames left out\n", r->folded_cut, FOLDED_MAX_DEPTH);
@@ -1079,6 +1131,8 @@ static void write_summary(struct route *r, const struct trace *t, FILE *f)
 	fprintf(f, "messages:      %" PRIu64 " sequenced, %" PRIu64
 		" heartbeats (last mode %c)\n", t->routed, t->heartbeats,
 		t->last_mode ? t->last_mode : '-');
+	fprintf(f, "received:      %" PRIu64 " bytes of messages\n",
+		t->wire_bytes);
 	fprintf(f, "classes:       %" PRIu64 " transformed, %" PRIu64
 		" ignored, %" PRIu64 " failed\n", t->classes[0], t->classes[1],
 		t->classes[2]);
@@ -1215,11 +1269,15 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 	/* Frames still open: closed at the thread's last time. */
 	for (i = 0; i < r->nthreads; i++) {
 		struct rthread *th = thread_at(r, r->order[i]);
+		uint32_t k;
 
 		while (th->depth) {
 			r->unclosed++;
 			leave(r, th, th->last_time, "still open at the end");
 		}
+		for (k = 0; k < th->ncap; k++)
+			if (th->noret[k].used_slot)
+				chrome_group(r, th, &th->noret[k]);
 	}
 	if (r->chrome) {
 		fputs("\n]}\n", r->chrome);

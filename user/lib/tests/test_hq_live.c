@@ -415,7 +415,8 @@ TEST_F(live, a_finished_trace_replays_to_the_same_outputs)
 	ASSERT_NE(NULL, b);
 	EXPECT_STREQ(a, b);
 	EXPECT_NE(NULL, strstr(a, "messages:      9 sequenced, 1 heartbeats "
-			       "(last mode T)\nclasses:       1 transformed"))
+			       "(last mode T)\nreceived:      267 bytes of "
+			       "messages\nclasses:       1 transformed"))
 		TH_LOG("%s", a);
 	EXPECT_NE(NULL, strstr(a, "3 events lost by the agent, 1 sequence "
 			       "numbers missing in 1 gaps")) TH_LOG("%s", a);

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "kselftest_harness.h"
 
 #include "bft_test.h"
@@ -443,7 +445,8 @@ static off_t file_size(const char *dir, const char *name)
 TEST_F(hq, entries_only_methods_are_counted_not_nested)
 {
 	const unsigned int n = 50000;
-	char *tree, *summary, *calls, *folded, *json;
+	char *tree, *summary, *calls, *folded, *json, *got;
+	unsigned long long received = 0;
 	uint32_t seq = 0, i;
 	off_t fed = 0;
 
@@ -467,6 +470,10 @@ TEST_F(hq, entries_only_methods_are_counted_not_nested)
 	EXPECT_NE(NULL, strstr(summary, "     50001  libx.so!Pipeline::"
 			       "getNext(bool)\n"))
 		TH_LOG("%s", summary);
+	got = strstr(summary, "\nreceived:");
+	ASSERT_NE(NULL, got) TH_LOG("%s", summary);
+	EXPECT_EQ(1, sscanf(got, "\nreceived: %llu bytes", &received));
+	EXPECT_LT(fed, (off_t)received);
 	free(summary);
 	tree = finish_and_read(&self->hq, self->dir, "tree.txt");
 	ASSERT_NE(NULL, tree);
@@ -492,11 +499,39 @@ TEST_F(hq, entries_only_methods_are_counted_not_nested)
 	EXPECT_NE(NULL, strstr(json, "{\"name\":\"Pipeline::getNext\","
 			       "\"ph\":\"i\","))
 		TH_LOG("%.400s", json);
+	/* one entry a millisecond: grouped by the bytes, all counted */
+	{
+		json_t *root = json_loads(json, 0, NULL), *e;
+		json_int_t sum = 0, end = -1, ts;
+		size_t k, instants = 0;
+
+		ASSERT_NE(NULL, root);
+		json_array_foreach(json_object_get(root, "traceEvents"), k,
+				   e) {
+			json_t *a = json_object_get(e, "args");
+
+			if (strcmp(json_string_value(json_object_get(e, "ph")),
+				   "i"))
+				continue;
+			ts = json_integer_value(json_object_get(e, "ts"));
+			/* one after the other, from the first to the last */
+			EXPECT_EQ(instants++ ? end + 1000 : 1000, ts);
+			sum += json_integer_value(json_object_get(a, "calls"));
+			end = ts + json_integer_value(json_object_get(a,
+								"span_us"));
+		}
+		EXPECT_EQ(50001, sum);
+		EXPECT_LT(100u, instants);
+		EXPECT_EQ(50002000, end);
+		json_decref(root);
+	}
 	free(json);
 	/* no output bigger than what was fed (it was a staircase: 100s MB) */
 	EXPECT_LT(file_size(self->dir, "tree.txt"), fed);
 	EXPECT_LT(file_size(self->dir, "folded.txt"), fed);
 	EXPECT_LT(file_size(self->dir, "calls.txt"), fed);
+	EXPECT_LT(file_size(self->dir, "trace.json"), fed);
+	EXPECT_LT(file_size(self->dir, "trace.json"), (off_t)received);
 }
 
 /*
