@@ -325,6 +325,8 @@ static int open_bpf(struct coll *c, char *err, size_t errlen)
 	e = bft_bpf_open(&s->bpf, true, err, errlen);
 	if (e)
 		return e;
+	if (*bft_bpf_notice(s->bpf))
+		coll_log("%s", bft_bpf_notice(s->bpf));
 	bft_bpf_get_caps(s->bpf, &caps);
 	s->ncpus = caps.nr_cpus;
 	s->flush_ms = 100;

@@ -211,6 +211,8 @@ check:
 void ctl_close(struct ctl *c)
 {
 	if (c->bpf) {
+		if (*bft_bpf_notice(c->bpf))
+			err_msg("%s", bft_bpf_notice(c->bpf));
 		vlog(c, 2, "BPF session closed (it stays pinned unless this "
 		     "bfctl started it without --persist)");
 		bft_bpf_close(c->bpf);

@@ -26,7 +26,6 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,13 +34,11 @@
 
 #include "bft_bpf.h"
 #include "bft_bpf_shared.h"
+#include "bft_bpffs.h"
 #include "bft_owner.h"
 #include "bft_varint.h"
 #include "bft.skel.h"
 
-#ifndef BPF_FS_MAGIC
-#define BPF_FS_MAGIC 0xcafe4a11
-#endif
 /* include/linux/proc_ns.h: the first pid namespace's inode, fixed */
 #define PROC_PID_INIT_INO		0xEFFFFFFCU
 #define BFT_F_UPROBE_MULTI_RETURN	1U
@@ -79,6 +76,7 @@ struct bft_bpf {
 	bool own;		/* this handle started the session, not persist */
 	bool count_owed;	/* reaped while the lock was taken: recount */
 	char err[512];
+	char notice[PATH_MAX + 96];	/* what a call did, for the user */
 };
 
 /*
@@ -133,6 +131,11 @@ const char *bft_bpf_errmsg(const struct bft_bpf *b)
 	return b->err;
 }
 
+const char *bft_bpf_notice(const struct bft_bpf *b)
+{
+	return b->notice;
+}
+
 const char *bft_bpf_pin_dir(void)
 {
 	const char *d = getenv("BFT_BPF_PIN_DIR");
@@ -185,8 +188,7 @@ int bft_bpf_probe(char *err, size_t errlen)
 {
 	union bpf_attr attr;
 	const char *dir = bft_bpf_pin_dir();
-	char parent[PATH_MAX], *slash;
-	struct statfs sfs;
+	char parent[PATH_MAX];
 
 	/* a command no kernel has: only a kernel without bpf() says ENOSYS */
 	memset(&attr, 0, sizeof(attr));
@@ -211,25 +213,8 @@ int bft_bpf_probe(char *err, size_t errlen)
 			 "needs 5.15 or later (attach cookies on uprobes)");
 		return -EOPNOTSUPP;
 	}
-	snprintf(parent, sizeof(parent), "%s", dir);
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent)
-		*slash = '\0';
-	if (statfs(parent, &sfs)) {
-		int e = errno;
-
-		snprintf(err, errlen, "the pin directory's parent %s: %s "
-			 "(the pin directory, %s, is made in an existing "
-			 "directory of a BPF filesystem)", parent, strerror(e),
-			 dir);
-		return -e;
-	}
-	if (sfs.f_type != BPF_FS_MAGIC) {
-		snprintf(err, errlen, "%s is not on a BPF filesystem: mount one "
-			 "(mount -t bpf bpf /sys/fs/bpf)", parent);
-		return -ENODEV;
-	}
-	return 0;
+	bft_bpffs_parent(dir, parent, sizeof(parent));
+	return bft_bpffs_check(parent, err, errlen);
 }
 
 bool bft_bpf_loaded(void)
@@ -436,13 +421,18 @@ out:
  */
 static int create_once(struct bft_bpf *b)
 {
-	char parent[PATH_MAX], *slash;
+	char parent[PATH_MAX];
+	bool mounted;
 	int fd, err = 0;
 
-	snprintf(parent, sizeof(parent), "%s", bft_bpf_pin_dir());
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent)
-		*slash = '\0';
+	bft_bpffs_parent(bft_bpf_pin_dir(), parent, sizeof(parent));
+	err = bft_bpffs_mount(parent, &mounted, b->err, sizeof(b->err));
+	if (err)
+		return err;
+	if (mounted)
+		snprintf(b->notice, sizeof(b->notice), "mounted a BPF "
+			 "filesystem on %s, where none was, for the session's "
+			 "pins", parent);
 	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return fail(b, -errno, "%s: %s", parent, strerror(errno));

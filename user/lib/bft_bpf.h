@@ -39,6 +39,12 @@
 
 struct bft_bpf;
 
+/*
+ * What the handle did that the user should be told ("" if nothing): the
+ * session that mounts bpffs where none was says so here.
+ */
+const char *bft_bpf_notice(const struct bft_bpf *b);
+
 /* The pin directory in use: $BFT_BPF_PIN_DIR or BFT_BPF_PIN_DIR. */
 const char *bft_bpf_pin_dir(void);
 
@@ -48,7 +54,8 @@ const char *bft_bpf_pin_dir(void);
  *   -EPERM       neither CAP_BPF+CAP_PERFMON nor CAP_SYS_ADMIN
  *   -ENOTSUP     no kernel BTF (/sys/kernel/btf/vmlinux)
  *   -EOPNOTSUPP  kernel older than 5.15 (no attach cookies for uprobes)
- *   -ENODEV      no bpffs where the pins go
+ *   -ENODEV      no bpffs where the pins go, and it is not the usual
+ *                place (/sys/fs/bpf), which the first session mounts
  * The text in err says which and what to do.
  */
 int bft_bpf_probe(char *err, size_t errlen);

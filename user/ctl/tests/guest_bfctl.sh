@@ -1231,6 +1231,24 @@ c.recv(64)' >"$T/port" 2>/dev/null &
 		else
 			note "$T/err"; not_ok "a pin directory whose parent is missing is named as such (exit $rc)"
 		fi
+		# no bpffs at all (a minimal system): the first session mounts
+		# it, says so, and records; in a mount namespace of its own
+		rc=0
+		unshare -m --propagation private bash -c '
+			while mountpoint -q /sys/fs/bpf; do umount /sys/fs/bpf || exit 9; done
+			[[ $(stat -f -c %T /sys/fs/bpf) != bpf_fs ]] || exit 8
+			"$1" --json run -p "fx_static:foo_*" -- "$2" >"$3/run.json" 2>"$3/err" || exit $?
+			[[ $(stat -f -c %T /sys/fs/bpf) == bpf_fs ]] || exit 7
+			"$1" stop >/dev/null &&
+			"$1" --json record --last --events >"$3/ev.json"' _ "$BFCTL" "$FX/fx_static" "$T" || rc=$?
+		local calls	# fx_static calls foo_fast, foo_slow, foo_fast
+		calls=$(grep -c '"kind": *"enter"' "$T/ev.json" 2>/dev/null)
+		if ((rc == 0 && calls == 3)) &&
+		   grep -q 'mounted a BPF filesystem on /sys/fs/bpf, where none was' "$T/err"; then
+			ok "with no bpffs mounted, the first session mounts it, says so and records"
+		else
+			note "$T/err"; not_ok "with no bpffs mounted, the first session mounts it, says so and records (exit $rc, $calls calls)"
+		fi
 	fi
 }
 
