@@ -42,6 +42,7 @@ sed -n '1,40p' "$trace/summary.txt"
 echo
 echo "demo: the trace is in $trace:"
 echo "  tree.txt     call tree per thread, with durations"
-echo "  trace.json   Chrome trace (open it in https://ui.perfetto.dev)"
+echo "  trace.pftrace  Perfetto trace (open it in https://ui.perfetto.dev)"
+echo "  trace.json   the same as Chrome JSON"
 echo "  folded.txt   folded stacks, weighted by self time"
 echo "  flame.svg    flame graph (bfhq draws it; open it in a browser)"

@@ -13,6 +13,8 @@
  *                open at the end are closed there, frames an exception left
  *                at the bubble), so it loads in Perfetto; an instant event
  *                per throw, and per group of an entries-only method's calls
+ *   trace.pftrace  the same as Perfetto's protobuf (pftrace.c), with an
+ *                instant for each data break too
  *   folded.txt   "thread;a;b;c <self us>" lines for flamegraph.pl
  *   flame.svg    folded.txt drawn (flame.c)
  *   summary.txt  calls, threads, methods, losses, data breaks, top methods
@@ -38,6 +40,7 @@
 #include <jansson.h>
 
 #include "hq.h"
+#include "pftrace.h"
 
 #define NO_NODE UINT32_MAX
 
@@ -128,6 +131,7 @@ struct route {
 	FILE *chrome;
 	bool chrome_first;
 	uint64_t chrome_bytes;	/* written to it so far */
+	struct pftrace *pft;
 	/*
 	 * Thread ids are 16 bits; a page of them is allocated with its first
 	 * thread, so a route costs a few KiB, not a table of every id.
@@ -299,6 +303,7 @@ static void chrome_name(struct route *r, struct rthread *th)
 				  "pid", (json_int_t)th->pid,
 				  "tid", (json_int_t)th->tid, "args", "name",
 				  th->name));
+	pft_thread(r->pft, th->id, th->pid, th->tid, th->name);
 	th->named_in_json = true;
 }
 
@@ -306,6 +311,12 @@ static void chrome_name(struct route *r, struct rthread *th)
 static json_int_t chrome_ts(const struct route *r, uint64_t us)
 {
 	return (json_int_t)(us > r->t0 ? us - r->t0 : 0);
+}
+
+/* trace.pftrace's: nanoseconds. */
+static uint64_t pft_ns(const struct route *r, uint64_t us)
+{
+	return (uint64_t)chrome_ts(r, us) * 1000;
 }
 
 static void chrome_slice(struct route *r, struct rthread *th, const char *ph,
@@ -317,6 +328,10 @@ static void chrome_slice(struct route *r, struct rthread *th, const char *ph,
 				  "ph", ph, "ts", chrome_ts(r, us),
 				  "pid", (json_int_t)th->pid,
 				  "tid", (json_int_t)th->tid));
+	if (*ph == 'B')
+		pft_begin(r->pft, th->id, pft_ns(r, us), name);
+	else
+		pft_end(r->pft, th->id, pft_ns(r, us));
 }
 
 /* ---- threads ---- */
@@ -625,6 +640,7 @@ static void leave_exc(struct route *r, struct rthread *th, uint64_t time,
 					  "pid", (json_int_t)th->pid,
 					  "tid", (json_int_t)th->tid,
 					  "args", "unwound by", exc));
+		pft_end(r->pft, th->id, pft_ns(r, time));
 	}
 	sig_put(f.bname);
 }
@@ -692,7 +708,7 @@ static void throw(struct route *r, struct rthread *th,
 {
 	struct method *e = table_get(&r->exceptions, &r->ecap, &r->ecount,
 				     p->exception, true);
-	char tmp[24], etmp[24];
+	char tmp[24], etmp[24], pname[300];
 	const char *exc = exception_note(r, p->exception, etmp, sizeof(etmp));
 	const char *in = method_name(r, p->method, tmp, sizeof(tmp));
 
@@ -718,6 +734,8 @@ static void throw(struct route *r, struct rthread *th,
 				  "pid", (json_int_t)th->pid,
 				  "tid", (json_int_t)th->tid, "args",
 				  "exception", exc, "method", in));
+	snprintf(pname, sizeof(pname), "throw %s", exc);
+	pft_instant(r->pft, th->id, pft_ns(r, time), pname, 1);
 }
 
 void route_declare_noret(struct route *r, const char *value)
@@ -782,6 +800,7 @@ static void chrome_group(struct route *r, struct rthread *th, struct method *c)
 				  "tid", (json_int_t)th->tid, "args",
 				  "calls", (json_int_t)c->group, "span_us",
 				  (json_int_t)(c->last_us - c->first_us)));
+	pft_instant(r->pft, th->id, pft_ns(r, c->first_us), label, c->group);
 	r->instants++;
 	r->group_cost -= c->label_len + CHROME_INSTANT_LEN;
 	c->group = 0;
@@ -895,6 +914,8 @@ void route_event(struct route *r, const struct pending *p)
 					  "pid", (json_int_t)r->pid_default,
 					  "args", "value",
 					  p->value ? p->value : ""));
+		pft_marker(r->pft, pft_ns(r, time), p->key ? p->key : "",
+			   p->value ? p->value : "");
 		break;
 	}
 }
@@ -904,6 +925,9 @@ static void void_thread(struct route *r, struct rthread *th, const char *cause)
 	uint32_t n = th->depth;
 
 	hq_bprintf(&th->canon, " |");
+	if (!th->named_in_json)
+		chrome_name(r, th);
+	pft_instant(r->pft, th->id, pft_ns(r, th->last_time), cause, 1);
 	while (th->depth) {
 		r->voided_frames++;
 		leave(r, th, th->last_time, cause);
@@ -951,6 +975,10 @@ struct route *route_new(const struct trace *t, const char *dir)
 	else
 		chrome_put(CHROME_HEAD, strlen(CHROME_HEAD), r);
 	r->chrome_first = true;
+	snprintf(path, sizeof(path), "%s/trace.pftrace", dir);
+	r->pft = pft_open(path);
+	if (!r->pft)
+		hq_log("cannot write %s: %s", path, strerror(errno));
 	return r;
 }
 
@@ -989,6 +1017,7 @@ void route_free(struct route *r)
 			free(r->thread_pages[i]);
 	if (r->chrome)
 		fclose(r->chrome);
+	pft_close(r->pft);
 	free(r);
 }
 
@@ -1284,6 +1313,11 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 		fclose(r->chrome);
 		r->chrome = NULL;
 	}
+	err = pft_close(r->pft);
+	r->pft = NULL;
+	if (err)
+		hq_log("cannot write %s: %s", out_path(r, "trace.pftrace", &p1),
+		       strerror(-err));
 	if (r->nthreads)	/* no order allocated yet */
 		memcpy(sorted, r->order, r->nthreads * sizeof(*sorted));
 	qsort_r(sorted, r->nthreads, sizeof(*sorted), cmp_thread_name, r);

@@ -141,4 +141,29 @@ static inline int test_scale(int normal)
 					 normal;
 }
 
+/* A whole file, NUL-terminated (len without it); NULL if unreadable. */
+static inline char *bft_test_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *b = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 &&
+	    !fseek(f, 0, SEEK_SET)) {
+		b = malloc((size_t)n + 1);
+		if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+			free(b);
+			b = NULL;
+		}
+		if (b) {
+			b[n] = 0;
+			*len = (size_t)n;
+		}
+	}
+	fclose(f);
+	return b;
+}
+
 #endif /* BFT_TEST_H */

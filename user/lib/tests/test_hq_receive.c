@@ -648,3 +648,80 @@ TEST(a_restarted_bfhq_numbers_its_traces_on)
 }
 
 TEST_HARNESS_MAIN
+
+static void event_on(struct hq *hq, struct conn *c, uint8_t id, uint32_t seq,
+		     uint32_t method, uint16_t thread)
+{
+	struct bfp_msg m = { .id = id, .seq = seq, .method = method,
+			     .time = seq, .thread = thread };
+
+	feed(hq, c, &m);
+}
+
+static void map_thread(struct hq *hq, struct conn *c, uint16_t id,
+		       const char *name)
+{
+	struct bfp_msg m = { .id = BFP_MAP_THREAD, .thread = id, .str = name,
+			     .str_len = strlen(name) };
+
+	feed(hq, c, &m);
+}
+
+/*
+ * trace.pftrace: a reader of its own (scripts/pftrace-check.py) rebuilds
+ * each thread's calls and finds those of calls.txt; and the bytes are the
+ * golden file's, names with <, >, " and UTF-8 included.
+ */
+TEST_F(hq, the_perfetto_trace_has_every_call_and_the_golden_bytes)
+{
+	static const uint8_t seq1[] = { 1, 2, 3, 3, 2, 3, 3, 1 };
+	char path[256], cmd[600], *golden, *got;
+	uint32_t seq = 0, i;
+	size_t glen = 0, len = 0;
+	FILE *f;
+
+	map_thread(&self->hq, self->data, 1, "main (42/42)");
+	map_thread(&self->hq, self->data, 2, "w\xc3\xb6rker \"q\" (42/43)");
+	map_method(&self->hq, self->data, 1,
+		   "prog!std::vector<int>::push_back(int const&)");
+	map_method(&self->hq, self->data, 2,
+		   "prog!say \"hi\" \xe2\x80\x94 \xc3\xbcn\xc3\xaf" "code");
+	map_method(&self->hq, self->data, 3, "prog!leaf");
+	/* thread 1: 1 { 2 { 3 } 3 }; thread 2: 2 { 3 (left open) */
+	for (i = 0; i < sizeof(seq1); i++) {
+		bool seen = false;
+		uint32_t k;
+
+		for (k = 0; k < i; k++)
+			seen ^= seq1[k] == seq1[i];
+		event_on(&self->hq, self->data, seen ? BFP_METHOD_EXIT :
+			 BFP_METHOD_ENTRY, seq++, seq1[i], 1);
+	}
+	event_on(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 2, 2);
+	event_on(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 3, 2);
+	got = finish_and_read(&self->hq, self->dir, "calls.txt");
+	ASSERT_NE(NULL, got);
+	EXPECT_NE(NULL, strstr(got, ": e1 e2 e3 x3 x2 e3 x3 x1\n")) TH_LOG("%s", got);
+	free(got);
+	snprintf(cmd, sizeof(cmd), "python3 %s/../../../../scripts/"
+		 "pftrace-check.py %s/trace-1 >&2", BFT_TEST_VECTORS,
+		 self->dir);
+	EXPECT_EQ(0, system(cmd));
+
+	snprintf(path, sizeof(path), "%s/trace-1/trace.pftrace", self->dir);
+	got = bft_test_slurp(path, &len);
+	ASSERT_NE(NULL, got);
+	snprintf(path, sizeof(path), "%s/hq-names.pftrace", BFT_TEST_VECTORS);
+	if (getenv("BFT_WRITE_GOLDEN")) {
+		f = fopen(path, "wb");
+		ASSERT_NE(NULL, f);
+		fwrite(got, 1, len, f);
+		fclose(f);
+	}
+	golden = bft_test_slurp(path, &glen);
+	ASSERT_NE(NULL, golden) TH_LOG("%s", path);
+	EXPECT_EQ(glen, len);
+	EXPECT_EQ(0, memcmp(golden, got, len < glen ? len : glen));
+	free(golden);
+	free(got);
+}
