@@ -8,8 +8,9 @@ Decodes trace.pftrace with a protobuf reader of its own (the wire format
 and Perfetto's field numbers, nothing of bfhq's writer), rebuilds each
 thread's calls from its TYPE_SLICE_BEGIN/END events, and compares them
 with what calls.txt and methods.txt say: the same calls, in the same
-order, at the same depth, every slice ended, timestamps never going back
-on a track.  Exit 0 if they agree, 1 with what differs.  --dump prints the
+order, at the same depth, every slice ended, slice times never going
+back on a track (an instant may: an entries-only group is written once it
+is complete, at the time of its first call).  Exit 0 if they agree, 1 with what differs.  --dump prints the
 decoded threads.
 """
 import sys
@@ -107,6 +108,8 @@ def calls_from_pftrace(tracks, events):
         if track not in tracks:
             continue                # the markers' track
         t = out.setdefault(tracks[track], {"calls": [], "depth": 0, "ts": 0})
+        if typ == INSTANT:
+            continue                # an entries-only group comes at its end
         if ts < t["ts"]:
             raise ValueError("%s: time goes back (%d after %d)" %
                              (tracks[track], ts, t["ts"]))
