@@ -488,6 +488,10 @@ def native_report(path, profile_path):
                     prof.append({"pct": float(m.group(1)), "symbol": m.group(3),
                                  "kernel": m.group(2) == "k"})
     n["profile"] = prof
+    hl = (res.get("hq_large") or [None])[0]
+    if hl:
+        n["hq_large"] = {k: num(v) for k, v in hl.items()}
+        n["hq_large"]["command"] = cmds.get("hq_large", "")
     n["bpf_native"] = [{k: (v if k in ("build", "floor_at", "bpf_at", "bpftrace_at")
                             else [num(x) for x in v.split(",")] if k.startswith("reps_")
                             else num(v))
@@ -935,6 +939,30 @@ def sqlite_md(L, doc):
         L.append("")
 
 
+HQ_OUTPUTS = (("trace.pftrace", "Perfetto protobuf timeline"), ("trace.json", "Chrome JSON timeline"),
+              ("tree.txt", "call tree text"), ("calls.txt", "canonical calls"),
+              ("folded.txt", "folded stacks"), ("flame.svg", "flame graph"),
+              ("live", "live copy (the trace as received, in text)"))
+
+
+def hq_large_md(L, h):
+    """bench/hq-large.sh: bfhq's memory, write time and bytes per call."""
+    if not h or not h.get("calls"):
+        return
+    calls = h["calls"]
+    L.append("\n### bfhq on a large trace (bench/hq-large.sh)\n")
+    L.append(f"{fmt(calls)} calls from bfcollector's replay of a synthetic recording "
+             f"({code(h['command'])}): bfhq's peak RSS {fmt(h.get('maxrss_kib', 0) / 1024)} MiB, "
+             f"{fmt(h.get('cpu_s'), 1)} CPU s in all, {fmt(h.get('write_s'), 1)} s from the agent's end "
+             f"to bfhq's exit (writing the outputs). On the wire: "
+             f"{fmt(h.get('wire_bytes', 0) / calls, 1)} bytes per call.\n")
+    rows = [[code(f), what, fmt(h.get(f)), fmt(h.get(f, 0) / calls, 1),
+             fmt_ratio(ratio(h.get(f), h.get("wire_bytes")))]
+            for f, what in HQ_OUTPUTS if h.get(f) is not None]
+    L.append(md_table(rows, ["output", "what", "bytes", "bytes/call", "vs the wire"]))
+    L.append("")
+
+
 def live_view_md(L, doc):
     places = [(f"{k} guest, module", g.get("live_view")) for k, g in doc["kernels"].items()]
     places.append(("native, BPF backend", (doc.get("native") or {}).get("live_view")))
@@ -1190,6 +1218,7 @@ def write_md(doc, path, notes):
         if bf and bf.get("wire_bytes") and bf.get("events"):
             L.append(f"\nBytefrog on the wire: {fmt(bf['wire_bytes'] / bf['events'], 1)} bytes per event "
                      f"({fmt(bf['sent'])} events sent).")
+        hq_large_md(L, n.get("hq_large"))
         if n.get("bpf_native"):
             L.append("\n### The BPF backend, native (bench/bpf-native.sh)\n")
             L.append("One thread calling `bench_work` flat out on CPU 0, bfcollector writing .flow files "
