@@ -141,29 +141,27 @@ static inline int test_scale(int normal)
 					 normal;
 }
 
-/* A whole file, NUL-terminated (len without it); NULL if unreadable. */
+/*
+ * A whole file, NUL-terminated; its length without the NUL in *len if
+ * len.  Read in pieces, so /proc files and pipes work too.  NULL if it
+ * cannot be opened.
+ */
 static inline char *bft_test_slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	char *b = NULL;
-	long n;
+	FILE *f = fopen(path, "r");
+	struct bft_buf b = { 0 };
+	char tmp[65536];
+	size_t n;
 
 	if (!f)
 		return NULL;
-	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 &&
-	    !fseek(f, 0, SEEK_SET)) {
-		b = malloc((size_t)n + 1);
-		if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-			free(b);
-			b = NULL;
-		}
-		if (b) {
-			b[n] = 0;
-			*len = (size_t)n;
-		}
-	}
+	while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+		bft_buf_append(&b, tmp, n);
 	fclose(f);
-	return b;
+	bft_buf_append(&b, "", 1);
+	if (len)
+		*len = b.len - 1;
+	return (char *)b.data;
 }
 
 #endif /* BFT_TEST_H */

@@ -418,24 +418,6 @@ static inline bool wait_listening(int port, int ms)
 	return false;
 }
 
-static inline char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "r");
-	struct bft_buf b = { 0 };
-	char tmp[65536];
-	size_t n;
-
-	if (!f)
-		return NULL;
-	while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-		bft_buf_append(&b, tmp, n);
-	fclose(f);
-	bft_buf_append(&b, "", 1);
-	if (len)
-		*len = b.len - 1;
-	return (char *)b.data;
-}
-
 static inline int rm_cb(const char *p, const struct stat *sb, int flag,
 			struct FTW *ftw)
 {
@@ -469,7 +451,7 @@ static inline void remove_tmpdir(const char *dir)
 
 static inline void show_log(const char *log)
 {
-	char *s = slurp(log, NULL), *line, *save = NULL;
+	char *s = bft_test_slurp(log, NULL), *line, *save = NULL;
 
 	if (!s)
 		return;
@@ -537,12 +519,12 @@ static inline char *complete_calls(const char *hqout, int traces)
 	for (i = 1; i <= traces; i++) {
 		snprintf(path, sizeof(path), "%s/trace-%d/summary.txt", hqout,
 			 i);
-		sum = slurp(path, NULL);
+		sum = bft_test_slurp(path, NULL);
 		if (sum && strstr(sum, "status:        complete")) {
 			free(sum);
 			snprintf(path, sizeof(path), "%s/trace-%d/calls.txt",
 				 hqout, i);
-			return slurp(path, NULL);
+			return bft_test_slurp(path, NULL);
 		}
 		free(sum);
 	}

@@ -426,7 +426,7 @@ TEST_F(ctr, survives_garbage_vanishing_and_unknown_counters)
 	kill(self->pid, SIGTERM);
 	EXPECT_EQ(0, wait_exit(self->pid, 10000));
 	self->pid = -1;
-	log = slurp(self->log, NULL);
+	log = bft_test_slurp(self->log, NULL);
 	ASSERT_NE(NULL, log);
 	EXPECT_NE(NULL, strstr(log, "\"no such thing\" (Nowhere): no such "
 			       "counter"));

@@ -183,7 +183,7 @@ static void run_pair(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, coll_rc);
 	ASSERT_EQ(0, hq_rc);
 	snprintf(path, sizeof(path), "%s/trace-1/calls.txt", self->hqout);
-	calls = slurp(path, NULL);
+	calls = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, calls);
 	expected = syn_expected_calls(&self->syn);
 	ASSERT_NE(NULL, expected);
@@ -194,7 +194,7 @@ static void run_pair(struct __test_metadata *_metadata,
 	free(expected);
 	/* Every method and thread was mapped before its first event. */
 	snprintf(path, sizeof(path), "%s/trace-1/summary.txt", self->hqout);
-	calls = slurp(path, NULL);
+	calls = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, calls);
 	EXPECT_NE(NULL, strstr(calls, "before map:    0 events of an "
 			       "unmapped method, 0 of an unnamed thread\n"));
@@ -263,7 +263,7 @@ TEST_F_TIMEOUT(e2e, a_loss_is_a_data_break_and_stacks_restart, 600)
 
 		snprintf(path, sizeof(path), "%s/trace-1/summary.txt",
 			 self->hqout);
-		sum = slurp(path, NULL);
+		sum = bft_test_slurp(path, NULL);
 		ASSERT_NE(NULL, sum);
 		/* the 3 lost events reach HQ, as a count, and one break */
 		EXPECT_NE(NULL, strstr(sum, "losses:        3 events lost"))

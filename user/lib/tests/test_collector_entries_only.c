@@ -101,7 +101,7 @@ static char *out_file(FIXTURE_DATA(eo) *self, const char *name, size_t *n)
 	char path[PATH_MAX + 64];
 
 	snprintf(path, sizeof(path), "%s/trace-1/%s", self->out, name);
-	return slurp(path, n);
+	return bft_test_slurp(path, n);
 }
 
 TEST_F_TIMEOUT(eo, entries_only_calls_are_counted_instants, 180)

@@ -378,7 +378,7 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
 	EXPECT_EQ(0u, din.len);		/* nothing left half-read */
 	bft_buf_append(&got, "", 1);
 	EXPECT_STREQ(expected, (char *)got.data);
-	log = slurp(self->log, NULL);
+	log = bft_test_slurp(self->log, NULL);
 	ASSERT_NE(NULL, log);
 	EXPECT_NE(NULL, strstr(log, "; 6 exceptions (1 thrown outside traced "
 			       "frames), 7 frames left by them"))
@@ -394,7 +394,7 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
 		int wn = hex_parse("81 82 83 01 84 00 85 86 01 82 01", want,
 				   sizeof(want));
 
-		f = slurp(path, &n);
+		f = bft_test_slurp(path, &n);
 		ASSERT_NE(NULL, f);
 		ASSERT_EQ((size_t)wn, n);
 		EXPECT_EQ(0, memcmp(want, f, n));
@@ -525,14 +525,14 @@ static void run_hq(struct __test_metadata *_metadata, FIXTURE_DATA(exc) *self,
 		char *got;
 
 		snprintf(path, sizeof(path), "%s/trace-1/%s", out, files[i]);
-		got = slurp(path, NULL);
+		got = bft_test_slurp(path, NULL);
 		ASSERT_NE(NULL, got) TH_LOG("%s", files[i]);
 		EXPECT_STREQ(hq_expected[i], got) TH_LOG("%s", files[i]);
 		free(got);
 	}
 	snprintf(path, sizeof(path), "%s/trace-1/summary.txt", out);
 	{
-		char *sum = slurp(path, NULL);
+		char *sum = bft_test_slurp(path, NULL);
 
 		ASSERT_NE(NULL, sum);
 		EXPECT_NE(NULL, strstr(sum, "exceptions:    6 thrown, 7 frames "

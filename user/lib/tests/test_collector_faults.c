@@ -275,7 +275,7 @@ static bool log_has(const char *log, const char *text, int n, int ms)
 	int i;
 
 	for (i = 0; i < ms / 50; i++) {
-		char *s = slurp(log, NULL), *p = s;
+		char *s = bft_test_slurp(log, NULL), *p = s;
 		int k = 0;
 
 		while (p && (p = strstr(p, text))) {
@@ -294,7 +294,7 @@ static bool log_has(const char *log, const char *text, int n, int ms)
 static void consistent_calls(struct __test_metadata *_metadata,
 			     const char *path)
 {
-	char *calls = slurp(path, NULL);
+	char *calls = bft_test_slurp(path, NULL);
 
 	ASSERT_NE(NULL, calls) TH_LOG("%s", path);
 	EXPECT_EQ(NULL, strstr(calls, "x!"));
@@ -330,14 +330,14 @@ TEST_F_TIMEOUT(faults, bfhq_killed_mid_trace_and_restarted, 600)
 	rc = wait_exit(self->pids[2], 20000);
 	self->pids[2] = 0;
 	EXPECT_EQ(0, rc);
-	log = slurp(self->log, NULL);
+	log = bft_test_slurp(self->log, NULL);
 	ASSERT_NE(NULL, log);
 	EXPECT_NE(NULL, strstr(log, "lost the connection to HQ"));
 	EXPECT_NE(NULL, strstr(log, "tracing is suspended"));
 	snprintf(path, sizeof(path), "%s/trace-1/calls.txt", out2);
 	consistent_calls(_metadata, path);
 	snprintf(path, sizeof(path), "%s/trace-1/summary.txt", out2);
-	sum = slurp(path, NULL);
+	sum = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, sum);
 	/* the data break sent after reconnecting */
 	EXPECT_EQ(NULL, strstr(sum, "data breaks:   0 ")) TH_LOG("%s", sum);
@@ -377,12 +377,12 @@ TEST_F_TIMEOUT(faults, collector_killed_and_restarted, 600)
 	snprintf(path, sizeof(path), "%s/trace-1/calls.txt", self->hqout);
 	consistent_calls(_metadata, path);
 	snprintf(path, sizeof(path), "%s/trace-1/summary.txt", self->hqout);
-	sum = slurp(path, NULL);
+	sum = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, sum);
 	free(sum);
 	/* the restarted one is complete and exact */
 	snprintf(path, sizeof(path), "%s/trace-2/calls.txt", self->hqout);
-	calls = slurp(path, NULL);
+	calls = bft_test_slurp(path, NULL);
 	expected = syn_expected_calls(&self->syn);
 	ASSERT_NE(NULL, calls);
 	EXPECT_STREQ(expected, calls);
@@ -469,12 +469,12 @@ TEST_F_TIMEOUT(faults, bfhq_control_socket_drives_the_agent, 600)
 	snprintf(path, sizeof(path), "%s/trace-1/calls.txt", self->hqout);
 	consistent_calls(_metadata, path);
 	snprintf(path, sizeof(path), "%s/trace-1/summary.txt", self->hqout);
-	sum = slurp(path, NULL);
+	sum = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, sum);
 	/* the suspension is a data break; stop ended the trace early */
 	EXPECT_EQ(NULL, strstr(sum, "data breaks:   0 ")) TH_LOG("%s", sum);
 	EXPECT_NE(NULL, strstr(sum, "status:        complete"));
-	log = slurp(self->log, NULL);
+	log = bft_test_slurp(self->log, NULL);
 	ASSERT_NE(NULL, log);
 	EXPECT_NE(NULL, strstr(log, "HQ: stop: finishing"));
 	EXPECT_NE(NULL, strstr(log, "ok suspend sent to 1 agent"));
@@ -539,7 +539,7 @@ TEST_F_TIMEOUT(faults, bfhq_reports_a_gap_without_waiting_forever, 120)
 	EXPECT_EQ(0, wait_exit(self->pids[1], 20000));
 	self->pids[1] = 0;
 	snprintf(path, sizeof(path), "%s/trace-1/calls.txt", self->hqout);
-	calls = slurp(path, NULL);
+	calls = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, calls);
 	/* the gap cuts the stacks ("|"), routing goes on, the break too */
 	EXPECT_STREQ("t (1/1): e7 x7 | e8 x8 |\n", calls);
@@ -634,12 +634,12 @@ TEST_F_TIMEOUT(faults, bfhq_closes_leaf_frames_that_end_with_a_note, 120)
 	EXPECT_EQ(0, wait_exit(self->pids[1], 20000));
 	self->pids[1] = 0;
 	snprintf(path, sizeof(path), "%s/trace-1/calls.txt", self->hqout);
-	got = slurp(path, NULL);
+	got = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, got) show_log(self->log);
 	EXPECT_STREQ("a (1/1): e7 |\nb (1/2): e8 e9 x8 e10\n", got);
 	free(got);
 	snprintf(path, sizeof(path), "%s/trace-1/tree.txt", self->hqout);
-	got = slurp(path, NULL);
+	got = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, got);
 	EXPECT_STREQ(tree, got);
 	free(got);

@@ -158,7 +158,7 @@ TEST_F_TIMEOUT(hostile, catastrophic_backtracking_is_bounded, 600)
 	fprintf(stderr, "# collector exit status %d, bfhq %d\n", rc, hq_rc);
 	EXPECT_EQ(0, rc);
 	EXPECT_EQ(0, hq_rc);
-	log = slurp(self->log, NULL);
+	log = bft_test_slurp(self->log, NULL);
 	ASSERT_NE(NULL, log);
 	/* each pattern gave up once, on the first long name, and says so */
 	for (i = 0; i < 4; i++) {

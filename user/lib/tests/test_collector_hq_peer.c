@@ -95,7 +95,7 @@ static void start_paused(struct __test_metadata *_metadata,
 
 static bool log_has(const char *log, const char *what)
 {
-	char *s = slurp(log, NULL);
+	char *s = bft_test_slurp(log, NULL);
 	bool has = s && strstr(s, what);
 
 	if (!has)
@@ -198,7 +198,7 @@ TEST_F_TIMEOUT(hqpeer, a_stalled_writer_does_not_stop_the_loop, 120)
 
 	/* the stream goes through a FIFO instead of the file */
 	snprintf(fifo, sizeof(fifo), "%s/cpu0.bft", self->replay);
-	stream = slurp(fifo, &len);
+	stream = bft_test_slurp(fifo, &len);
 	ASSERT_NE(NULL, stream);
 	ASSERT_GT(len, 1000u);
 	half = len / 2;
@@ -233,7 +233,7 @@ TEST_F_TIMEOUT(hqpeer, a_stalled_writer_does_not_stop_the_loop, 120)
 	rc = wait_exit(self->pid, 10000);
 	self->pid = 0;
 	EXPECT_EQ(0, rc);
-	log = slurp(self->log, NULL);
+	log = bft_test_slurp(self->log, NULL);
 	ASSERT_NE(NULL, log);
 	snprintf(want, sizeof(want), "%llu events sent, 0 excluded, 0 lost",
 		 (unsigned long long)self->syn.events);

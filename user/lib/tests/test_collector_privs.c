@@ -57,7 +57,7 @@ static bool status_line(pid_t pid, const char *key, char *val, size_t n)
 	bool found = false;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	s = slurp(path, NULL);
+	s = bft_test_slurp(path, NULL);
 	for (p = s; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
 		if (!strncmp(p, key, strlen(key)) && p[strlen(key)] == ':') {
 			p += strlen(key) + 1;
@@ -76,7 +76,7 @@ static bool log_says(const char *log, const char *what, int ms)
 	int i;
 
 	for (i = 0; i < ms / 20; i++) {
-		char *s = slurp(log, NULL);
+		char *s = bft_test_slurp(log, NULL);
 		bool has = s && strstr(s, what);
 
 		free(s);
@@ -127,11 +127,11 @@ TEST_F_TIMEOUT(privs, a_replay_runs_as_nobody_without_capabilities, 120)
 	/* written after the switch, in the directory it made */
 	snprintf(path, sizeof(path), "%s/thread-%u.flow", self->out,
 		 SYN_TGID + 1);
-	f = slurp(path, NULL);
+	f = bft_test_slurp(path, NULL);
 	EXPECT_NE(NULL, f);
 	free(f);
 	snprintf(path, sizeof(path), "%s/ids.properties", self->out);
-	f = slurp(path, NULL);
+	f = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, f);
 	EXPECT_NE(NULL, strstr(f, "fn_1=1"));
 	free(f);

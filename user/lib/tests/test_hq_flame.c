@@ -75,7 +75,7 @@ TEST_F(flame, boxes_are_as_wide_as_their_time)
 	ASSERT_EQ(0, syn_write_file(self->dir, "folded.txt", folded,
 				    sizeof(folded) - 1));
 	ASSERT_EQ(0, hq_write_flame(self->in, self->svg, "trace <1>"));
-	svg = slurp(self->svg, NULL);
+	svg = bft_test_slurp(self->svg, NULL);
 	ASSERT_NE(NULL, svg);
 	/* the background, all, the thread, main, parse, get: idle has no
 	 * time, so no box */
@@ -106,7 +106,7 @@ TEST_F(flame, an_empty_trace_draws_an_empty_graph)
 
 	ASSERT_EQ(0, syn_write_file(self->dir, "folded.txt", "", 0));
 	ASSERT_EQ(0, hq_write_flame(self->in, self->svg, "empty"));
-	svg = slurp(self->svg, NULL);
+	svg = bft_test_slurp(self->svg, NULL);
 	ASSERT_NE(NULL, svg);
 	EXPECT_EQ(1u, count(svg, "<rect"));
 	EXPECT_NE(NULL, strstr(svg, "no call with a duration"));
@@ -129,7 +129,7 @@ TEST_F(flame, a_stack_of_any_depth_is_cut_not_followed)
 				    strlen(line)));
 	free(line);
 	ASSERT_EQ(0, hq_write_flame(self->in, self->svg, "deep"));
-	svg = slurp(self->svg, NULL);
+	svg = bft_test_slurp(self->svg, NULL);
 	ASSERT_NE(NULL, svg);
 	/* the background, then all and 1099 frames under it */
 	EXPECT_EQ(1101u, count(svg, "<rect"));

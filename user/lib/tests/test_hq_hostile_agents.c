@@ -212,7 +212,7 @@ static char *slurp_path(const char *dir, unsigned int trace, const char *name)
 	char path[PATH_MAX + 64];
 
 	snprintf(path, sizeof(path), "%s/trace-%u/%s", dir, trace, name);
-	return slurp(path, NULL);
+	return bft_test_slurp(path, NULL);
 }
 
 /* Wait until trace-N/summary.txt is written (bfhq writes it last). */
@@ -298,7 +298,7 @@ static bool log_says(const char *log, const char *s)
 	int i;
 
 	for (i = 0; i < WAIT_MS / 20; i++) {
-		char *text = slurp(log, NULL);
+		char *text = bft_test_slurp(log, NULL);
 		bool found = text && strstr(text, s);
 
 		free(text);

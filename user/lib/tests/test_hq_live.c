@@ -89,7 +89,7 @@ static char *file_in(const char *dir, const char *name)
 	char path[PATH_MAX + 64];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return slurp(path, NULL);
+	return bft_test_slurp(path, NULL);
 }
 
 static off_t size_of(const char *dir, const char *name)
@@ -597,7 +597,7 @@ static void index_events(const char *live, uint64_t *upto, uint64_t *all)
 			continue;
 		snprintf(name, sizeof(name), "%s/stream-%u.index", live,
 			 v.streams[k].id);
-		idx = slurp(name, &len);
+		idx = bft_test_slurp(name, &len);
 		for (i = 0; idx && i + LIVE_INDEX_RECORD <= len;
 		     i += LIVE_INDEX_RECORD) {
 			uint32_t n = 0;
@@ -732,7 +732,7 @@ TEST_F_TIMEOUT(live, a_killed_bfhq_replays_up_to_its_last_index_entry, 600)
 	EXPECT_TRUE(some_sub_ms_time(live));
 	EXPECT_EQ(0, wait_exit(spawn(replay_argv, log), 60000));
 	snprintf(path, sizeof(path), "%s/calls.txt", out);
-	calls = slurp(path, NULL);
+	calls = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, calls);
 	expected = syn_expected_calls(&syn);
 	ASSERT_NE(NULL, expected);
@@ -742,7 +742,7 @@ TEST_F_TIMEOUT(live, a_killed_bfhq_replays_up_to_its_last_index_entry, 600)
 	EXPECT_GE(all, shown);
 	EXPECT_LT(shown, syn.events);
 	snprintf(path, sizeof(path), "%s/summary.txt", out);
-	text = slurp(path, NULL);
+	text = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, text);
 	EXPECT_NE(NULL, strstr(text, "ended: its bfhq stopped while "
 			       "recording")) TH_LOG("%s", text);
