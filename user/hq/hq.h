@@ -249,6 +249,12 @@ void hq_trace_finish(struct hq *hq, struct trace *t);
 void hq_trace_free(struct trace *t);
 
 /* route.c */
+/*
+ * How much of tree.txt's and calls.txt's text a trace's route keeps in
+ * memory until the trace ends; past it, the route puts what it holds in a
+ * spill file in the trace's directory (64 MiB; tests make it small).
+ */
+extern size_t route_hold_max;
 struct route *route_new(const struct trace *t, const char *dir);
 void route_free(struct route *r);
 void route_map_thread(struct route *r, uint16_t thread, uint32_t time,

@@ -41,6 +41,7 @@
 
 #include "hq.h"
 #include "pftrace.h"
+#include "spill.h"
 
 #define NO_NODE UINT32_MAX
 
@@ -78,6 +79,10 @@ struct rthread {
 	uint32_t root;		/* folded-stack trie root */
 	uint64_t calls;
 	struct bft_buf text, canon;
+	/* what of text and canon went to the spill file, and how much of
+	 * them the route counts as held in memory */
+	struct spill_list text_spilled, canon_spilled;
+	size_t held;
 	/* entries of entries-only methods, counted per method */
 	struct method *noret;
 	uint32_t ncap, ncount;
@@ -132,6 +137,10 @@ struct route {
 	bool chrome_first;
 	uint64_t chrome_bytes;	/* written to it so far */
 	struct pftrace *pft;
+	/* tree.txt's and calls.txt's text held in memory, in all threads;
+	 * past route_hold_max it goes to the spill file */
+	size_t held;
+	struct spill spill;
 	/*
 	 * Thread ids are 16 bits; a page of them is allocated with its first
 	 * thread, so a route costs a few KiB, not a table of every id.
@@ -848,7 +857,7 @@ static void instant(struct route *r, struct rthread *th, struct method *m,
 	r->group_cost += cost;
 }
 
-void route_event(struct route *r, const struct pending *p)
+static void route_one(struct route *r, const struct pending *p)
 {
 	uint64_t time = (uint64_t)p->time * 1000 + p->us;
 	struct rthread *th = NULL;
@@ -920,6 +929,39 @@ void route_event(struct route *r, const struct pending *p)
 	}
 }
 
+size_t route_hold_max = 64 << 20;
+
+/* Every thread's text to the spill file. */
+static void spill_all(struct route *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nthreads; i++) {
+		struct rthread *th = thread_at(r, r->order[i]);
+
+		spill_put(&r->spill, r->dir, &th->text_spilled, &th->text);
+		spill_put(&r->spill, r->dir, &th->canon_spilled, &th->canon);
+		th->held = th->text.len + th->canon.len;
+	}
+	r->held = 0;
+	for (i = 0; i < r->nthreads; i++)
+		r->held += thread_at(r, r->order[i])->held;
+}
+
+void route_event(struct route *r, const struct pending *p)
+{
+	struct rthread *th;
+
+	route_one(r, p);
+	th = p->id == BFP_MARKER ? NULL : thread_at(r, p->thread);
+	if (!th)
+		return;
+	r->held += th->text.len + th->canon.len - th->held;
+	th->held = th->text.len + th->canon.len;
+	if (r->held > route_hold_max && !r->spill.err)
+		spill_all(r);
+}
+
 static void void_thread(struct route *r, struct rthread *th, const char *cause)
 {
 	uint32_t n = th->depth;
@@ -975,6 +1017,7 @@ struct route *route_new(const struct trace *t, const char *dir)
 	else
 		chrome_put(CHROME_HEAD, strlen(CHROME_HEAD), r);
 	r->chrome_first = true;
+	spill_init(&r->spill);
 	snprintf(path, sizeof(path), "%s/trace.pftrace", dir);
 	r->pft = pft_open(path);
 	if (!r->pft)
@@ -998,6 +1041,8 @@ void route_free(struct route *r)
 		free(th->noret);
 		bft_buf_free(&th->text);
 		bft_buf_free(&th->canon);
+		spill_list_free(&th->text_spilled);
+		spill_list_free(&th->canon_spilled);
 		free(th);
 	}
 	/* the tables are mostly empty slots: a sanitizer's free() of NULL
@@ -1018,6 +1063,7 @@ void route_free(struct route *r)
 	if (r->chrome)
 		fclose(r->chrome);
 	pft_close(r->pft);
+	spill_close(&r->spill);
 	free(r);
 }
 
@@ -1330,6 +1376,10 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 				"%u%s)\n%10s | FUNCTION\n", th->id, th->name,
 				th->calls, th->max_depth,
 				th->renames ? ", renamed" : "", "DURATION");
+			err = spill_copy(&r->spill, &th->text_spilled, f);
+			if (err)
+				hq_log("cannot read back tree.txt's text: %s",
+				       strerror(-err));
 			/* a thread that was only named has no text at all */
 			if (th->text.len)
 				fwrite(th->text.data, 1, th->text.len, f);
@@ -1343,7 +1393,12 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 		for (i = 0; i < r->nthreads; i++) {
 			struct rthread *th = thread_at(r, sorted[i]);
 
-			fprintf(f, "%s:%.*s\n", th->name, (int)th->canon.len,
+			fprintf(f, "%s:", th->name);
+			err = spill_copy(&r->spill, &th->canon_spilled, f);
+			if (err)
+				hq_log("cannot read back calls.txt's text: %s",
+				       strerror(-err));
+			fprintf(f, "%.*s\n", (int)th->canon.len,
 				(const char *)th->canon.data);
 		}
 		fclose(f);

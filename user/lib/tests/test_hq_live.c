@@ -22,6 +22,7 @@
 #include "hq.h"
 #include "hq_feed.h"
 #include "live.h"
+#include "spill.h"
 
 FIXTURE(live)
 {
@@ -754,3 +755,53 @@ TEST_F_TIMEOUT(live, a_killed_bfhq_replays_up_to_its_last_index_entry, 600)
 }
 
 TEST_HARNESS_MAIN
+
+/*
+ * A trace whose call text outgrows the route's memory goes through the
+ * spill file: tree.txt and calls.txt come out as the replay (which keeps
+ * it all in memory) writes them.
+ */
+TEST_F(live, text_past_the_memory_bound_is_spilled_and_written_whole)
+{
+	static const char *const files[] = { "calls.txt", "tree.txt",
+					     "folded.txt" };
+	uint64_t before = spill_bytes_total;
+	size_t hold = route_hold_max;
+	char out[PATH_MAX + 32], *a, *b;
+	uint32_t seq = 0, i;
+	unsigned int k;
+
+	map(self, BFP_MAP_METHOD, 1, "outer");
+	map(self, BFP_MAP_METHOD, 2, "inner, with a long name to fill pages");
+	map(self, BFP_MAP_THREAD, 1, "one (5/5)");
+	map(self, BFP_MAP_THREAD, 2, "two (5/6)");
+	route_hold_max = 4096;
+	for (i = 0; i < 3000; i++) {
+		uint16_t th = 1 + i % 2;
+
+		ev(self, BFP_METHOD_ENTRY, seq++, 1, th);
+		ev(self, BFP_METHOD_ENTRY, seq++, 2, th);
+		ev(self, BFP_METHOD_EXIT, seq++, 2, th);
+		if (i % 7)
+			ev(self, BFP_METHOD_EXIT, seq++, 1, th);
+	}
+	hq_free(&self->hq);
+	route_hold_max = hold;
+	/* most of about 250 KB went through the file */
+	EXPECT_LT(100000u, spill_bytes_total - before);
+	snprintf(out, sizeof(out), "%s/replay", self->dir);
+	ASSERT_EQ(0, hq_replay(self->live, out));
+	for (k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "trace-1/%s", files[k]);
+		a = file_in(self->dir, name);
+		b = file_in(out, files[k]);
+		ASSERT_NE(NULL, a);
+		ASSERT_NE(NULL, b);
+		EXPECT_LT(10000u, strlen(a));
+		EXPECT_STREQ(a, b) TH_LOG("%s", files[k]);
+		free(a);
+		free(b);
+	}
+}
