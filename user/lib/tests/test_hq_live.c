@@ -93,6 +93,28 @@ static char *file_in(const char *dir, const char *name)
 	return bft_test_slurp(path, NULL);
 }
 
+/* trace-1's files in dir equal the replay's in out, each over min bytes. */
+static void same_outputs(struct __test_metadata *_metadata, const char *dir,
+			 const char *out, const char *const *files, size_t n,
+			 size_t min)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		char name[64], *a, *b;
+
+		snprintf(name, sizeof(name), "trace-1/%s", files[k]);
+		a = file_in(dir, name);
+		b = file_in(out, files[k]);
+		ASSERT_NE(NULL, a);
+		ASSERT_NE(NULL, b);
+		EXPECT_LE(min, strlen(a)) TH_LOG("%s", files[k]);
+		EXPECT_STREQ(a, b) TH_LOG("%s", files[k]);
+		free(a);
+		free(b);
+	}
+}
+
 static off_t size_of(const char *dir, const char *name)
 {
 	char path[PATH_MAX + 64];
@@ -368,7 +390,6 @@ TEST_F(live, a_finished_trace_replays_to_the_same_outputs)
 	struct bfp_msg cls = { .id = BFP_CLASS_TRANSFORMED, .str = "prog",
 			       .str_len = 4 };
 	char out[PATH_MAX + 32], *a, *b;
-	unsigned int k;
 
 	map(self, BFP_MAP_METHOD, 1, "main");
 	map(self, BFP_MAP_METHOD, 2, "thrower\twith a tab");
@@ -397,18 +418,8 @@ TEST_F(live, a_finished_trace_replays_to_the_same_outputs)
 	free(a);
 	snprintf(out, sizeof(out), "%s/replay", self->dir);
 	ASSERT_EQ(0, hq_replay(self->live, out));
-	for (k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
-		char name[64];
-
-		snprintf(name, sizeof(name), "trace-1/%s", files[k]);
-		a = file_in(self->dir, name);
-		b = file_in(out, files[k]);
-		ASSERT_NE(NULL, a);
-		ASSERT_NE(NULL, b);
-		EXPECT_STREQ(a, b) TH_LOG("%s", files[k]);
-		free(a);
-		free(b);
-	}
+	same_outputs(_metadata, self->dir, out, files,
+		     sizeof(files) / sizeof(files[0]), 0);
 	/* and the summary, counters included */
 	a = file_in(self->dir, "trace-1/summary.txt");
 	b = file_in(out, "summary.txt");
@@ -767,9 +778,8 @@ TEST_F(live, text_past_the_memory_bound_is_spilled_and_written_whole)
 					     "folded.txt" };
 	uint64_t before = spill_bytes_total;
 	size_t hold = route_hold_max;
-	char out[PATH_MAX + 32], *a, *b;
+	char out[PATH_MAX + 32];
 	uint32_t seq = 0, i;
-	unsigned int k;
 
 	map(self, BFP_MAP_METHOD, 1, "outer");
 	map(self, BFP_MAP_METHOD, 2, "inner, with a long name to fill pages");
@@ -791,17 +801,6 @@ TEST_F(live, text_past_the_memory_bound_is_spilled_and_written_whole)
 	EXPECT_LT(100000u, spill_bytes_total - before);
 	snprintf(out, sizeof(out), "%s/replay", self->dir);
 	ASSERT_EQ(0, hq_replay(self->live, out));
-	for (k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
-		char name[64];
-
-		snprintf(name, sizeof(name), "trace-1/%s", files[k]);
-		a = file_in(self->dir, name);
-		b = file_in(out, files[k]);
-		ASSERT_NE(NULL, a);
-		ASSERT_NE(NULL, b);
-		EXPECT_LT(10000u, strlen(a));
-		EXPECT_STREQ(a, b) TH_LOG("%s", files[k]);
-		free(a);
-		free(b);
-	}
+	same_outputs(_metadata, self->dir, out, files,
+		     sizeof(files) / sizeof(files[0]), 10000);
 }
