@@ -936,16 +936,16 @@ static void spill_all(struct route *r)
 {
 	uint32_t i;
 
+	r->held = 0;
 	for (i = 0; i < r->nthreads; i++) {
 		struct rthread *th = thread_at(r, r->order[i]);
 
 		spill_put(&r->spill, r->dir, &th->text_spilled, &th->text);
 		spill_put(&r->spill, r->dir, &th->canon_spilled, &th->canon);
+		/* all of it, unless a spill failed and kept it */
 		th->held = th->text.len + th->canon.len;
+		r->held += th->held;
 	}
-	r->held = 0;
-	for (i = 0; i < r->nthreads; i++)
-		r->held += thread_at(r, r->order[i])->held;
 }
 
 void route_event(struct route *r, const struct pending *p)
