@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bfctl's one output layer: text for people or, with --json, one JSON
+ * document per out_begin()/out_end().  See output.h.
+ */
 #include <stdarg.h>
 #include <string.h>
 

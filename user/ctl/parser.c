@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bfctl's table-driven command-line parser: each command's option rows
+ * in, values in their destinations or an error naming the option out.
+ * See parser.h.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>

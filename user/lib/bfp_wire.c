@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bfp_wire: the Bytefrog wire's primitives (big-endian integers, Java
+ * modified UTF-8 strings) and their conversions.  See bfp_wire.h.
+ */
 #include <errno.h>
 #include <string.h>
 

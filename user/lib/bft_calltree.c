@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_calltree: per-thread shadow stacks that turn merged records into
+ * call events (enters, exits, unwinds, breaks).  See bft_calltree.h.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_demangle: C++ symbol names as people write them, through
+ * libiberty's demangler.  See bft_demangle.h.
+ */
 #include <stdlib.h>
 #include <string.h>
 

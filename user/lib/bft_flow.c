@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_flow: the flow agent's output, .flow files per thread and
+ * ids.properties, written and read.  See bft_flow.h.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>

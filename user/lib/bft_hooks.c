@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_hooks: where a process's exceptions and non-local jumps need the
+ * backends' hooks, and whether they can all be found.  See bft_hooks.h.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>

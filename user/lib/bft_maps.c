@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_maps: the ELF objects a running process executes, read from
+ * /proc/N/maps, and the path this process reaches each by.  See bft_maps.h.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>

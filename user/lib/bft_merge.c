@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_merge: the k-way merge of per-CPU record streams by stream time.
+ * See bft_merge.h.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

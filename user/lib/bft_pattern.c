@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_pattern: the [!][OBJECT:]SYMBOL patterns users give, parsed and
+ * matched against objects and function names.  See bft_pattern.h.
+ */
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_stream: the incremental decoder of one CPU's record stream, and the
+ * stream state each record implies.  See bft_stream.h.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>

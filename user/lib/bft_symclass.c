@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_symclass: what a function symbol's name says about how its code is
+ * entered and left.  See bft_symclass.h.
+ */
 #include <ctype.h>
 #include <string.h>
 

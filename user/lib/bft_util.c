@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_util: the small helpers every bftrace tool needs the same way.
+ * See bft_util.h.
+ */
 #include <stdio.h>
 
 #include "bft_util.h"

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_varint: the record format's plain and packed varints, and the
+ * growable byte buffer encoders write into.  See bft_varint.h.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * bft_writer: the user-space encoder of one CPU's record stream, by the
+ * kernel writer's rules, for tests and benchmarks.  See bft_writer.h.
+ */
 #include <errno.h>
 #include <string.h>
 
