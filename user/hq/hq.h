@@ -14,6 +14,8 @@
  *   micro.c   the microseconds of bftrace.us markers, for route.c
  *   route.c   what ordered events become: per-thread shadow stacks, the
  *             text call tree, Chrome trace JSON, folded stacks, the summary
+ *   escape.c  the escaping of names and markers in text files, and its
+ *             inverse
  *   live_write.c  the live copy of a trace, written while it is received
  *             (docs/live-format.md)
  *   live_read.c   reading a live copy up to its safe frontier
@@ -34,6 +36,7 @@
 #include "bft_varint.h"
 #include "bfp_config.h"
 #include "bfp_msg.h"
+#include "escape.h"
 
 #define HQ_DEFAULT_PORT		7000
 #define HQ_GREET_TIMEOUT_MS	5000	/* for the first two bytes */
@@ -241,8 +244,6 @@ void hq_trace_fail(struct hq *hq, struct trace *t, struct conn *c,
 void hq_trace_conn_closed(struct hq *hq, struct trace *t, struct conn *c);
 /* Gaps, heartbeats, lingering: called from the loop. */
 void hq_trace_tick(struct hq *hq, struct trace *t, uint64_t now);
-/* s (n bytes) for a text file: NUL as \0, other controls as \xNN. */
-void hq_escape(struct bft_buf *b, const char *s, size_t n);
 /* Send a mode command (BFP_START ...) to one trace. */
 int hq_trace_command(struct hq *hq, struct trace *t, uint8_t id);
 void hq_trace_finish(struct hq *hq, struct trace *t);

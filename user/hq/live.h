@@ -82,7 +82,5 @@ struct live_line {
 
 /* Parse the line s (n bytes, no '\n'): 0, or -EINVAL. */
 int live_parse_line(const char *s, size_t n, struct live_line *l);
-/* Undo the escaping of names and markers into out (NUL-ended). */
-void live_unescape(const char *s, size_t n, char *out);
 
 #endif /* BFHQ_LIVE_H */

@@ -377,26 +377,3 @@ int live_parse_line(const char *s, size_t n, struct live_line *l)
 	return p == end ? 0 : -EINVAL;
 }
 
-void live_unescape(const char *s, size_t n, char *out)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (s[i] != '\\' || i + 1 >= n) {
-			*out++ = s[i];
-			continue;
-		}
-		i++;
-		if (s[i] == '0') {
-			break;	/* a C string ends at the first NUL anyway */
-		} else if (s[i] == 'x' && i + 2 < n) {
-			char hex[3] = { s[i + 1], s[i + 2], 0 };
-
-			*out++ = (char)strtoul(hex, NULL, 16);
-			i += 2;
-		} else {
-			*out++ = s[i];
-		}
-	}
-	*out = 0;
-}

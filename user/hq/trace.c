@@ -409,29 +409,6 @@ static void pump(struct trace *t, enum skip skip, unsigned int bound)
 		t->stalled_since_ms = hq_now_ms();
 }
 
-void hq_escape(struct bft_buf *b, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	char e[4] = { '\\', 'x' };
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '\\') {
-			bft_buf_append(b, "\\\\", 2);
-		} else if (!c) {
-			bft_buf_append(b, "\\0", 2);
-		} else if (c < 0x20 || c == 0x7f) {
-			e[2] = hex[c >> 4];
-			e[3] = hex[c & 15];
-			bft_buf_append(b, e, 4);
-		} else {
-			bft_buf_append(b, &s[i], 1);
-		}
-	}
-}
-
 /*
  * notes §4.4: an agent's Error is fatal to its trace.  Its text is kept
  * whole (it may hold NULs) for the summary.
@@ -554,19 +531,6 @@ void hq_trace_control_msg(struct hq *hq, struct trace *t,
 	}
 }
 
-/* The bytes of s (n bytes) once hq_escape()d. */
-static size_t escaped_len(const char *s, size_t n)
-{
-	size_t i, len = n;
-
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		len += c == '\\' || !c ? 1 : c < 0x20 || c == 0x7f ? 3 : 0;
-	}
-	return len;
-}
-
 /*
  * Whether a map is news within the trace's budget of names: a re-map to
  * the same name is none, and once HQ_NAMES_MAX bytes of names are written
@@ -577,7 +541,7 @@ static bool map_news(struct trace *t, char kind, uint32_t id,
 		     const struct bfp_msg *m)
 {
 	/* "K <id> " and '\n' */
-	uint64_t cost = 14 + escaped_len(m->str, m->str_len);
+	uint64_t cost = 14 + hq_escape_len(m->str, m->str_len);
 
 	if (route_has_name(t->route, kind, id, m->str, m->str_len))
 		return false;

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Names and marker text as bfhq's text files hold them (escape.c): a
+ * backslash doubled, NUL as \0, other control bytes as \xNN; and back.
+ */
+#ifndef BFHQ_ESCAPE_H
+#define BFHQ_ESCAPE_H
+
+#include <stddef.h>
+
+#include "bft_varint.h"
+
+/* s (n bytes) for a text file: NUL as \0, other controls as \xNN. */
+void hq_escape(struct bft_buf *b, const char *s, size_t n);
+/* The bytes of s (n bytes) once hq_escape()d. */
+size_t hq_escape_len(const char *s, size_t n);
+/* Undo the escaping of names and markers into out (NUL-ended). */
+void live_unescape(const char *s, size_t n, char *out);
+
+#endif /* BFHQ_ESCAPE_H */
