@@ -11,9 +11,10 @@
  *   trace.c   one agent's trace: run id, configuration, control messages,
  *             data connections, reordering by sequence with data breaks and
  *             gap reporting
- *   micro.c   the microseconds of bftrace.us markers, for route.c
- *   route.c   what ordered events become: per-thread shadow stacks, the
+ *   micro.c   the microseconds of bftrace.us markers, for the route
+ *   route*.c  what ordered events become: per-thread shadow stacks, the
  *             text call tree, Chrome trace JSON, folded stacks, the summary
+ *             (route.h says which file does what)
  *   escape.c  the escaping of names and markers in text files, and its
  *             inverse
  *   live_write.c  the live copy of a trace, written while it is received
@@ -109,7 +110,7 @@ struct conn {
 	uint64_t bytes_in, msgs_in;
 };
 
-/* The per-trace state is private to trace.c and route.c. */
+/* The per-trace state is private to trace.c and route*.c. */
 struct route;
 
 struct trace {
@@ -165,7 +166,7 @@ struct pending {
 	uint16_t us;		/* the sub-millisecond part of time (bftrace.us) */
 	uint8_t id;
 	bool thrown;
-	bool noret;		/* an entry of an entries-only method (route.c) */
+	bool noret;		/* an entry of an entries-only method (route.h) */
 	char *key, *value;	/* MARKER */
 };
 
@@ -249,7 +250,7 @@ int hq_trace_command(struct hq *hq, struct trace *t, uint8_t id);
 void hq_trace_finish(struct hq *hq, struct trace *t);
 void hq_trace_free(struct trace *t);
 
-/* route.c */
+/* route*.c */
 /*
  * How much of tree.txt's and calls.txt's text a trace's route keeps in
  * memory until the trace ends; past it, the route puts what it holds in a

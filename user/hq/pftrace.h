@@ -5,7 +5,7 @@
  * above them), one for markers; a call is a TYPE_SLICE_BEGIN and
  * TYPE_SLICE_END pair, a throw, a data break, a marker or a group of
  * entries-only calls a TYPE_INSTANT; event names are interned.  Times are
- * nanoseconds from the trace's first event.  route.c calls it where it
+ * nanoseconds from the trace's first event.  route_chrome.c calls it where it
  * writes the same events to trace.json.
  */
 #ifndef BFT_HQ_PFTRACE_H

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Text that route.c writes out only when the trace ends (each thread's
- * part of tree.txt and calls.txt), kept on disk as it grows instead of in
- * memory: one unlinked file per trace, in its directory, and per buffer
- * the list of the pieces it put there, copied back out in order.
+ * Text that the route (route.h) writes out only when the trace ends
+ * (each thread's part of tree.txt and calls.txt), kept on disk as it
+ * grows instead of in memory: one unlinked file per trace, in its
+ * directory, and per buffer the list of the pieces it put there, copied
+ * back out in order.
  */
 #ifndef BFT_HQ_SPILL_H
 #define BFT_HQ_SPILL_H

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // The page's model of one trace, built from the lines of the live files
-// (docs/live-format.md) exactly as bfhq's route.c builds its outputs, so
-// that callsTxt() is calls.txt once the trace has ended.
+// (docs/live-format.md) exactly as bfhq's route (route*.c) builds its
+// outputs, so that callsTxt() is calls.txt once the trace has ended.
 "use strict";
 
 function bftUnescape(s) {
@@ -149,8 +149,8 @@ class BftModel {
     this.unstamped.push(method);
   }
 
-  // An entry of a method traced without its exits (route.c's instant()):
-  // counted, never a frame, or the stack would grow for ever.
+  // An entry of a method traced without its exits (route_noret.c's
+  // noret_enter()): counted, never a frame, or the stack would grow for ever.
   instant(th, method) {
     th.canon.push(" n" + method);
     th.calls++;
@@ -159,7 +159,8 @@ class BftModel {
     s.noret = true;     // no durations to show: top() says so
   }
 
-  // route.c's do_exit(): the frame it names, and any above it, are left.
+  // route_tree.c's frame_exit(): the frame it names, and any above it, are
+  // left.
   exit(th, method, time, tok) {
     if (!th.stack.length) {
       th.canon.push(" " + tok + "?");
