@@ -1,76 +1,57 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The capture backend bfctl drives: bftrace.ko over netlink, or the BPF
- * backend (bft_bpf.h).  Every command goes through these calls, which
- * take and return the same values either way.
+ * The capture backend bfctl drives, chosen by bft_backend_choose() and
+ * called through its table (bft_backend.h): bftrace.ko over netlink, or
+ * the BPF backend.  Every command goes through these calls, which take and
+ * return the same values either way.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bfctl.h"
 
 const char *ctl_backend_name(const struct ctl *c)
 {
-	return c->bpf ? "bpf" : "kmod";
+	return c->beh ? c->be->name : bft_backend_kmod.name;
 }
 
 int ctl_backend_choose(struct ctl *c)
 {
-	const char *b = c->backend ? c->backend : getenv("BFT_BACKEND");
+	char err[160];
 
-	if (!b || !*b || !strcmp(b, "auto")) {
-		/* the module if it is loaded; else BPF, unless it cannot run */
-		c->use_bpf = access("/sys/module/bftrace", F_OK) != 0;
-		return 0;
+	if (bft_backend_choose(c->backend, &c->be, err, sizeof(err))) {
+		err_msg("%s", err);
+		return -EINVAL;
 	}
-	if (!strcmp(b, "kmod")) {
-		c->use_bpf = false;
-		return 0;
-	}
-	if (!strcmp(b, "bpf")) {
-		c->use_bpf = true;
-		return 0;
-	}
-	err_msg("unknown backend '%s' (kmod, bpf or auto)", b);
-	return -EINVAL;
+	c->use_bpf = c->be == &bft_backend_bpf;
+	return 0;
 }
 
 const char *ctl_errmsg(const struct ctl *c)
 {
-	if (c->bpf)
-		return bft_bpf_errmsg(c->bpf);
-	return c->nl ? bft_nl_errmsg(c->nl) : "";
+	return c->beh ? c->be->errmsg(c->beh) : "";
 }
 
 int ctl_attach(struct ctl *c, uint32_t tgid, const struct bft_nl_probe *p,
 	       size_t n, int *results)
 {
-	if (c->bpf)
-		return bft_bpf_attach(c->bpf, tgid, p, n, results);
-	return bft_nl_attach(c->nl, tgid, p, n, results);
+	return c->be->attach(c->beh, tgid, p, n, results);
 }
 
 int ctl_detach(struct ctl *c, uint32_t tgid)
 {
-	if (c->bpf)
-		return bft_bpf_detach(c->bpf, tgid);
-	return bft_nl_detach(c->nl, tgid);
+	return c->be->detach(c->beh, tgid);
 }
 
 int ctl_mode_cmd(struct ctl *c, int cmd, uint8_t *mode)
 {
-	if (c->bpf)
-		return bft_bpf_mode_cmd(c->bpf, cmd, mode);
-	return bft_nl_mode_cmd(c->nl, cmd, mode);
+	return c->be->mode_cmd(c->beh, cmd, mode);
 }
 
 int ctl_start(struct ctl *c, bool persist, uint8_t *mode)
 {
-	if (c->bpf)
-		return bft_bpf_start(c->bpf, persist, mode);
-	return bft_nl_start(c->nl, persist, mode);
+	return c->be->start(c->beh, persist, mode);
 }
 
 /*
@@ -104,36 +85,26 @@ void ctl_warn_no_reader(struct ctl *c)
 
 int ctl_get_status(struct ctl *c, struct bft_nl_status *st)
 {
-	if (c->bpf)
-		return bft_bpf_get_status(c->bpf, st);
-	return bft_nl_get_status(c->nl, st);
+	return c->be->get_status(c->beh, st);
 }
 
 int ctl_get_opt(struct ctl *c, uint32_t id, struct bft_nl_opt *out)
 {
-	if (c->bpf)
-		return bft_bpf_get_opt(c->bpf, id, out);
-	return bft_nl_get_opt(c->nl, id, out);
+	return c->be->get_opt(c->beh, id, out);
 }
 
 int ctl_get_opts(struct ctl *c, struct bft_nl_opt *out, size_t cap, size_t *n)
 {
-	if (c->bpf)
-		return bft_bpf_get_opts(c->bpf, out, cap, n);
-	return bft_nl_get_opts(c->nl, out, cap, n);
+	return c->be->get_opts(c->beh, out, cap, n);
 }
 
 int ctl_set_opt(struct ctl *c, uint32_t id, uint64_t value,
 		struct bft_nl_opt *out)
 {
-	if (c->bpf)
-		return bft_bpf_set_opt(c->bpf, id, value, out);
-	return bft_nl_set_opt(c->nl, id, value, out);
+	return c->be->set_opt(c->beh, id, value, out);
 }
 
 int ctl_get_methods(struct ctl *c, bft_nl_method_cb cb, void *arg)
 {
-	if (c->bpf)
-		return bft_bpf_get_methods(c->bpf, cb, arg);
-	return bft_nl_get_methods(c->nl, cb, arg);
+	return c->be->get_methods(c->beh, cb, arg);
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bft_backend.h"
 #include "bft_bpf.h"
 #include "bft_nl.h"
 #include "parser.h"
@@ -34,6 +35,8 @@ struct ctl {
 	struct bft_bpf *bpf;	/* the BPF backend's session, if in use */
 	const char *backend;	/* --backend: kmod, bpf, auto (NULL: $BFT_BACKEND) */
 	bool use_bpf;		/* the choice ctl_backend_choose() made */
+	const struct bft_backend_ops *be;	/* that choice's table */
+	void *beh;		/* its session (nl or bpf) once connected */
 	struct bft_nl_caps caps;
 };
 
@@ -75,8 +78,9 @@ int exit_for_errno(int rc);
 
 /*
  * The backend (backend.c): --backend, else $BFT_BACKEND, else auto (the
- * module if loaded, else BPF).  ctl_connect() calls ctl_backend_choose().
- * The ctl_* calls are those of bft_nl.h on whichever is connected.
+ * module if loaded, else BPF: bft_backend_choose()).  ctl_connect() calls
+ * ctl_backend_choose().  The ctl_* calls are those of the chosen backend's
+ * table (bft_backend.h) on its session.
  */
 int ctl_backend_choose(struct ctl *c);
 const char *ctl_backend_name(const struct ctl *c);

@@ -135,6 +135,7 @@ static int bpf_connect(struct ctl *c)
 
 	rc = bft_bpf_open_lazy(&c->bpf, err, sizeof(err));
 	if (!rc) {
+		c->beh = c->bpf;
 		bft_bpf_get_caps(c->bpf, &c->caps);
 		vlog(c, 2, "connected: BPF backend, session %s %s (%s)",
 		     bft_bpf_loaded() ? "pinned at" : "to be made at",
@@ -178,6 +179,7 @@ int ctl_connect(struct ctl *c, uint64_t need)
 		err_msg("cannot open the bftrace netlink socket: %s", err);
 		return exit_for_errno(rc);
 	}
+	c->beh = c->nl;
 	vlog(c, 2, "connected: netlink family \"%s\" id %u version %u, events group %u",
 	     BFT_GENL_NAME, bft_nl_family_id(c->nl), bft_nl_family_version(c->nl),
 	     bft_nl_events_group_id(c->nl));
@@ -195,12 +197,12 @@ int ctl_connect(struct ctl *c, uint64_t need)
 	}
 check:
 	vlog(c, 1, "%s: protocol %u, features %s, %u CPUs, max %u probes",
-	     c->bpf ? "BPF backend" : "module", c->caps.proto_version,
+	     c->be->label, c->caps.proto_version,
 	     bft_features_str(c->caps.features, feats, sizeof(feats)),
 	     c->caps.nr_cpus, c->caps.limits.max_probes);
 	if ((c->caps.features & need) != need) {
 		err_msg("%s lacks feature(s) %s that this command needs",
-			c->bpf ? "the BPF backend" : "bftrace.ko",
+			c->be->what,
 			bft_features_str(need & ~c->caps.features, feats, sizeof(feats)));
 		ctl_close(c);
 		return EXIT_FAIL;
@@ -223,4 +225,5 @@ void ctl_close(struct ctl *c)
 		bft_nl_close(c->nl);
 	}
 	c->nl = NULL;
+	c->beh = NULL;
 }
