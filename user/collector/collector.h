@@ -435,8 +435,12 @@ int exc_types_load_file(struct exc_types *x, const char *path);
 void exc_types_forget(struct exc_types *x);
 void exc_types_free(struct exc_types *x);
 
-/* source.c */
-int source_open_kernel(struct coll *c, char *err, size_t errlen);
+/* source.c, source_live.c, source_replay.c */
+struct bft_backend_ops;
+/* A capture backend's rings (the table bft_backend_choose() gave). */
+int source_open_live(struct coll *c, const struct bft_backend_ops *be,
+		     char *err, size_t errlen);
+/* --replay's stream files. */
 int source_open_replay(struct coll *c, char *err, size_t errlen);
 void source_close(struct source *s);
 /* Poll descriptors the loop waits on; returns how many were filled. */
@@ -451,8 +455,10 @@ void source_drain(struct coll *c);
 /* BFT_CMD_START, ...: 0 or -errno; the mode in force in *mode. */
 int source_mode_cmd(struct coll *c, int cmd);
 uint8_t source_mode(struct coll *c);	/* enum bft_mode */
+/* A live source (a backend's rings), not stream files. */
 bool source_is_kernel(const struct source *s);
-bool source_is_bpf(const struct source *s);
+/* Why the source cannot go on once root is left (--user), or NULL. */
+const char *source_root_only(const struct source *s);
 /* Reload the method table (kernel: GET_METHODS). */
 int source_refresh_methods(struct coll *c);
 /* Reload the exception types (kernel: GET_EXCEPTIONS). */

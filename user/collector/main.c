@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bft_backend.h"
 #include "bft_util.h"
 #include "collector.h"
 
@@ -210,12 +211,6 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 			o->device = optarg;
 			break;
 		case OPT_BACKEND:
-			if (strcmp(optarg, "kmod") && strcmp(optarg, "bpf") &&
-			    strcmp(optarg, "auto")) {
-				fprintf(stderr, "bfcollector: bad backend: %s "
-					"(kmod, bpf or auto)\n", optarg);
-				return -1;
-			}
 			o->backend = optarg;
 			break;
 		case OPT_CHUNK:
@@ -289,6 +284,27 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 	if (!o->hq_host && !o->outdir && !o->counters_host) {
 		fprintf(stderr, "bfcollector: nothing to do: give --hq, "
 			"--output and/or --counters\n");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The capture backend, by bfctl's rule (bft_backend_choose): --backend,
+ * else $BFT_BACKEND, else auto.  A name it does not know is a usage
+ * error, even for --replay, which reads no backend; $BFT_BACKEND is
+ * only looked at when one is read.
+ */
+static int choose_backend(const struct coll_opts *o,
+			  const struct bft_backend_ops **be)
+{
+	char err[160];
+
+	*be = NULL;
+	if (o->replay_dir && !o->backend)
+		return 0;
+	if (bft_backend_choose(o->backend, be, err, sizeof(err))) {
+		fprintf(stderr, "bfcollector: %s\n", err);
 		return -1;
 	}
 	return 0;
@@ -468,11 +484,12 @@ int main(int argc, char **argv)
 {
 	struct coll c = { .ctl_fd = -1, .ready_fd = -1 };
 	struct sigaction sa = { .sa_handler = on_signal };
+	const struct bft_backend_ops *be;
 	char err[512] = "";
 	int rc;
 
 	setvbuf(stderr, NULL, _IOLBF, 0);
-	if (parse_args(&c.o, argc, argv))
+	if (parse_args(&c.o, argc, argv) || choose_backend(&c.o, &be))
 		return EXIT_USAGE;
 	if (c.o.background && coll_background(&c))
 		return EXIT_FATAL;
@@ -485,7 +502,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	rc = c.o.replay_dir ? source_open_replay(&c, err, sizeof(err)) :
-			      source_open_kernel(&c, err, sizeof(err));
+			      source_open_live(&c, be, err, sizeof(err));
 	if (rc) {
 		coll_log("%s", err[0] ? err : strerror(-rc));
 		rc = EXIT_FATAL;

@@ -51,10 +51,9 @@ int coll_drop_privileges(struct coll *c, char *err, size_t errlen)
 			 "it cannot become another user", c->o.user);
 		return -EPERM;
 	}
-	if (source_is_bpf(c->src)) {
-		snprintf(err, errlen, "--user %s: the BPF backend's session "
-			 "needs root (its guard process and pinned objects); "
-			 "use it without --user", c->o.user);
+	if (source_root_only(c->src)) {
+		snprintf(err, errlen, "--user %s: %s; use it without --user",
+			 c->o.user, source_root_only(c->src));
 		return -EINVAL;
 	}
 	perfmon = source_is_kernel(c->src);

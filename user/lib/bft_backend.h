@@ -37,6 +37,9 @@ struct bft_backend_ops {
 	const char *name;	/* for --backend: "kmod", "bpf" */
 	const char *label;	/* in messages: "module", "BPF backend" */
 	const char *what;	/* its subject: "bftrace.ko", "the BPF backend" */
+	const char *rings_name;	/* in messages: "rings", "BPF rings" */
+	/* Why a process that leaves root cannot keep the session, or NULL. */
+	const char *root_only;
 
 	int (*open)(void **h, enum bft_backend_open how, char *err,
 		    size_t errlen);

@@ -230,6 +230,7 @@ const struct bft_backend_ops bft_backend_kmod = {
 	.name = "kmod",
 	.label = "module",
 	.what = "bftrace.ko",
+	.rings_name = "rings",
 	.open = kmod_open,
 	.close = kmod_close,
 	.errmsg = kmod_errmsg,

@@ -420,6 +420,33 @@ TEST_F(faults, bfhq_usage_errors_exit_2)
 	EXPECT_EQ(3, wait_exit(spawn(timeout, self->log), 30000));
 }
 
+/*
+ * A backend bfcollector does not know is a usage error, and says which it
+ * knows, as bfctl does: from --backend, and from $BFT_BACKEND, which it
+ * once took as auto.
+ */
+TEST_F(faults, collector_refuses_an_unknown_backend)
+{
+	char *by_opt[] = { "bfcollector", "--backend", "foo", "--output",
+			   self->hqout, NULL };
+	char *by_env[] = { "bfcollector", "--output", self->hqout, NULL };
+	char *log;
+
+	EXPECT_EQ(2, wait_exit(spawn(by_opt, self->log), 10000));
+	setenv("BFT_BACKEND", "foo", 1);
+	EXPECT_EQ(2, wait_exit(spawn(by_env, self->log), 10000));
+	unsetenv("BFT_BACKEND");
+	log = bft_test_slurp(self->log, NULL);
+	ASSERT_NE(NULL, log);
+	{
+		const char *first = strstr(log, "bfcollector: unknown backend 'foo' (kmod, bpf or auto)");
+
+		ASSERT_NE(NULL, first);
+		EXPECT_NE(NULL, strstr(first + 1, "unknown backend 'foo'"));
+	}
+	free(log);
+}
+
 /* The count of the collector's summary line ("..., N dropped while ..."). */
 static long long dropped_while_suspended(const char *log)
 {
