@@ -4,10 +4,16 @@
  *
  * A record walks forward only:
  *
- *   source.c    per-CPU record streams, from /dev/bftrace (bft_rings) or
- *               from recorded/synthetic stream files; and the "kernel"
- *               that mode commands go to (bft_nl, or a simulation of it
- *               for files)
+ *   source.c    per-CPU record streams, and the "kernel" that mode
+ *               commands go to: one table of operations per source
+ *               (source.h), which source.c dispatches to
+ *   source_live.c  a capture backend, through its bft_backend.h table
+ *               (bftrace.ko or BPF, as bft_backend_choose() says): its
+ *               rings, events, mode commands and flush work
+ *   source_live_tables.c  what the backend's session says besides the
+ *               records: method table, exception types, status
+ *   source_replay.c  recorded/synthetic stream files (--replay), with a
+ *               simulation of the kernel's modes
  *   methods.c   the method table (BFT_CMD_GET_METHODS or a file), the
  *               signatures, and the inclusion/exclusion regexes
  *   patterns.c  those regexes, compiled and matched by PCRE2 within
@@ -17,13 +23,16 @@
  *               stacks) -> thread ids, maps, sequence numbers -> the
  *               protocol encoder, and the .flow files of --output
  *   hqlink.c    the control connection and the data connections to HQ:
- *               handshake, configuration, control messages, heartbeats,
- *               reconnection
+ *               connect, handshake, reading and writing, buffers,
+ *               heartbeats, reconnection; it moves bytes only
+ *   commands.c  what HQ's control messages say: the configuration, the
+ *               mode commands (to the source), the pause lease
  *   counters.c  the counters agent (seed 003): samples what the others
  *               count for an inspector (--counters)
  *   privs.c     --user: the switch to another user, with only the
  *               capabilities HQ's commands still need
- *   main.c      options and the loop
+ *   background.c  --background: fork, and tell the parent when we record
+ *   main.c      options, the backend's choice, and the loop
  *
  * One thread: a poll loop.  Control messages go out on their own socket
  * and are written first, so they never wait behind data.
@@ -531,6 +540,24 @@ int hq_pollfds(struct coll *c, struct pollfd *p, int max);
 /* After poll: read control input, write what can be written. */
 void hq_io(struct coll *c, const struct pollfd *p, int n);
 void hq_heartbeat(struct coll *c, bool force);
+/* Wait (bounded) until everything is written, then close cleanly. */
+void hq_shutdown(struct coll *c);
+/* HQ sent something malformed: tell it, close, exit EXIT_PROTOCOL. */
+void hq_protocol_error(struct coll *c, const char *what);
+/* HQ reported an error: close, exit EXIT_HQ. */
+void hq_peer_error(struct coll *c);
+
+/* commands.c */
+/* Decode and act on the whole control messages buffered in ctl_in. */
+void coll_commands(struct coll *c);
+/* A configuration from HQ: checked, kept, its regexes compiled. */
+int coll_apply_config(struct coll *c, const struct bfp_config *cfg,
+		      char *err, size_t errlen);
+/*
+ * Control bytes from HQ, acted on as if read from its socket: the path
+ * without a socket, for tests and fuzzing.
+ */
+void hq_control_feed(struct coll *c, const void *p, size_t n);
 /*
  * A paused target must not outlive the HQ that paused it: unpause when
  * HQ's connection is gone or HQ said nothing for the pause lease.  From
@@ -540,13 +567,6 @@ void hq_heartbeat(struct coll *c, bool force);
 void hq_pause_guard(struct coll *c);
 uint64_t hq_pause_deadline(const struct coll *c);
 void hq_pause_release(struct coll *c, const char *why);
-/* Wait (bounded) until everything is written, then close cleanly. */
-void hq_shutdown(struct coll *c);
-/*
- * Control bytes from HQ, acted on as if read from its socket: the path
- * without a socket, for tests and fuzzing.
- */
-void hq_control_feed(struct coll *c, const void *p, size_t n);
 
 /* privs.c: after the source, the pipeline and the counters are set up */
 int coll_drop_privileges(struct coll *c, char *err, size_t errlen);

@@ -6,7 +6,8 @@
  * the configuration (nothing else may come first), then numDataSenders
  * data connections, each with data hello and its reply.  After that every
  * socket is non-blocking and served by the main loop: control input is
- * decoded as it arrives, control output has its own buffer on its own
+ * handed to commands.c as it arrives (which acts on HQ's commands; here
+ * bytes are only moved), control output has its own buffer on its own
  * socket, so it never waits behind data.
  *
  * Anything malformed from HQ (an unknown id, a message that does not
@@ -163,7 +164,15 @@ void hq_send_error_and_close(struct coll *c, const char *text)
 	c->stopping = true;
 }
 
-static void protocol_error(struct coll *c, const char *what)
+void hq_peer_error(struct coll *c)
+{
+	close_all(c);
+	c->hq = HQ_NONE;
+	c->stopping = true;
+	c->exit_code = EXIT_HQ;
+}
+
+void hq_protocol_error(struct coll *c, const char *what)
 {
 	char text[256];
 
@@ -171,170 +180,6 @@ static void protocol_error(struct coll *c, const char *what)
 		 what);
 	hq_send_error_and_close(c, text);
 	c->exit_code = EXIT_PROTOCOL;
-}
-
-/* ---- control messages from HQ ---- */
-
-static void mode_cmd(struct coll *c, int cmd)
-{
-	int e = source_mode_cmd(c, cmd);
-
-	if (c->o.verbose || e)
-		coll_log("HQ: %s%s%s", bft_cmd_name(cmd), e ? ": " : "",
-			 e ? strerror(-e) : "");
-}
-
-static int apply_config(struct coll *c, const struct bfp_config *cfg,
-			char *err, size_t errlen)
-{
-	if (cfg->data_senders < 1 || cfg->data_senders > COLL_MAX_SENDERS) {
-		snprintf(err, errlen, "numDataSenders %d is not in 1..%d",
-			 cfg->data_senders, COLL_MAX_SENDERS);
-		return -EPROTO;
-	}
-	if (cfg->heartbeat_ms <= 0) {
-		snprintf(err, errlen, "heartbeatInterval %d is not positive",
-			 cfg->heartbeat_ms);
-		return -EPROTO;
-	}
-	bfp_config_free(&c->config);
-	if (bfp_config_copy(&c->config, cfg)) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	return methods_set_filter(&c->methods, &c->config, err, errlen);
-}
-
-static void on_control(struct coll *c, const struct bfp_msg *m)
-{
-	char err[160];
-
-	switch (m->id) {
-	case BFP_CONFIG:
-		/* re-configuration: only before start (notes §4.3) */
-		if (c->started) {
-			coll_log("HQ sent a configuration after start: ignored");
-			break;
-		}
-		if (m->config->data_senders != c->config.data_senders ||
-		    m->config->run_id != c->config.run_id)
-			coll_log("HQ re-configured the run id or the data "
-				 "connections: kept as they are");
-		{
-			struct bfp_config keep = *m->config;
-
-			keep.run_id = c->config.run_id;
-			keep.data_senders = c->config.data_senders;
-			if (apply_config(c, &keep, err, sizeof(err)))
-				protocol_error(c, err);
-		}
-		break;
-	case BFP_START: {
-		bool for_hq = c->suspended_for_hq;
-
-		c->suspended_for_hq = false;
-		if (for_hq && source_mode(c) == BFT_MODE_SUSPENDED) {
-			/* HQ is back: recording resumes, unless HQ said not */
-			if (!c->hq_wants_suspend)
-				mode_cmd(c, BFT_CMD_UNSUSPEND);
-		} else if (source_mode(c) == BFT_MODE_INITIALIZING ||
-			   source_mode(c) == BFT_MODE_SHUTTING_DOWN) {
-			mode_cmd(c, BFT_CMD_START);
-			if (c->hq_wants_suspend &&
-			    source_mode(c) == BFT_MODE_TRACING)
-				mode_cmd(c, BFT_CMD_SUSPEND);
-		} else if (c->o.verbose) {
-			coll_log("HQ: start: already %s",
-				 bft_mode_name(source_mode(c)));
-		}
-		c->started = true;
-		coll_ready(c);
-		break;
-	}
-	case BFP_STOP:
-		mode_cmd(c, BFT_CMD_STOP);
-		if (!c->o.no_stop) {
-			coll_log("HQ: stop: finishing");
-			c->stopping = true;
-			source_drain(c);
-		}
-		break;
-	case BFP_SUSPEND:
-		c->hq_wants_suspend = true;
-		if (c->started)
-			mode_cmd(c, BFT_CMD_SUSPEND);
-		break;
-	case BFP_UNSUSPEND:
-		c->hq_wants_suspend = false;
-		if (c->started)
-			mode_cmd(c, BFT_CMD_UNSUSPEND);
-		break;
-	case BFP_PAUSE:
-		/* again while it holds: a renewal of the lease, nothing more */
-		if (c->paused_for_hq && source_mode(c) == BFT_MODE_PAUSED)
-			break;
-		mode_cmd(c, BFT_CMD_PAUSE);
-		c->paused_for_hq = source_mode(c) == BFT_MODE_PAUSED;
-		c->pause_session = c->session;
-		break;
-	case BFP_UNPAUSE:
-		c->paused_for_hq = false;
-		/* the lease may have run out and unpaused already */
-		if (source_mode(c) != BFT_MODE_PAUSED) {
-			if (c->o.verbose)
-				coll_log("HQ: unpause: already %s",
-					 bft_mode_name(source_mode(c)));
-			break;
-		}
-		mode_cmd(c, BFT_CMD_UNPAUSE);
-		break;
-	case BFP_ERROR:
-		coll_log("HQ reports an error: %s", m->str);
-		close_all(c);
-		c->hq = HQ_NONE;
-		c->stopping = true;
-		c->exit_code = EXIT_HQ;
-		break;
-	default:
-		protocol_error(c, "unexpected control message");
-		break;
-	}
-}
-
-/* Decode and act on the whole control messages buffered. */
-static void control_input(struct coll *c)
-{
-	struct bfp_msg m = { 0 };
-	struct bfp_error err;
-	size_t pos = 0;
-
-	while (c->hq == HQ_UP && pos < c->ctl_in.len) {
-		int r = bfp_decode(c->ctl_in.data + pos, c->ctl_in.len - pos,
-				   c->o.protocol, BFP_CTX_AGENT_CONTROL, &m,
-				   &err);
-
-		if (r == 0)
-			break;
-		if (r < 0) {
-			protocol_error(c, err.msg);
-			break;
-		}
-		pos += (size_t)r;
-		c->hq_heard_ms = coll_now_ms();
-		on_control(c, &m);
-	}
-	bfp_msg_free(&m);
-	if (c->hq == HQ_UP)
-		bft_buf_consume(&c->ctl_in, pos);
-}
-
-void hq_control_feed(struct coll *c, const void *p, size_t n)
-{
-	if (bft_buf_append(&c->ctl_in, p, n)) {
-		coll_log("out of memory for HQ's control input");
-		return;
-	}
-	control_input(c);
 }
 
 /* ---- the handshake ---- */
@@ -422,9 +267,9 @@ static int open_data(struct coll *c, unsigned int i, uint64_t deadline)
 		err = -ECONNREFUSED;
 		c->exit_code = EXIT_HQ;
 	} else if (err == -EPROTO) {
-		protocol_error(c, why);
+		hq_protocol_error(c, why);
 	} else if (!err && in.len) {
-		protocol_error(c, "data after the data hello reply");
+		hq_protocol_error(c, "data after the data hello reply");
 		err = -EPROTO;
 	}
 	bfp_msg_free(&m);
@@ -488,7 +333,7 @@ int hq_connect(struct coll *c)
 		if (err == -ETIMEDOUT)
 			snprintf(why, sizeof(why), "no configuration within the handshake time: the peer at %s:%s accepted the connection, then said nothing a Bytefrog HQ says (is it one?)",
 				 c->o.hq_host, c->o.hq_port);
-		protocol_error(c, why);
+		hq_protocol_error(c, why);
 		goto fatal;
 	}
 	if (err)
@@ -503,13 +348,13 @@ int hq_connect(struct coll *c)
 		goto out;
 	}
 	if (m.id != BFP_CONFIG) {
-		protocol_error(c, "the first message was not the configuration");
+		hq_protocol_error(c, "the first message was not the configuration");
 		err = -EPROTO;
 		goto fatal;
 	}
-	err = apply_config(c, m.config, why, sizeof(why));
+	err = coll_apply_config(c, m.config, why, sizeof(why));
 	if (err) {
-		protocol_error(c, why);
+		hq_protocol_error(c, why);
 		goto fatal;
 	}
 	c->hq_wants_suspend = false;	/* this HQ says so itself */
@@ -517,7 +362,7 @@ int hq_connect(struct coll *c)
 	/* What came with the configuration must be well-formed too. */
 	err = check_buffered(c, why, sizeof(why));
 	if (err) {
-		protocol_error(c, why);
+		hq_protocol_error(c, why);
 		goto fatal;
 	}
 	coll_log("connected to HQ %s:%s, protocol %u, run %u, %d data "
@@ -542,7 +387,7 @@ int hq_connect(struct coll *c)
 	c->backoff_ms = 0;
 	c->next_heartbeat_ms = 0;
 	hq_heartbeat(c, true);
-	control_input(c);	/* anything HQ sent right after */
+	coll_commands(c);	/* anything HQ sent right after */
 	err = 0;
 	goto out;
 down:
@@ -783,14 +628,11 @@ static void data_input(struct coll *c, unsigned int i)
 			       BFP_CTX_AGENT_DATA, &m, &err) > 0)
 			coll_log("HQ reports an error: %s", m.str);
 		bfp_msg_free(&m);
-		close_all(c);
-		c->hq = HQ_NONE;
-		c->stopping = true;
-		c->exit_code = EXIT_HQ;
+		hq_peer_error(c);
 		return;
 	}
 	if (n > 0) {
-		protocol_error(c, "HQ wrote on a data connection");
+		hq_protocol_error(c, "HQ wrote on a data connection");
 		return;
 	}
 	hq_down(c, n ? strerror(errno) : "data connection closed by HQ");
@@ -816,10 +658,10 @@ void hq_io(struct coll *c, const struct pollfd *p, int n)
 			}
 			if (r < 0 && (errno == EAGAIN || errno == EINTR))
 				break;
-			control_input(c);
+			coll_commands(c);
 			if (c->hq == HQ_UP) {
 				if (c->ctl_in.len)
-					protocol_error(c, "HQ closed the control "
+					hq_protocol_error(c, "HQ closed the control "
 						       "connection in the middle "
 						       "of a message");
 				else
@@ -828,7 +670,7 @@ void hq_io(struct coll *c, const struct pollfd *p, int n)
 			}
 			return;
 		}
-		control_input(c);
+		coll_commands(c);
 	}
 	for (i = 1; i < n && c->hq == HQ_UP; i++)
 		if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
@@ -868,47 +710,6 @@ void hq_heartbeat(struct coll *c, bool force)
 	m.queue = q > 65535 ? 65535 : (uint16_t)q;
 	if (!hq_control_msg(c, &m))
 		c->heartbeats++;
-}
-
-uint64_t hq_pause_deadline(const struct coll *c)
-{
-	if (!c->paused_for_hq || !c->o.pause_lease || c->hq != HQ_UP)
-		return 0;
-	return c->hq_heard_ms +
-	       (uint64_t)c->o.pause_lease * (uint64_t)c->config.heartbeat_ms;
-}
-
-void hq_pause_release(struct coll *c, const char *why)
-{
-	int e;
-
-	if (!c->paused_for_hq)
-		return;
-	c->paused_for_hq = false;
-	/* someone else (bfctl, a stop) moved the mode on meanwhile */
-	if (source_mode(c) != BFT_MODE_PAUSED)
-		return;
-	e = source_mode_cmd(c, BFT_CMD_UNPAUSE);
-	coll_log("%s while HQ held the targets paused: %s", why,
-		 e ? "unpausing them failed" : "unpaused them");
-}
-
-void hq_pause_guard(struct coll *c)
-{
-	uint64_t until = hq_pause_deadline(c);
-	char why[96];
-
-	if (!c->paused_for_hq)
-		return;
-	/* a new session is another connection: the one that paused is gone */
-	if (c->hq != HQ_UP || c->session != c->pause_session) {
-		hq_pause_release(c, "HQ's control connection is gone");
-	} else if (until && coll_now_ms() >= until) {
-		snprintf(why, sizeof(why), "HQ said nothing for %u heartbeat "
-			 "intervals (%llu ms)", c->o.pause_lease,
-			 (unsigned long long)(coll_now_ms() - c->hq_heard_ms));
-		hq_pause_release(c, why);
-	}
 }
 
 void hq_shutdown(struct coll *c)

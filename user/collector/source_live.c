@@ -392,11 +392,11 @@ static bool live_targets_gone(struct coll *c)
 /* The system knows it: its comm. */
 static char *live_thread_name(struct coll *c, uint32_t tgid, uint32_t tid)
 {
-	(void)c;
 	char path[64], comm[64];
 	ssize_t n;
 	int fd;
 
+	(void)c;
 	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", tgid, tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
