@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bfcollector's handling of HQ's control messages (hqlink.c): the
+ * bfcollector's handling of HQ's control messages (commands.c): the
  * configuration (regexes compiled from it), start, stop, pause, suspend,
  * errors, in any order, against the replay source's simulation of the
  * module's modes.  Input: a selector byte (protocol version, started or
