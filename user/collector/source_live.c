@@ -33,7 +33,8 @@ static const struct source_ops live_ops;
  */
 #define FEED_SLICE 8192
 
-static int live_ring_cb(unsigned int cpu, const void *data, size_t len, void *arg)
+static int live_ring_feed(unsigned int cpu, const void *data, size_t len,
+			  void *arg)
 {
 	struct coll *c = arg;
 	const uint8_t *p = data;
@@ -175,7 +176,7 @@ static int live_open_backend(struct coll *c, char *err, size_t errlen)
 		coll_log("kernel events unavailable: failed probes and mode "
 			 "changes are seen at heartbeats only");
 	e = be->rings_open(s->h, &s->rings, c->o.device, s->s.ncpus,
-			   live_ring_cb, c, err, errlen);
+			   live_ring_feed, c, err, errlen);
 	if (e)
 		return e;
 	if (be->where)

@@ -18,7 +18,7 @@ bool live_session_running(uint8_t mode)
 	       mode == BFT_MODE_SUSPENDED;
 }
 
-static int method_cb(const struct bft_nl_method *m, void *arg)
+static int live_method_seen(const struct bft_nl_method *m, void *arg)
 {
 	struct coll *c = arg;
 	struct method *me;
@@ -67,7 +67,7 @@ int live_refresh_methods(struct coll *c)
 		return 0;
 	t0 = bft_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	c->methods.gen++;	/* what the dump does not name is detached */
-	err = s->be->get_methods(s->h, method_cb, c);
+	err = s->be->get_methods(s->h, live_method_seen, c);
 	if (err)
 		coll_log("cannot read the method table: %s",
 			 s->be->errmsg(s->h));
@@ -134,7 +134,7 @@ void live_look_at_methods(struct coll *c)
 		live_refresh_methods(c);
 }
 
-static int exception_cb(const struct bft_nl_exception *e, void *arg)
+static int live_exception_seen(const struct bft_nl_exception *e, void *arg)
 {
 	struct coll *c = arg;
 	int err = exc_types_add(&c->exc, e->id, e->name);
@@ -152,7 +152,7 @@ int live_refresh_exceptions(struct coll *c)
 	int err;
 
 	/* a backend without exception hooks has no types: no callback */
-	err = s->be->get_exceptions(s->h, exception_cb, c);
+	err = s->be->get_exceptions(s->h, live_exception_seen, c);
 	if (err)
 		coll_log("cannot read the exception types: %s",
 			 s->be->errmsg(s->h));
