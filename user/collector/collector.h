@@ -24,11 +24,14 @@
  *               protocol encoder, and the .flow files of --output
  *   hqlink.c    the control connection and the data connections to HQ:
  *               connect, handshake, reading and writing, buffers,
- *               heartbeats, reconnection; it moves bytes only
+ *               heartbeats, reconnection; it moves bytes only, and
+ *               hands each control message from HQ to commands.c
  *   commands.c  what HQ's control messages say: the configuration, the
  *               mode commands (to the source), the pause lease
- *   counters.c  the counters agent (seed 003): samples what the others
- *               count for an inspector (--counters)
+ *   counters*.c  the counters agent (seed 003, --counters; counters.h):
+ *               counters.c its connection and loop, counters_wire.c the
+ *               session with the inspector, counters_set.c the counters
+ *               and the sample set, counters_sample.c values and rates
  *   privs.c     --user: the switch to another user, with only the
  *               capabilities HQ's commands still need
  *   background.c  --background: fork, and tell the parent when we record
