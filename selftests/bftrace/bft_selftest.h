@@ -15,6 +15,9 @@
  *
  * Helpers return 0 or -errno and print the reason on stderr (the harness
  * shows it next to the failing check); the tests decide what is fatal.
+ * Each section below has a file of its own: bst_targets.c, bst_module.c,
+ * bst_session.c, bst_probes.c, bst_traces.c, bst_tools.c, bst_owners.c and
+ * bst_bpf.c.
  */
 #ifndef BFT_SELFTEST_H
 #define BFT_SELFTEST_H
