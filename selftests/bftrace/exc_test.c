@@ -53,7 +53,7 @@ struct run {
 };
 
 /* The whole file; "" for one that was never written (a run that failed early). */
-static char *slurp(const char *path)
+static char *output_read(const char *path)
 {
 	char *s = bst_slurp(path);
 
@@ -130,14 +130,14 @@ static int run_finish(struct run *r, int timeout_ms)
 	if (w == r->pid)
 		r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	r->pid = 0;
-	r->err = slurp(r->err_path);
+	r->err = output_read(r->err_path);
 	close(efd);
 	if (r->out_fd >= 0) {
 		char path[64];
 
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", r->out_fd);
 		lseek(r->out_fd, 0, SEEK_SET);
-		r->out = slurp(path);
+		r->out = output_read(path);
 		close(r->out_fd);
 	}
 	r->out_fd = -1;

@@ -195,8 +195,8 @@ static int kernel_mode(struct bst_session *s, uint32_t *probes)
 }
 
 /* Until the mode is want and, with detached, no probe is attached. */
-static bool wait_for(struct bst_session *s, int want, bool detached,
-		     int timeout_ms)
+static bool kernel_mode_wait(struct bst_session *s, int want, bool detached,
+			     int timeout_ms)
 {
 	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000;
 	uint32_t probes = 0;
@@ -211,7 +211,7 @@ static bool wait_for(struct bst_session *s, int want, bool detached,
 
 static bool wait_mode(struct bst_session *s, int want, int timeout_ms)
 {
-	return wait_for(s, want, false, timeout_ms);
+	return kernel_mode_wait(s, want, false, timeout_ms);
 }
 
 /* ---- the fixture ------------------------------------------------------ */
@@ -1039,7 +1039,7 @@ TEST_F_TIMEOUT(pipeline, collector_killed_and_restarted, 300)
 	 * guard once the collector is gone); attached again, the rings
 	 * hold what the stop left unread, and the next collector must get
 	 * every CPU's ring. */
-	EXPECT_TRUE(wait_for(&self->s, BFT_MODE_SHUTTING_DOWN, true,
+	EXPECT_TRUE(kernel_mode_wait(&self->s, BFT_MODE_SHUTTING_DOWN, true,
 			     MODE_WAIT_MS))
 		TH_LOG("the session outlived the collector that started it");
 	ASSERT_EQ(0, bfctl_attach(self, (const char *const[]){

@@ -334,16 +334,14 @@ static pid_t spawn_to(const char *path, const char *const *argv,
 	return pid;
 }
 
-static char *slurp(const char *path)
+/* Whether path, as far as it is written yet, holds word. */
+static bool log_mentions(const char *path, const char *word)
 {
-	static char buf[16384];
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	char *text = bst_slurp(path);
+	bool found = text && strstr(text, word);
 
-	if (fd >= 0)
-		close(fd);
-	buf[n > 0 ? n : 0] = 0;
-	return buf;
+	free(text);
+	return found;
 }
 
 static bool has_method(const char *json, unsigned int id)
@@ -377,10 +375,10 @@ TEST_F_TIMEOUT(session, record_after_stop_shows_the_next_session, 120)
 	self->starter = spawn_to(bfctl, argv, out, err);
 	ASSERT_LT(0, self->starter);
 	/* it waits for the next session instead of ending with the last */
-	for (int i = 0; i < 100 && !strstr(slurp(err), "no session"); i++)
+	for (int i = 0; i < 100 && !log_mentions(err, "no session"); i++)
 		bst_sleep_ms(50);
-	EXPECT_NE(NULL, strstr(slurp(err), "recording the next one"))
-		TH_LOG("record's stderr: %s", slurp(err));
+	EXPECT_TRUE(log_mentions(err, "recording the next one"))
+		bst_show_log(err);
 	EXPECT_EQ(0, waitpid(self->starter, &st, WNOHANG))
 		TH_LOG("record ended before the next session");
 
@@ -391,10 +389,12 @@ TEST_F_TIMEOUT(session, record_after_stop_shows_the_next_session, 120)
 	ASSERT_EQ(0, bst_mode(&self->s, BFT_CMD_STOP));
 	ASSERT_EQ(self->starter, waitpid(self->starter, &st, 0));
 	self->starter = 0;
-	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st)) TH_LOG("%s", slurp(err));
-	text = slurp(out);
+	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st)) bst_show_log(err);
+	text = bst_slurp(out);
+	ASSERT_NE(NULL, text) TH_LOG("%s is unreadable", out);
 	EXPECT_TRUE(has_method(text, 22)) TH_LOG("record printed %s", text);
 	EXPECT_FALSE(has_method(text, SPIN_METHOD)) TH_LOG("record printed %s", text);
+	free(text);
 	free(bfctl);
 	free(exe);
 }
