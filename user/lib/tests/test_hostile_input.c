@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
-#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -254,19 +253,12 @@ TEST(a_nul_inside_a_json_list_string_is_refused_too)
  * (p_offset) past the end of the file when move is set. */
 static uint8_t *own_image(size_t *len, bool move)
 {
-	FILE *f = fopen("/proc/self/exe", "rb");
-	uint8_t *b = NULL;
-	struct stat st;
+	uint8_t *b = (uint8_t *)bft_test_slurp("/proc/self/exe", len);
 	Elf64_Ehdr *eh;
 	unsigned int i;
 
-	if (!f || fstat(fileno(f), &st))
-		goto fail;
-	b = malloc((size_t)st.st_size);
-	if (!b || fread(b, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
-		goto fail;
-	fclose(f);
-	*len = (size_t)st.st_size;
+	if (!b)
+		return NULL;
 	eh = (Elf64_Ehdr *)b;
 	for (i = 0; move && i < eh->e_phnum; i++) {
 		Elf64_Phdr *ph = (Elf64_Phdr *)(b + eh->e_phoff) + i;
@@ -275,11 +267,6 @@ static uint8_t *own_image(size_t *len, bool move)
 			ph->p_offset += 1ull << 30;
 	}
 	return b;
-fail:
-	if (f)
-		fclose(f);
-	free(b);
-	return NULL;
 }
 
 TEST(no_function_is_reported_past_the_end_of_its_file)

@@ -106,21 +106,10 @@ static char *finish_and_read(struct hq *hq, const char *dir,
 			     const char *name)
 {
 	char path[256];
-	FILE *f;
-	char *text = NULL;
-	size_t len = 0;
 
 	hq_free(hq);
 	snprintf(path, sizeof(path), "%s/trace-1/%s", dir, name);
-	f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	text = calloc(1, 1 << 22);
-	if (text)
-		len = fread(text, 1, (1 << 22) - 1, f);
-	(void)len;
-	fclose(f);
-	return text;
+	return bft_test_slurp(path, NULL);
 }
 
 TEST_F(hq, a_late_data_break_is_not_applied_and_is_counted)
