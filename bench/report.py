@@ -10,8 +10,13 @@ its floor is the median of the ratios taken within each repetition, with
 their range; every figure carries its ratio (to the floor, or to what it is
 compared with) and the command that reproduces it.  bench/notes.md, if present, is appended verbatim: it
 holds the written analysis of the limits, which numbers alone cannot give.
+
+Two tables drive the output: CLAIMS, the targets the figures are held to
+(results.json's "targets", the "Targets" table), and MD_LAYOUT, the
+sections of results.md in order.
 """
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -609,152 +614,222 @@ def native_floor(native):
     return out if "plain" in out else None
 
 
-def targets(guests, native):
+# ---------------------------------------------------------------- claims
+#
+# What the benchmark is held to.  One claim per row of results.md's
+# "## Targets" table and per entry of results.json's "targets", in this
+# order; the renderer is claims_of() (results.json) and md_targets()
+# (results.md).  A claim says:
+#   target  its text: the row's first cell, the entry's "target";
+#   inputs  the raw results it reads: the @res ids of scripts/bench's
+#           outputs (guest-KVER.txt, native.txt), through guest_report()
+#           and native_report();
+#   guest   how one guest kernel's report is judged: {"value", "text",
+#           "holds"} for that kernel's column and per_kernel[KVER]; None
+#           for a claim measured natively only;
+#   native  the same for the native report: the "native (this machine)"
+#           column and "native"; it returns None where this machine did
+#           not measure it.  A claim with neither is left out.
+
+
+def bpf_native_builds(n):
+    """bench/bpf-native.sh's rows by build ("plain", "cet")."""
+    return {r["build"]: r for r in n.get("bpf_native", [])}
+
+
+# "below bpftrace" in the guests: in most repetitions, each of which runs
+# both side by side; their medians alone swap from run to run
+def floor_guest(g):
+    b, bp = g["per_call"]["bftrace"], g["per_call"]["bpftrace"]
+    r = b["ratio_to_floor"]
+    pairs = [(x, y) for x, y in zip(b["ratio_reps"], bp["ratio_reps"])
+             if x is not None and y is not None]
+    below = sum(x < y for x, y in pairs)
+    if pairs:
+        is_below = 2 * below > len(pairs)
+        how = f"; below bpftrace in {below} of {len(pairs)} repetitions"
+    else:
+        is_below = (bp["ns_per_call"] is not None and b["ns_per_call"] is not None
+                    and b["ns_per_call"] < bp["ns_per_call"])
+        how = ""
+    return {"value": r, "text": f"{fmt_ratio(r)} floor{ratio_range(b)}, bpftrace "
+            f"{fmt_ratio(bp['ratio_to_floor'])}{ratio_range(bp)}{how}",
+            "holds": r is not None and r <= 1.10 and is_below}
+
+
+def floor_native(n):
+    nat = native_floor(n)
+    if not nat:
+        return None
+    p = nat["plain"]
+    same = ""
+    if p.get("bftrace_vs_floor_multi") is not None:
+        same = (f"; against empty programs on its own kind of link (uprobe_multi), "
+                f"{fmt_ratio(p['bftrace_vs_floor_multi'])}"
+                f"{ratio_range({'ratio_reps': p['vs_floor_multi_reps']})}")
+    if p["pairs"]:
+        how = f"; below bpftrace in {p['below_bpftrace']} of {p['pairs']} repetitions"
+        is_below = 2 * p["below_bpftrace"] > p["pairs"]
+    else:
+        how = ""
+        is_below = (p["bpftrace_empty_ns"] is not None
+                    and p["bftrace_ns"] < p["bpftrace_empty_ns"])
+    return {"value": p["bftrace_vs_floor"],
+            "text": f"{fmt_ratio(p['bftrace_vs_floor'])} floor"
+                    f"{ratio_range({'ratio_reps': p['vs_floor_reps']})}, bpftrace "
+                    f"{fmt_ratio(p['bpftrace_empty_vs_floor'])}"
+                    f"{ratio_range({'ratio_reps': p['bpftrace_empty_vs_floor_reps']})}"
+                    f"{how} (BPF backend, plain build{same})",
+            "holds": (p["bftrace_vs_floor"] is not None and p["bftrace_vs_floor"] <= 1.10
+                      and is_below)}
+
+
+# the issue's real library: what bfctl's placement is for
+def sqlite_claim(g):
+    q = g.get("sqlite")
+    r = q.get("bftrace_vs_bpftrace_empty") if q else None
+    return {"value": r, "text": f"bftrace {fmt(q['bftrace_cost_ns'] if q else None)} ns/call, bpftrace "
+            f"empty {fmt(q['bpftrace_empty_cost_ns'] if q else None)}: {fmt_ratio(r)}",
+            "holds": r is not None and r < 1 and bool(q and q["counts_right"])}
+
+
+def cet_guest(g):
+    r = g["cet"]["bpftrace"]["ratio_to_bftrace_func4"]
+    best = ratio(g["cet"]["bpftrace"]["ns_per_call"], g["cet"]["floor_func4"]["ns_per_call"])
+    return {"value": r, "best_possible": best,
+            "text": f"bpftrace / bftrace(func+4) = {fmt_ratio(r)} (a bare trap at func+4 would reach {fmt_ratio(best)})",
+            "holds": r is not None and r >= 5}
+
+
+def cet_native(n):
+    c = (native_floor(n) or {}).get("cet")
+    if not c:
+        return None
+    r = ratio(c["bpftrace_empty_ns"], c["bftrace_ns"])
+    return {"value": r, "text": f"bpftrace / bftrace(func+4) = {fmt_ratio(r)} (BPF backend; "
+            f"a bare trap at func+4 would reach {fmt_ratio(ratio(c['bpftrace_empty_ns'], c['floor_ns']))})",
+            "holds": r is not None and r >= 5}
+
+
+def size_guest(g):
+    s = g["size"]
+    v = s["bytes_per_call"] if s else None
+    return {"value": v, "text": f"{fmt(v, 2)} bytes/call", "holds": v is not None and v <= 3}
+
+
+def size_native(n):
+    v = bpf_native_builds(n).get("plain", {}).get("bytes_per_call")
+    if v is None:
+        return None
+    return {"value": v, "text": f"{fmt(v, 2)} bytes/call (BPF backend, one thread flat out)",
+            "holds": v <= 3}
+
+
+def throughput_native(n):
+    v = (n.get("collector_bytefrog") or {}).get("events_per_cpu_s")
+    return {"value": v, "text": f"{fmt(v / 1e6 if v else None, 1)} M events/s",
+            "holds": v is not None and v >= 20e6}
+
+
+def collector_cpu_guest(g):
+    c = g["collector_cpu"]
+    v = c["cpu_pct"] if c else None
+    return {"value": v, "text": f"{fmt(v, 1)} % of a core at {fmt(c['events_per_s'] if c else None)} events/s",
+            "holds": v is not None and v < 5}
+
+
+def collector_cpu_native(n):
+    p = bpf_native_builds(n).get("plain", {})
+    v = p.get("collector_cpu_pct")
+    if v is None:
+        return None
+    ev = 2e9 / p["bpf_ns"] if p.get("bpf_ns") else None
+    st = p.get("collector_start_cpu_s")
+    start = (f"; its start-up, making the BPF session once, {fmt(st, 2)} s of CPU, not counted"
+             if st is not None else "")
+    return {"value": v, "text": f"{fmt(v, 1)} % of a core at {fmt(ev)} events/s "
+            f"(BPF backend, one thread flat out{start})", "holds": v < 5}
+
+
+# held to the collector's whole CPU time while sampling, the stricter
+# reading; what sampling adds to the idle collector is in the text
+def counters_claim(g):
+    c = g.get("counters")
+    v = c["cpu_pct_10hz"] if c else None
+    fl = ((c or {}).get("floor") or {})
+    what = "a bare 10 Hz wake, status ioctl and send"
+    if fl.get("all") is None:
+        what = "a bare 10 Hz wake and send"
+    fl = fl.get("all") if fl.get("all") is not None else fl.get("send")
+    return {"value": v, "text": f"{fmt(v, 2)} % of a core ({fmt(c['cpu_pct_none'] if c else None, 2)} % "
+            f"without sampling, so sampling {fmt(c['sampling_pct'] if c else None, 2)} %), "
+            f"sampled calls {'right' if c and c['correct'] else 'WRONG'}; "
+            f"floor ({what}) {fmt(fl, 2)} %",
+            "holds": v is not None and v < 1 and bool(c and c["correct"])}
+
+
+# the median: a benchmark of a pipeline with a 100 ms flush, not a bound
+def live_view_claim(g):
+    lv = g.get("live_view")
+    v = lv["median_ms"] if lv else None
+    return {"value": v, "text": f"median {fmt(v)} ms, at most {fmt(lv['max_ms'] if lv else None)} "
+            f"({lv['runs'] if lv else 0} runs)", "holds": v is not None and v <= 200}
+
+
+def if_measured(key, claim):
+    """The native side of a claim judged like a guest's, where natively measured."""
+    return lambda n: claim(n) if n.get(key) else None
+
+
+Claim = collections.namedtuple("Claim", "target inputs guest native")
+
+CLAIMS = (
+    Claim("bftrace <= 1.10x the floor per traced call, and below bpftrace",
+          "guest: plain.bftrace, plain.bpftrace, plain.floor (ns per repetition); "
+          "native: bpf_native plain (bpf/floor/bpftrace_empty/floor_multi ns, reps_*)",
+          floor_guest, floor_native),
+    Claim("a real library (libsqlite3's API): bftrace below bpftrace's empty probes",
+          "sqlite.KVER, sqlite.native (bench/sqlite-api.sh: traced and untraced "
+          "rounds, hits, the tools' counts)",
+          sqlite_claim, if_measured("sqlite", sqlite_claim)),
+    Claim("with endbr64 placement, >= 5x cheaper than bpftrace (CET build)",
+          "guest: cet.bpftrace, cet.bftrace_func4, cet.floor_func4; "
+          "native: bpf_native cet (bpftrace_empty, bpf, floor ns)",
+          cet_guest, cet_native),
+    Claim("<= 3 bytes per traced call in the rings",
+          "guest: size (bytes, calls); native: bpf_native plain bytes_per_call",
+          size_guest, size_native),
+    Claim("collector >= 20 M events/s on one core (decode, merge, encode Bytefrog)",
+          "native: collector_bytefrog (events, user + sys CPU s)",
+          None, throughput_native),
+    Claim("collector < 5% of a core at the kernel's maximum rate",
+          "guest: loss.0 (flat out: calls_per_s, coll_ticks, elapsed_ns); "
+          "native: bpf_native plain collector_cpu_pct, bpf_ns",
+          collector_cpu_guest, collector_cpu_native),
+    Claim("counters at 10 Hz with 1000 probes: collector < 1% of a core",
+          "counters.10hz, counters.none, counters.floor.* (bench/guest-counters.sh)",
+          counters_claim, None),
+    Claim("the same, the BPF backend natively",
+          "native: counters.10hz, counters.none, counters.floor.*",
+          None, if_measured("counters", counters_claim)),
+    Claim("live viewer: a call on the page within 2x the flush interval (200 ms)",
+          "live_view (delay_ms per run, scripts/live-view-test.py)",
+          live_view_claim, if_measured("live_view", live_view_claim)),
+)
+
+
+def claims_of(guests, native):
+    """results.json's "targets": CLAIMS judged on every report."""
     out = []
-
-    def each(fn):
-        return {k: fn(g) for k, g in guests.items()}
-
-    # "below bpftrace" in the guests: in most repetitions, each of which
-    # runs both side by side; their medians alone swap from run to run
-    def t1(g):
-        b, bp = g["per_call"]["bftrace"], g["per_call"]["bpftrace"]
-        r = b["ratio_to_floor"]
-        pairs = [(x, y) for x, y in zip(b["ratio_reps"], bp["ratio_reps"])
-                 if x is not None and y is not None]
-        below = sum(x < y for x, y in pairs)
-        if pairs:
-            is_below = 2 * below > len(pairs)
-            how = f"; below bpftrace in {below} of {len(pairs)} repetitions"
-        else:
-            is_below = (bp["ns_per_call"] is not None and b["ns_per_call"] is not None
-                        and b["ns_per_call"] < bp["ns_per_call"])
-            how = ""
-        return {"value": r, "text": f"{fmt_ratio(r)} floor{ratio_range(b)}, bpftrace "
-                f"{fmt_ratio(bp['ratio_to_floor'])}{ratio_range(bp)}{how}",
-                "holds": r is not None and r <= 1.10 and is_below}
-    t = {"target": "bftrace <= 1.10x the floor per traced call, and below bpftrace",
-         "per_kernel": each(t1)}
-    nat = native_floor(native)
-    if nat:
-        p = nat["plain"]
-        same = ""
-        if p.get("bftrace_vs_floor_multi") is not None:
-            same = (f"; against empty programs on its own kind of link (uprobe_multi), "
-                    f"{fmt_ratio(p['bftrace_vs_floor_multi'])}"
-                    f"{ratio_range({'ratio_reps': p['vs_floor_multi_reps']})}")
-        if p["pairs"]:
-            how = f"; below bpftrace in {p['below_bpftrace']} of {p['pairs']} repetitions"
-            is_below = 2 * p["below_bpftrace"] > p["pairs"]
-        else:
-            how = ""
-            is_below = (p["bpftrace_empty_ns"] is not None
-                        and p["bftrace_ns"] < p["bpftrace_empty_ns"])
-        t["native"] = {"value": p["bftrace_vs_floor"],
-                       "text": f"{fmt_ratio(p['bftrace_vs_floor'])} floor"
-                               f"{ratio_range({'ratio_reps': p['vs_floor_reps']})}, bpftrace "
-                               f"{fmt_ratio(p['bpftrace_empty_vs_floor'])}"
-                               f"{ratio_range({'ratio_reps': p['bpftrace_empty_vs_floor_reps']})}"
-                               f"{how} (BPF backend, plain build{same})",
-                       "holds": (p["bftrace_vs_floor"] is not None and p["bftrace_vs_floor"] <= 1.10
-                                 and is_below)}
-    out.append(t)
-
-    # the issue's real library: what bfctl's placement is for
-    def t1s(g):
-        q = g.get("sqlite")
-        r = q.get("bftrace_vs_bpftrace_empty") if q else None
-        return {"value": r, "text": f"bftrace {fmt(q['bftrace_cost_ns'] if q else None)} ns/call, bpftrace "
-                f"empty {fmt(q['bpftrace_empty_cost_ns'] if q else None)}: {fmt_ratio(r)}",
-                "holds": r is not None and r < 1 and bool(q and q["counts_right"])}
-    t = {"target": "a real library (libsqlite3's API): bftrace below bpftrace's empty probes",
-         "per_kernel": each(t1s)}
-    if (native or {}).get("sqlite"):
-        t["native"] = t1s(native)
-    out.append(t)
-
-    def t2(g):
-        r = g["cet"]["bpftrace"]["ratio_to_bftrace_func4"]
-        best = ratio(g["cet"]["bpftrace"]["ns_per_call"], g["cet"]["floor_func4"]["ns_per_call"])
-        return {"value": r, "best_possible": best,
-                "text": f"bpftrace / bftrace(func+4) = {fmt_ratio(r)} (a bare trap at func+4 would reach {fmt_ratio(best)})",
-                "holds": r is not None and r >= 5}
-    t = {"target": "with endbr64 placement, >= 5x cheaper than bpftrace (CET build)",
-         "per_kernel": each(t2)}
-    c = (nat or {}).get("cet")
-    if c:
-        r = ratio(c["bpftrace_empty_ns"], c["bftrace_ns"])
-        t["native"] = {"value": r, "text": f"bpftrace / bftrace(func+4) = {fmt_ratio(r)} (BPF backend; "
-                       f"a bare trap at func+4 would reach {fmt_ratio(ratio(c['bpftrace_empty_ns'], c['floor_ns']))})",
-                       "holds": r is not None and r >= 5}
-    out.append(t)
-
-    def t3(g):
-        s = g["size"]
-        v = s["bytes_per_call"] if s else None
-        return {"value": v, "text": f"{fmt(v, 2)} bytes/call", "holds": v is not None and v <= 3}
-    t = {"target": "<= 3 bytes per traced call in the rings", "per_kernel": each(t3)}
-    bn = {r["build"]: r for r in (native or {}).get("bpf_native", [])}
-    if bn.get("plain", {}).get("bytes_per_call") is not None:
-        v = bn["plain"]["bytes_per_call"]
-        t["native"] = {"value": v, "text": f"{fmt(v, 2)} bytes/call (BPF backend, one thread flat out)",
-                       "holds": v <= 3}
-    out.append(t)
-
-    bf = (native or {}).get("collector_bytefrog") or {}
-    v = bf.get("events_per_cpu_s")
-    out.append({"target": "collector >= 20 M events/s on one core (decode, merge, encode Bytefrog)",
-                "native": {"value": v, "text": f"{fmt(v / 1e6 if v else None, 1)} M events/s",
-                           "holds": v is not None and v >= 20e6}})
-
-    def t5(g):
-        c = g["collector_cpu"]
-        v = c["cpu_pct"] if c else None
-        return {"value": v, "text": f"{fmt(v, 1)} % of a core at {fmt(c['events_per_s'] if c else None)} events/s",
-                "holds": v is not None and v < 5}
-    t = {"target": "collector < 5% of a core at the kernel's maximum rate", "per_kernel": each(t5)}
-    if bn.get("plain", {}).get("collector_cpu_pct") is not None:
-        p = bn["plain"]
-        v = p["collector_cpu_pct"]
-        ev = 2e9 / p["bpf_ns"] if p.get("bpf_ns") else None
-        st = p.get("collector_start_cpu_s")
-        start = (f"; its start-up, making the BPF session once, {fmt(st, 2)} s of CPU, not counted"
-                 if st is not None else "")
-        t["native"] = {"value": v, "text": f"{fmt(v, 1)} % of a core at {fmt(ev)} events/s "
-                       f"(BPF backend, one thread flat out{start})", "holds": v < 5}
-    out.append(t)
-
-    # held to the collector's whole CPU time while sampling, the stricter
-    # reading; what sampling adds to the idle collector is in the text
-    def t6(g):
-        c = g.get("counters")
-        v = c["cpu_pct_10hz"] if c else None
-        fl = ((c or {}).get("floor") or {})
-        what = "a bare 10 Hz wake, status ioctl and send"
-        if fl.get("all") is None:
-            what = "a bare 10 Hz wake and send"
-        fl = fl.get("all") if fl.get("all") is not None else fl.get("send")
-        return {"value": v, "text": f"{fmt(v, 2)} % of a core ({fmt(c['cpu_pct_none'] if c else None, 2)} % "
-                f"without sampling, so sampling {fmt(c['sampling_pct'] if c else None, 2)} %), "
-                f"sampled calls {'right' if c and c['correct'] else 'WRONG'}; "
-                f"floor ({what}) {fmt(fl, 2)} %",
-                "holds": v is not None and v < 1 and bool(c and c["correct"])}
-    out.append({"target": "counters at 10 Hz with 1000 probes: collector < 1% of a core",
-                "per_kernel": each(t6)})
-    if (native or {}).get("counters"):
-        out.append({"target": "the same, the BPF backend natively", "native": t6(native)})
-
-    # the median: a benchmark of a pipeline with a 100 ms flush, not a bound
-    def t7(g):
-        lv = g.get("live_view")
-        v = lv["median_ms"] if lv else None
-        return {"value": v, "text": f"median {fmt(v)} ms, at most {fmt(lv['max_ms'] if lv else None)} "
-                f"({lv['runs'] if lv else 0} runs)", "holds": v is not None and v <= 200}
-    t = {"target": "live viewer: a call on the page within 2x the flush interval (200 ms)",
-         "per_kernel": each(t7)}
-    if (native or {}).get("live_view"):
-        t["native"] = t7(native)
-    out.append(t)
+    for c in CLAIMS:
+        t = {"target": c.target}
+        if c.guest:
+            t["per_kernel"] = {k: c.guest(g) for k, g in guests.items()}
+        v = c.native(native or {}) if c.native else None
+        if v is not None:
+            t["native"] = v
+        if len(t) > 1:
+            out.append(t)
     return out
 
 
@@ -783,20 +858,23 @@ def code(s):
     return "`" + s.replace("`", "'") + "`" if s else ""
 
 
-def native_floor_md(L, doc):
+def native_floor_md(doc):
     """The native floor (bench/bpf-native.sh), beside the guests' ratios."""
+    L = []
     n = doc.get("native") or {}
     nf = native_floor(n)
     if not nf:
-        return
+        return []
     cmds = n.get("bpf_native_commands", {})
-    L.append("## Per-call cost against the bare trap, natively and in the guests\n")
-    L.append(f"Natively: this machine's kernel ({n.get('host', {}).get('host_kernel', '?')}), traps "
-             "on the hardware, the BPF backend (`bench/bpf-native.sh`). The floor is the same "
-             "uprobe + uretprobe with BPF programs that do nothing (`bench/tools/bench_bpffloor.c`, "
-             "`bench/tools/bench_floor.bpf.c`): the trap, the uprobe core and the BPF dispatch. "
-             "Medians of the repetitions, the tracers interleaved within each; a ratio is the median "
-             "of the ratios within each repetition, their range in brackets.\n")
+    L += [
+        "## Per-call cost against the bare trap, natively and in the guests\n",
+        f"Natively: this machine's kernel ({n.get('host', {}).get('host_kernel', '?')}), traps "
+        "on the hardware, the BPF backend (`bench/bpf-native.sh`). The floor is the same "
+        "uprobe + uretprobe with BPF programs that do nothing (`bench/tools/bench_bpffloor.c`, "
+        "`bench/tools/bench_floor.bpf.c`): the trap, the uprobe core and the BPF dispatch. "
+        "Medians of the repetitions, the tracers interleaved within each; a ratio is the median "
+        "of the ratios within each repetition, their range in brackets.\n",
+    ]
     for b, label in (("plain", "plain build (push %rbp at func)"),
                      ("cet", "CET build (endbr64 at func, push %rbp at func+4)")):
         d = nf.get(b)
@@ -827,9 +905,11 @@ def native_floor_md(L, doc):
         rows.append([f"bpftrace, counting, at func", fmt(d["bpftrace_ns"], 1),
                      fmt_ratio(d["bpftrace_vs_floor"]) + fl, "",
                      code(cmds.get(cid + "bpftrace", ""))])
-        L.append(f"### Native, {label}, {fmt(d['calls'])} calls"
-                 + (f" ({fmt(d['bpftrace_calls'])} for the rows at func)" if b == "cet" else "") + "\n")
-        L.append(md_table(rows, ["", "ns/call", "vs floor", "events seen", "command"]))
+        L += [
+            f"### Native, {label}, {fmt(d['calls'])} calls"
+            + (f" ({fmt(d['bpftrace_calls'])} for the rows at func)" if b == "cet" else "") + "\n",
+            md_table(rows, ["", "ns/call", "vs floor", "events seen", "command"]),
+        ]
         below = (f", below it in {d['below_bpftrace']} of {d['pairs']} repetitions"
                  if d["pairs"] else "")
         L.append(f"\nbftrace / bpftrace (empty): {fmt_ratio(d['bftrace_vs_bpftrace_empty'])}{below}; "
@@ -853,16 +933,20 @@ def native_floor_md(L, doc):
     rows.append(["native (BPF backend)", fmt_ratio(p.get("bftrace_vs_floor")),
                  fmt_ratio(p.get("bpftrace_empty_vs_floor")), fmt_ratio(c.get("bftrace_vs_floor")),
                  fmt_ratio(c.get("bpftrace_empty_vs_floor"))])
-    L.append("Side by side, per traced call as a ratio to the floor at the same site "
-             "(the guests' floor is `bft_floor.ko`, natively the empty BPF programs; "
-             "bpftrace with empty actions; CET: bftrace at func+4, bpftrace at func):\n")
-    L.append(md_table(rows, ["where", "bftrace / floor (plain)", "bpftrace / floor (plain)",
-                             "bftrace / floor (CET)", "bpftrace / floor (CET)"]))
-    L.append("")
+    L += [
+        "Side by side, per traced call as a ratio to the floor at the same site "
+        "(the guests' floor is `bft_floor.ko`, natively the empty BPF programs; "
+        "bpftrace with empty actions; CET: bftrace at func+4, bpftrace at func):\n",
+        md_table(rows, ["where", "bftrace / floor (plain)", "bpftrace / floor (plain)",
+                        "bftrace / floor (CET)", "bpftrace / floor (CET)"]),
+        "",
+    ]
+    return L
 
 
-def sqlite_md(L, doc):
+def sqlite_md(doc):
     """The real library (bench/sqlite-api.sh), natively and in the guests."""
+    L = []
     where = []
     n = doc.get("native") or {}
     if n.get("sqlite"):
@@ -871,19 +955,21 @@ def sqlite_md(L, doc):
         if g.get("sqlite"):
             where.append((f"guest {k}, bftrace.ko", g["sqlite"]))
     if not where:
-        return
-    L.append("## A real library: libsqlite3's API under a fixed SQL workload\n")
-    L.append("`bench/targets/bench_sqlite.c` fills an in-memory table through a prepared INSERT "
-             "and reads it back, several rounds per process, each on a new database; both tools "
-             "probe entry and return of the same `sqlite3_*` functions, the ones the workload "
-             "calls. bftrace runs twice: with its probes where bfctl places them (off single-step "
-             "where it can) and with `--at-entry`, on each function's first byte, where bpftrace's "
-             "are. Cost per traced API call = (the traced run's median round - the same "
-             "repetition's untraced median round) / the calls the probes counted in a round (the "
-             "library calls some of them itself); the median of the repetitions, their range in "
-             "brackets. In the guests bpftrace's counting run, which gives the calls, runs in the "
-             "first repetition only (each bpftrace start takes seconds there), so its column is "
-             "one run.\n")
+        return []
+    L += [
+        "## A real library: libsqlite3's API under a fixed SQL workload\n",
+        "`bench/targets/bench_sqlite.c` fills an in-memory table through a prepared INSERT "
+        "and reads it back, several rounds per process, each on a new database; both tools "
+        "probe entry and return of the same `sqlite3_*` functions, the ones the workload "
+        "calls. bftrace runs twice: with its probes where bfctl places them (off single-step "
+        "where it can) and with `--at-entry`, on each function's first byte, where bpftrace's "
+        "are. Cost per traced API call = (the traced run's median round - the same "
+        "repetition's untraced median round) / the calls the probes counted in a round (the "
+        "library calls some of them itself); the median of the repetitions, their range in "
+        "brackets. In the guests bpftrace's counting run, which gives the calls, runs in the "
+        "first repetition only (each bpftrace start takes seconds there), so its column is "
+        "one run.\n",
+    ]
 
     def c(q, k):
         v, rng = q.get(k + "_cost_ns"), q.get(k + "_cost_range")
@@ -903,13 +989,15 @@ def sqlite_md(L, doc):
                      c(q, "bpftrace"), fmt_ratio(q["bftrace_vs_bpftrace_empty"]),
                      fmt_ratio(q["bftrace_vs_at_entry"]),
                      "right" if q["counts_right"] else "**WRONG**: " + "; ".join(q["count_errors"][:3])])
-    L.append(md_table(rows, ["where", "rows x rounds", "probed functions", "calls the workload makes "
-                             "a round", "calls traced a round", "untraced ms a round",
-                             "bftrace ns/call (placed)", "bftrace --at-entry ns/call",
-                             "bpftrace empty ns/call", "bpftrace counting ns/call",
-                             "bftrace / bpftrace empty", "bftrace placed / at entry",
-                             "counts (bftrace = 2 x calls = bpftrace's)"]))
-    L.append("\nCommands:\n")
+    L += [
+        md_table(rows, ["where", "rows x rounds", "probed functions", "calls the workload makes "
+                        "a round", "calls traced a round", "untraced ms a round",
+                        "bftrace ns/call (placed)", "bftrace --at-entry ns/call",
+                        "bpftrace empty ns/call", "bpftrace counting ns/call",
+                        "bftrace / bpftrace empty", "bftrace placed / at entry",
+                        "counts (bftrace = 2 x calls = bpftrace's)"]),
+        "\nCommands:\n",
+    ]
     for w, q in where:
         for k, c in q["commands"].items():
             if c:
@@ -932,11 +1020,14 @@ def sqlite_md(L, doc):
                      f"{fmt(lib['emulated_at_entry'])} start with an emulated instruction, "
                      f"{fmt(lib['moved_by_rule'])} more do where bfctl places the probe, "
                      f"{fmt(lib['still_single_stepped'])} stay single-stepped.")
-        L.append("")
-        L.append(md_table([[code(f["name"]), f["class"], fmt(f["hits"])] for f in
-                           sorted(ss["functions"], key=lambda f: -(f["hits"] or 0))],
-                          ["function", "first instruction", "calls traced a round (native)"]))
-        L.append("")
+        L += [
+            "",
+            md_table([[code(f["name"]), f["class"], fmt(f["hits"])] for f in
+                      sorted(ss["functions"], key=lambda f: -(f["hits"] or 0))],
+                     ["function", "first instruction", "calls traced a round (native)"]),
+            "",
+        ]
+    return L
 
 
 HQ_OUTPUTS = (("trace.pftrace", "Perfetto protobuf timeline"), ("trace.json", "Chrome JSON timeline"),
@@ -945,41 +1036,52 @@ HQ_OUTPUTS = (("trace.pftrace", "Perfetto protobuf timeline"), ("trace.json", "C
               ("live", "live copy (the trace as received, in text)"))
 
 
-def hq_large_md(L, h):
-    """bench/hq-large.sh: bfhq's memory, write time and bytes per call."""
+def hq_large_md(n, doc):
+    """hq_large (bench/hq-large.sh): bfhq's memory, write time and bytes per call."""
+    L = []
+    h = n.get("hq_large")
     if not h or not h.get("calls"):
-        return
+        return []
     calls = h["calls"]
-    L.append("\n### bfhq on a large trace (bench/hq-large.sh)\n")
-    L.append(f"{fmt(calls)} calls from bfcollector's replay of a synthetic recording "
-             f"({code(h['command'])}): bfhq's peak RSS {fmt(h.get('maxrss_kib', 0) / 1024)} MiB, "
-             f"{fmt(h.get('cpu_s'), 1)} CPU s in all, {fmt(h.get('write_s'), 1)} s from the agent's end "
-             f"to bfhq's exit (writing the outputs). On the wire: "
-             f"{fmt(h.get('wire_bytes', 0) / calls, 1)} bytes per call.\n")
+    L += [
+        "\n### bfhq on a large trace (bench/hq-large.sh)\n",
+        f"{fmt(calls)} calls from bfcollector's replay of a synthetic recording "
+        f"({code(h['command'])}): bfhq's peak RSS {fmt(h.get('maxrss_kib', 0) / 1024)} MiB, "
+        f"{fmt(h.get('cpu_s'), 1)} CPU s in all, {fmt(h.get('write_s'), 1)} s from the agent's end "
+        f"to bfhq's exit (writing the outputs). On the wire: "
+        f"{fmt(h.get('wire_bytes', 0) / calls, 1)} bytes per call.\n",
+    ]
     rows = [[code(f), what, fmt(h.get(f)), fmt(h.get(f, 0) / calls, 1),
              fmt_ratio(ratio(h.get(f), h.get("wire_bytes")))]
             for f, what in HQ_OUTPUTS if h.get(f) is not None]
-    L.append(md_table(rows, ["output", "what", "bytes", "bytes/call", "vs the wire"]))
-    L.append("")
+    L += [
+        md_table(rows, ["output", "what", "bytes", "bytes/call", "vs the wire"]),
+        "",
+    ]
+    return L
 
 
-def live_view_md(L, doc):
+def live_view_md(n, doc):
+    """live_view*: the live viewer's delays and stages, per place."""
+    L = []
     places = [(f"{k} guest, module", g.get("live_view")) for k, g in doc["kernels"].items()]
     places.append(("native, BPF backend", (doc.get("native") or {}).get("live_view")))
     places = [(w, lv) for w, lv in places if lv]
     if not places:
-        return
-    L.append("\n### The live viewer (bfhq --http)\n")
-    L.append("From the moment the test tells the calltree target to run to the first render that "
-             "shows the run's first call in headless Chromium (goal: at most twice the flush "
-             "interval, 200 ms at the defaults). bfhq and Chromium run on this machine; in the "
-             "guests' rows the target, the module and bfcollector run in the guest, which streams "
-             "to bfhq through a forwarded port, and a run starts when the command to run leaves "
-             "this machine.\n")
-    L.append(md_table([[w, str(lv["runs"]), fmt(lv["median_ms"]), fmt(lv["max_ms"]),
-                        fmt(lv.get("sse_median_ms")), code(lv["command"])] for w, lv in places],
-                      ["where", "runs", "median ms", "max ms", "median to the SSE handler, ms",
-                       "command"]))
+        return []
+    L += [
+        "\n### The live viewer (bfhq --http)\n",
+        "From the moment the test tells the calltree target to run to the first render that "
+        "shows the run's first call in headless Chromium (goal: at most twice the flush "
+        "interval, 200 ms at the defaults). bfhq and Chromium run on this machine; in the "
+        "guests' rows the target, the module and bfcollector run in the guest, which streams "
+        "to bfhq through a forwarded port, and a run starts when the command to run leaves "
+        "this machine.\n",
+        md_table([[w, str(lv["runs"]), fmt(lv["median_ms"]), fmt(lv["max_ms"]),
+                   fmt(lv.get("sse_median_ms")), code(lv["command"])] for w, lv in places],
+                 ["where", "runs", "median ms", "max ms", "median to the SSE handler, ms",
+                  "command"]),
+    ]
     names = []
     for _, lv in places:
         names += [st["stage"] for st in lv["stages"] if st["stage"] not in names]
@@ -995,13 +1097,16 @@ def live_view_md(L, doc):
             rows.append([code(name)] + cells)
         L.append(md_table(rows, ["stage"] + [w for w, _ in places]))
     L.append("")
+    return L
 
 
-def write_md(doc, path, notes):
-    L = []
-    L.append("# bftrace benchmark results\n")
-    L.append(f"Generated by `scripts/bench` (`make bench`) on {doc['date']}. "
-             "Raw outputs: `build/bench/`. A benchmark, not a test: nothing here is asserted.\n")
+def md_preamble(doc):
+    """The title, the host and each guest, and what TCG does to the figures."""
+    L = [
+        "# bftrace benchmark results\n",
+        f"Generated by `scripts/bench` (`make bench`) on {doc['date']}. "
+        "Raw outputs: `build/bench/`. A benchmark, not a test: nothing here is asserted.\n",
+    ]
     n = doc.get("native") or {}
     h = n.get("host", {})
     L.append(f"- Host: {h.get('host_cpu', '?')}, {h.get('host_cpus', '?')} CPUs, kernel {h.get('host_kernel', '?')}.")
@@ -1017,8 +1122,12 @@ def write_md(doc, path, notes):
              "times what it costs on hardware, plain code tens of times, so only ratios "
              "measured in one guest compare, and they overstate a handler's share. The floor is `bench/floor` (`bft_floor.ko`), one uprobe + uretprobe "
              "consumer whose handlers only count: the cost of the trap itself.\n")
+    return L
 
-    L.append("## Targets\n")
+
+def md_targets(doc):
+    """The claims (CLAIMS, results.json's "targets"), one row each."""
+    L = ["## Targets\n"]
     rows = []
     ks = list(doc["kernels"])
     for t in doc["targets"]:
@@ -1032,243 +1141,348 @@ def write_md(doc, path, notes):
             verdicts.append(("natively: " if "per_kernel" in t else "") +
                             ("yes" if v["holds"] else "**no**"))
         rows.append([t["target"]] + cells + [v["text"] if v else ""] + ["; ".join(verdicts)])
-    L.append(md_table(rows, ["target"] + ks + ["native (this machine)", "holds"]))
+    L += [
+        md_table(rows, ["target"] + ks + ["native (this machine)", "holds"]),
+        "",
+    ]
+    return L
+
+
+def md_per_call(k, g, doc):
+    """plain.*: ns per call against the floor (per_call)."""
+    L = [f"## Per-call cost, plain build ({k})\n"]
+    rows = []
+    names = {"untraced": "untraced", "floor": "floor (bare trap)",
+             "bftrace": "bftrace, collector draining",
+             "bftrace_noreader": "bftrace, nothing reading the rings",
+             "bpftrace": "bpftrace, empty action",
+             "perf": "perf probe + perf record"}
+    for t, d in g["per_call"].items():
+        own = "" if d.get("paired") or t in ("untraced", "floor") else " (own loop: ratio of medians)"
+        rows.append([names[t], fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]) + ratio_range(d) + own,
+                     d["seen"], code(d["command"])])
+    L.append(md_table(rows, ["", "ns/call", "vs floor", "events seen", "command (in the guest)"]))
+    b = g["per_call"]["bftrace"]
+    L.append(f"\nbftrace's collector used {fmt(b.get('collector_cpu_pct'), 1)} % of a core "
+             "during these runs (utime+stime from /proc/PID/stat over the run).\n")
+    return L
+
+
+def md_cet(k, g, doc):
+    """cet.*: the -fcf-protection=full build (cet), host.bpftrace_* beside it."""
+    n = doc.get("native") or {}
+    L = [f"## endbr64: the -fcf-protection=full build ({k})\n"]
+    rows = []
+    names = {"untraced": "untraced", "floor_func": "floor at func (endbr64)",
+             "floor_func4": "floor at func+4 (push %rbp)",
+             "bftrace_func": "bftrace at func (--no-endbr)",
+             "bftrace_func4": "bftrace at func+4 (default)",
+             "bpftrace": "bpftrace (at func), empty action"}
+    for t, d in g["cet"].items():
+        rows.append([names[t], fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]) + ratio_range(d),
+                     d["floor"].split(".")[1].replace("floor_", ""),
+                     fmt_ratio(d["ratio_to_bftrace_func4"]), d["seen"], code(d["command"])])
+    L.append(md_table(rows, ["", "ns/call", "vs floor", "floor at", "vs bftrace func+4 (medians)",
+                             "events seen", "command"]))
+    c = g["cet"]
+    L.append(f"\nSingle-stepping endbr64 costs {fmt_ratio(ratio(c['floor_func']['ns_per_call'], c['floor_func4']['ns_per_call']))} "
+             "the emulated push %rbp in this guest (floor at func vs func+4).")
+    hb = n.get("host_bpftrace") if n else None
+    if hb:
+        L.append(f"On this machine's own kernel ({n['host'].get('host_kernel', '?')}, traps on the hardware, not under TCG) "
+                 f"bpftrace costs {fmt(hb['plain_ns'])} ns/call at push %rbp and {fmt(hb['cet_ns'])} ns/call at endbr64: "
+                 f"{fmt_ratio(hb['cet_vs_plain'])} (median of 3; {code(hb['command_cet'])}).")
     L.append("")
+    return L
 
-    native_floor_md(L, doc)
-    sqlite_md(L, doc)
 
-    for k, g in doc["kernels"].items():
-        L.append(f"## Per-call cost, plain build ({k})\n")
+def md_size(k, g, doc):
+    """size, size.res*: ring bytes per call by record kind (size, size_by_res)."""
+    L = []
+    s = g["size"]
+    L.append(f"## Bytes per traced call in the rings ({k})\n")
+    if s:
+        L.append(f"{fmt(s['bytes_per_call'], 2)} bytes per call (entry + exit, timestamps and "
+                 f"every other record included): {fmt(s['bytes'])} bytes for {fmt(s['calls'])} calls "
+                 f"at {fmt(s['ns_per_call'])} ns/call; "
+                 f"{fmt_ratio(s['ratio_to_bytefrog_v1'])} of Bytefrog v1's 32 (15 + 17), "
+                 f"{fmt_ratio(s['ratio_to_uftrace'])} of uftrace's 32. Events seen {s['seen']} of {s['expect']}. "
+                 f"Command: {code(s['command'])}\n")
+        rows = [[x["kind"], fmt(x["records"]), fmt(x["bytes"]), fmt(x["bytes_per_call"], 2)]
+                for x in s["kinds"]]
+        L += [
+            md_table(rows, ["record kind", "records", "bytes", "bytes/call"]),
+            "",
+        ]
+        if len(g.get("size_by_res", [])) > 1:
+            L.append("The same at coarser time units (`bfctl set time_res_ns`), to show what the timestamps cost:\n")
+            rows = [[fmt(x["time_res_ns"]), fmt(x["bytes_per_call"], 2),
+                     fmt_ratio(ratio(x["bytes_per_call"], s["bytes_per_call"])),
+                     fmt(sum(k["bytes_per_call"] for k in x["kinds"] if k["kind"].startswith("TIME")), 2),
+                     code(x["command"])] for x in g["size_by_res"]]
+            L += [
+                md_table(rows, ["time unit ns", "bytes/call", "vs default", "of which TIME records", "command"]),
+                "",
+            ]
+    return L
+
+
+def md_throws(k, g, doc):
+    """throw.*: a C++ throw through traced frames (throws)."""
+    L = []
+    if g.get("throws"):
+        L.append(f"## A C++ throw through traced frames ({k})\n")
+        rows = [[str(x["depth"]), fmt(x["untraced_ns"]), fmt(x["bftrace_ns"]),
+                 fmt_ratio(x["ratio_to_untraced"]), x["caught"], str(x["lost"]),
+                 code(x["command"])] for x in g["throws"]]
+        L += [
+            md_table(rows, ["frames", "untraced ns/throw", "traced ns/throw",
+                            "vs untraced", "throws caught (traced)", "lost",
+                            "command (in the guest)"]),
+            "\nTraced: entry and return probes on every frame, plus the exception "
+            "hooks bfctl adds (unwinder entry, `__cxa_throw`, `__cxa_begin_catch`). "
+            "Untraced: the same binary run alone.\n",
+        ]
+    return L
+
+
+def md_scaling(k, g, doc):
+    """scale.*.2: one and two traced threads (scaling)."""
+    L = [f"## Scaling: 1 and 2 traced threads on 2 CPUs ({k})\n"]
+    rows = []
+    for t, d in g["scaling"].items():
+        one, two = d["1"], d["2"]
+        rows.append([t, fmt(one["ns_per_call"]), fmt(two["ns_per_call"]),
+                     fmt_ratio(two["ratio_to_1_thread"]), fmt_ratio(two["ratio_to_floor"]),
+                     two["seen"], code(two["command"])])
+    L += [
+        md_table(rows, ["", "1 thread ns/call", "2 threads ns/call (per thread)",
+                        "2 vs 1", "2 threads vs floor", "events seen (2)", "command (2)"]),
+        "",
+    ]
+    return L
+
+
+def md_loss(k, g, doc):
+    """loss.*: paced rates and loss (loss, loss_summary)."""
+    L = [f"## Loss at the default buffer size and flush interval ({k})\n"]
+    ls = g["loss_summary"]
+    L.append(f"Highest sustained rate with zero loss: {fmt(ls['max_zero_loss_events_per_s'])} events/s "
+             f"(the highest reached: {fmt(ls['max_events_per_s'])} events/s, two threads flat out"
+             + ("; nothing was lost at any step, so the kernel's trap, not the rings, is the limit here"
+                if not ls["any_loss"] else "") + ").\n")
+    rows = []
+    for x in g["loss"]:
+        p = x["paced_calls_per_s_per_thread"]
+        rows.append([fmt(p) if p else "flat out", fmt(x["events_per_s"]),
+                     fmt_ratio(ratio(x["events_per_s"], ls["max_events_per_s"])),
+                     x["lost"], f"{x['seen']} of {x['expect']}",
+                     fmt(x["collector_cpu_pct"], 1), code(x["command"])])
+    L += [
+        md_table(rows, ["paced calls/s per thread", "events/s", "vs max", "lost",
+                        "events seen", "collector % CPU", "command"]),
+        "",
+    ]
+    return L
+
+
+def md_bpf_guest(k, g, doc):
+    """plain.bpf, cet.bpf_func4, bpf.flat: the BPF backend in the guest (bpf)."""
+    L = []
+    bpf = g.get("bpf")
+    if bpf:
+        L.append(f"## The BPF backend in the same guest ({k})\n")
+    if bpf and bpf.get("skip"):
+        L.append(f"Not measured: {bpf['skip']}\n")
+    elif bpf:
+        L.append(f"`bfctl --backend bpf` ({bpf.get('links') or '?'}), its collector draining, "
+                 "in the same boot as the figures above, in a loop of its own after theirs, so "
+                 "its ratios are ratios of medians; the module's and bpftrace's figures "
+                 "are those of the tables above.\n")
         rows = []
-        names = {"untraced": "untraced", "floor": "floor (bare trap)",
-                 "bftrace": "bftrace, collector draining",
-                 "bftrace_noreader": "bftrace, nothing reading the rings",
-                 "bpftrace": "bpftrace, empty action",
-                 "perf": "perf probe + perf record"}
-        for t, d in g["per_call"].items():
-            own = "" if d.get("paired") or t in ("untraced", "floor") else " (own loop: ratio of medians)"
-            rows.append([names[t], fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]) + ratio_range(d) + own,
-                         d["seen"], code(d["command"])])
-        L.append(md_table(rows, ["", "ns/call", "vs floor", "events seen", "command (in the guest)"]))
-        b = g["per_call"]["bftrace"]
-        L.append(f"\nbftrace's collector used {fmt(b.get('collector_cpu_pct'), 1)} % of a core "
-                 "during these runs (utime+stime from /proc/PID/stat over the run).\n")
-
-        L.append(f"## endbr64: the -fcf-protection=full build ({k})\n")
-        rows = []
-        names = {"untraced": "untraced", "floor_func": "floor at func (endbr64)",
-                 "floor_func4": "floor at func+4 (push %rbp)",
-                 "bftrace_func": "bftrace at func (--no-endbr)",
-                 "bftrace_func4": "bftrace at func+4 (default)",
-                 "bpftrace": "bpftrace (at func), empty action"}
-        for t, d in g["cet"].items():
-            rows.append([names[t], fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]) + ratio_range(d),
-                         d["floor"].split(".")[1].replace("floor_", ""),
-                         fmt_ratio(d["ratio_to_bftrace_func4"]), d["seen"], code(d["command"])])
-        L.append(md_table(rows, ["", "ns/call", "vs floor", "floor at", "vs bftrace func+4 (medians)",
-                                 "events seen", "command"]))
-        c = g["cet"]
-        L.append(f"\nSingle-stepping endbr64 costs {fmt_ratio(ratio(c['floor_func']['ns_per_call'], c['floor_func4']['ns_per_call']))} "
-                 "the emulated push %rbp in this guest (floor at func vs func+4).")
-        hb = n.get("host_bpftrace") if n else None
-        if hb:
-            L.append(f"On this machine's own kernel ({n['host'].get('host_kernel', '?')}, traps on the hardware, not under TCG) "
-                     f"bpftrace costs {fmt(hb['plain_ns'])} ns/call at push %rbp and {fmt(hb['cet_ns'])} ns/call at endbr64: "
-                     f"{fmt_ratio(hb['cet_vs_plain'])} (median of 3; {code(hb['command_cet'])}).")
+        for key, label in (("plain", "plain build, probe at func"),
+                           ("cet", "CET build, probe at func+4")):
+            d = bpf[key]
+            rows.append([label, fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]),
+                         fmt_ratio(d["ratio_to_module"]), fmt_ratio(d["ratio_to_bpftrace"]),
+                         fmt(d["bytes_per_call"], 2), d["seen"], code(d["command"])])
+        L.append(md_table(rows, ["", "ns/call", "vs floor", "vs bftrace.ko", "vs bpftrace",
+                                 "ring bytes/call", "events seen", "command (in the guest)"]))
+        f = bpf.get("flat")
+        if f:
+            L.append(f"\nFlat out (two threads): {fmt(f['events_per_s'])} events/s, "
+                     f"{f['lost']} lost, {f['seen']} of {f['expect']} events seen; the collector "
+                     f"used {fmt(f['collector_cpu_pct'], 1)} % of a core. {code(f['command'])}")
         L.append("")
+    return L
 
-        s = g["size"]
-        L.append(f"## Bytes per traced call in the rings ({k})\n")
-        if s:
-            L.append(f"{fmt(s['bytes_per_call'], 2)} bytes per call (entry + exit, timestamps and "
-                     f"every other record included): {fmt(s['bytes'])} bytes for {fmt(s['calls'])} calls "
-                     f"at {fmt(s['ns_per_call'])} ns/call; "
-                     f"{fmt_ratio(s['ratio_to_bytefrog_v1'])} of Bytefrog v1's 32 (15 + 17), "
-                     f"{fmt_ratio(s['ratio_to_uftrace'])} of uftrace's 32. Events seen {s['seen']} of {s['expect']}. "
-                     f"Command: {code(s['command'])}\n")
-            rows = [[x["kind"], fmt(x["records"]), fmt(x["bytes"]), fmt(x["bytes_per_call"], 2)]
-                    for x in s["kinds"]]
-            L.append(md_table(rows, ["record kind", "records", "bytes", "bytes/call"]))
-            L.append("")
-            if len(g.get("size_by_res", [])) > 1:
-                L.append("The same at coarser time units (`bfctl set time_res_ns`), to show what the timestamps cost:\n")
-                rows = [[fmt(x["time_res_ns"]), fmt(x["bytes_per_call"], 2),
-                         fmt_ratio(ratio(x["bytes_per_call"], s["bytes_per_call"])),
-                         fmt(sum(k["bytes_per_call"] for k in x["kinds"] if k["kind"].startswith("TIME")), 2),
-                         code(x["command"])] for x in g["size_by_res"]]
-                L.append(md_table(rows, ["time unit ns", "bytes/call", "vs default", "of which TIME records", "command"]))
-                L.append("")
 
-        if g.get("throws"):
-            L.append(f"## A C++ throw through traced frames ({k})\n")
-            rows = [[str(x["depth"]), fmt(x["untraced_ns"]), fmt(x["bftrace_ns"]),
-                     fmt_ratio(x["ratio_to_untraced"]), x["caught"], str(x["lost"]),
-                     code(x["command"])] for x in g["throws"]]
-            L.append(md_table(rows, ["frames", "untraced ns/throw", "traced ns/throw",
-                                     "vs untraced", "throws caught (traced)", "lost",
-                                     "command (in the guest)"]))
-            L.append("\nTraced: entry and return probes on every frame, plus the exception "
-                     "hooks bfctl adds (unwinder entry, `__cxa_throw`, `__cxa_begin_catch`). "
-                     "Untraced: the same binary run alone.\n")
-        L.append(f"## Scaling: 1 and 2 traced threads on 2 CPUs ({k})\n")
-        rows = []
-        for t, d in g["scaling"].items():
-            one, two = d["1"], d["2"]
-            rows.append([t, fmt(one["ns_per_call"]), fmt(two["ns_per_call"]),
-                         fmt_ratio(two["ratio_to_1_thread"]), fmt_ratio(two["ratio_to_floor"]),
-                         two["seen"], code(two["command"])])
-        L.append(md_table(rows, ["", "1 thread ns/call", "2 threads ns/call (per thread)",
-                                 "2 vs 1", "2 threads vs floor", "events seen (2)", "command (2)"]))
+def md_profile(k, g, doc):
+    """@prof, prof.*: perf samples of a traced call (profile)."""
+    L = []
+    pr = g.get("profile") or {}
+    if pr:
+        L += [
+            f"## Profile of a traced call in the guest ({k})\n",
+            "`cpu-clock` samples (TCG has no PMU) of the traced thread only "
+            "(user and kernel), top symbols, the floor and bftrace side by side; "
+            "ns/call is the symbol's share of the time per call measured under perf.\n",
+        ]
+        for name, d in pr.items():
+            L.append(f"- {name}: {fmt(d['ns_per_call'])} ns/call under perf; {code(d['command'])}")
         L.append("")
-
-        L.append(f"## Loss at the default buffer size and flush interval ({k})\n")
-        ls = g["loss_summary"]
-        L.append(f"Highest sustained rate with zero loss: {fmt(ls['max_zero_loss_events_per_s'])} events/s "
-                 f"(the highest reached: {fmt(ls['max_events_per_s'])} events/s, two threads flat out"
-                 + ("; nothing was lost at any step, so the kernel's trap, not the rings, is the limit here"
-                    if not ls["any_loss"] else "") + ").\n")
+        names = list(pr)
+        depth = max(len(pr[p]["samples"]) for p in names)
         rows = []
-        for x in g["loss"]:
-            p = x["paced_calls_per_s_per_thread"]
-            rows.append([fmt(p) if p else "flat out", fmt(x["events_per_s"]),
-                         fmt_ratio(ratio(x["events_per_s"], ls["max_events_per_s"])),
-                         x["lost"], f"{x['seen']} of {x['expect']}",
-                         fmt(x["collector_cpu_pct"], 1), code(x["command"])])
-        L.append(md_table(rows, ["paced calls/s per thread", "events/s", "vs max", "lost",
-                                 "events seen", "collector % CPU", "command"]))
-        L.append("")
-
-        bpf = g.get("bpf")
-        if bpf:
-            L.append(f"## The BPF backend in the same guest ({k})\n")
-        if bpf and bpf.get("skip"):
-            L.append(f"Not measured: {bpf['skip']}\n")
-        elif bpf:
-            L.append(f"`bfctl --backend bpf` ({bpf.get('links') or '?'}), its collector draining, "
-                     "in the same boot as the figures above, in a loop of its own after theirs, so "
-                     "its ratios are ratios of medians; the module's and bpftrace's figures "
-                     "are those of the tables above.\n")
-            rows = []
-            for key, label in (("plain", "plain build, probe at func"),
-                               ("cet", "CET build, probe at func+4")):
-                d = bpf[key]
-                rows.append([label, fmt(d["ns_per_call"]), fmt_ratio(d["ratio_to_floor"]),
-                             fmt_ratio(d["ratio_to_module"]), fmt_ratio(d["ratio_to_bpftrace"]),
-                             fmt(d["bytes_per_call"], 2), d["seen"], code(d["command"])])
-            L.append(md_table(rows, ["", "ns/call", "vs floor", "vs bftrace.ko", "vs bpftrace",
-                                     "ring bytes/call", "events seen", "command (in the guest)"]))
-            f = bpf.get("flat")
-            if f:
-                L.append(f"\nFlat out (two threads): {fmt(f['events_per_s'])} events/s, "
-                         f"{f['lost']} lost, {f['seen']} of {f['expect']} events seen; the collector "
-                         f"used {fmt(f['collector_cpu_pct'], 1)} % of a core. {code(f['command'])}")
-            L.append("")
-
-        pr = g.get("profile") or {}
-        if pr:
-            L.append(f"## Profile of a traced call in the guest ({k})\n")
-            L.append("`cpu-clock` samples (TCG has no PMU) of the traced thread only "
-                     "(user and kernel), top symbols, the floor and bftrace side by side; "
-                     "ns/call is the symbol's share of the time per call measured under perf.\n")
-            for name, d in pr.items():
-                L.append(f"- {name}: {fmt(d['ns_per_call'])} ns/call under perf; {code(d['command'])}")
-            L.append("")
-            names = list(pr)
-            depth = max(len(pr[p]["samples"]) for p in names)
-            rows = []
-            for i in range(min(depth, 20)):
-                row = []
-                for p in names:
-                    x = pr[p]["samples"][i] if i < len(pr[p]["samples"]) else None
-                    share = (x["pct"] / 100 * pr[p]["ns_per_call"]
-                             if x and x["pct"] is not None and pr[p]["ns_per_call"] else None)
-                    row += [f"{x['pct']:.1f}%" if x else "", fmt(share) if x else "",
-                            code(x["symbol"]) if x else ""]
-                rows.append(row)
-            hdr = []
+        for i in range(min(depth, 20)):
+            row = []
             for p in names:
-                hdr += [p, "ns/call", "symbol"]
-            L.append(md_table(rows, hdr))
-            L.append("")
-            if "floor" in pr and "bftrace" in pr:
-                d = profile_delta(pr["floor"], pr["bftrace"])
-                L.append("Where bftrace's time per call exceeds the floor's, by symbol "
-                         "(share of the time per call under perf, bftrace minus floor):\n")
-                L.append(md_table([[code(x[0]), fmt(x[1]), fmt(x[2]), fmt(x[2] - x[1])] for x in d[:12]],
-                                  ["symbol", "floor ns/call", "bftrace ns/call", "difference"]))
-                L.append("")
+                x = pr[p]["samples"][i] if i < len(pr[p]["samples"]) else None
+                share = (x["pct"] / 100 * pr[p]["ns_per_call"]
+                         if x and x["pct"] is not None and pr[p]["ns_per_call"] else None)
+                row += [f"{x['pct']:.1f}%" if x else "", fmt(share) if x else "",
+                        code(x["symbol"]) if x else ""]
+            rows.append(row)
+        hdr = []
+        for p in names:
+            hdr += [p, "ns/call", "symbol"]
+        L += [
+            md_table(rows, hdr),
+            "",
+        ]
+        if "floor" in pr and "bftrace" in pr:
+            d = profile_delta(pr["floor"], pr["bftrace"])
+            L += [
+                "Where bftrace's time per call exceeds the floor's, by symbol "
+                "(share of the time per call under perf, bftrace minus floor):\n",
+                md_table([[code(x[0]), fmt(x[1]), fmt(x[2]), fmt(x[2] - x[1])] for x in d[:12]],
+                         ["symbol", "floor ns/call", "bftrace ns/call", "difference"]),
+                "",
+            ]
+    return L
 
-    if n:
-        L.append("## Collector throughput, native, one core\n")
-        st = n["stream"]
-        L.append(f"Input: a synthetic 4-CPU recording of {fmt(st['events'])} events, "
-                 f"{fmt(st['bytes'])} bytes ({fmt(st['bytes'] / st['events'] if st['events'] else None, 2)} bytes/event), "
-                 f"made by {code(st['command'])}. CPU time is the collector's user + system time.\n")
-        rows = []
-        for key, label in (("collector_flow", "bfcollector: decode + merge + call trees + .flow files"),
-                           ("collector_bytefrog", "bfcollector: decode + merge + call trees + Bytefrog to HQ")):
-            c = n.get(key)
-            if c:
-                rows.append([label, fmt(c["events_per_cpu_s"] / 1e6 if c["events_per_cpu_s"] else None, 1),
-                             fmt_ratio(c["ratio_to_target"]), fmt(c["cpu_s"], 2), fmt(c["wall_s"], 2),
-                             code(c["command"])])
-        L.append(md_table(rows, ["", "M events/s per CPU second", "vs 20 M/s", "CPU s", "wall s", "command"]))
-        bf = n.get("collector_bytefrog")
-        if bf and bf.get("wire_bytes") and bf.get("events"):
-            L.append(f"\nBytefrog on the wire: {fmt(bf['wire_bytes'] / bf['events'], 1)} bytes per event "
-                     f"({fmt(bf['sent'])} events sent).")
-        hq_large_md(L, n.get("hq_large"))
-        if n.get("bpf_native"):
-            L.append("\n### The BPF backend, native (bench/bpf-native.sh)\n")
-            L.append("One thread calling `bench_work` flat out on CPU 0, bfcollector writing .flow files "
-                     "on CPU 1; medians. Cost = traced minus untraced ns per call (entry and return).\n")
-            L.append(md_table([[r.get("build"), fmt(r.get("calls")), fmt(r.get("untraced_ns"), 1),
-                                fmt(r.get("bpf_cost_ns"), 1), fmt(r.get("bpftrace_cost_ns"), 1),
-                                fmt_ratio(ratio(r.get("bpf_cost_ns"), r.get("bpftrace_cost_ns"))),
-                                fmt(r.get("bytes_per_call"), 2), fmt(r.get("collector_cpu_s"), 2),
-                                fmt(r.get("collector_cpu_pct"), 1), fmt(r.get("collector_start_cpu_s"), 2)]
-                               for r in n["bpf_native"]],
-                              ["build", "calls", "untraced ns", "BPF backend ns", "bpftrace ns",
-                               "BPF vs bpftrace", "ring bytes/call", "collector CPU s (run and drain)",
-                               "collector % of a core (flat out)", "collector start-up CPU s (once)"]))
-            L.append("\nThe floor (empty BPF programs) and the ratios to it are in \"Per-call cost "
-                     "against the bare trap\" above; this kernel loads no module, so the guests' "
-                     "sections compare the BPF backend with it.")
-            L.append("")
-        elif n.get("bpf_native_skip"):
-            L.append(f"\nThe BPF backend was not measured: {n['bpf_native_skip']}\n")
-        live_view_md(L, doc)
-        if n["codec"]:
-            L.append("\nThe library alone (`user/lib/tests/bench_codec.c`, its own synthetic stream, same event count): "
-                     + code(n["commands"].get("codec", "")) + "\n")
-            L.append("```\n" + "\n".join(n["codec"]) + "\n```")
-        if n["profile"]:
-            L.append("\nWhere the collector's time goes (Bytefrog run, "
-                     + code(n.get("profile_command", "")) + "), top symbols:\n")
-            L.append(md_table([[f"{p['pct']:.1f}%", code(p["symbol"])] for p in n["profile"][:20]],
-                              ["self", "symbol"]))
-            st = n.get("profile_stages") or {}
-            bf = n.get("collector_bytefrog") or {}
-            per_ev = 1e9 / bf["events_per_cpu_s"] if bf.get("events_per_cpu_s") else None
-            L.append("\nThe same samples by stage (all symbols), and what each costs per event:\n")
-            L.append(md_table([[name, f"{pct:.1f}%", fmt(pct / 100 * per_ev if per_ev else None, 1)]
-                               for name, pct in sorted(st.items(), key=lambda x: -x[1])],
-                              ["stage", "share", "ns/event"]))
-        L.append("")
-        for k, g in doc["kernels"].items():
-            c = g["collector_cpu"]
-            if c:
-                L.append(f"- CPU while the kernel records at its maximum rate ({k}): "
-                         f"{fmt(c['cpu_pct'], 1)} % of a core at {fmt(c['events_per_s'])} events/s "
-                         f"(two threads flat out; {code(c['command'])}).")
-        for k, g in doc["kernels"].items():
-            if g.get("counters"):
-                L.append(counters_line(k, g["counters"]))
-        if (doc.get("native") or {}).get("counters"):
-            L.append(counters_line("native, BPF backend", doc["native"]["counters"]))
-        L.append("")
 
+def md_collector(n, doc):
+    """stream, collector_flow, collector_bytefrog: the collector's throughput."""
+    L = ["## Collector throughput, native, one core\n"]
+    st = n["stream"]
+    L.append(f"Input: a synthetic 4-CPU recording of {fmt(st['events'])} events, "
+             f"{fmt(st['bytes'])} bytes ({fmt(st['bytes'] / st['events'] if st['events'] else None, 2)} bytes/event), "
+             f"made by {code(st['command'])}. CPU time is the collector's user + system time.\n")
+    rows = []
+    for key, label in (("collector_flow", "bfcollector: decode + merge + call trees + .flow files"),
+                       ("collector_bytefrog", "bfcollector: decode + merge + call trees + Bytefrog to HQ")):
+        c = n.get(key)
+        if c:
+            rows.append([label, fmt(c["events_per_cpu_s"] / 1e6 if c["events_per_cpu_s"] else None, 1),
+                         fmt_ratio(c["ratio_to_target"]), fmt(c["cpu_s"], 2), fmt(c["wall_s"], 2),
+                         code(c["command"])])
+    L.append(md_table(rows, ["", "M events/s per CPU second", "vs 20 M/s", "CPU s", "wall s", "command"]))
+    bf = n.get("collector_bytefrog")
+    if bf and bf.get("wire_bytes") and bf.get("events"):
+        L.append(f"\nBytefrog on the wire: {fmt(bf['wire_bytes'] / bf['events'], 1)} bytes per event "
+                 f"({fmt(bf['sent'])} events sent).")
+    return L
+
+
+def md_bpf_native(n, doc):
+    """bpf_native: the BPF backend natively, per build, or why it was not measured."""
+    L = []
+    if n.get("bpf_native"):
+        L += [
+            "\n### The BPF backend, native (bench/bpf-native.sh)\n",
+            "One thread calling `bench_work` flat out on CPU 0, bfcollector writing .flow files "
+            "on CPU 1; medians. Cost = traced minus untraced ns per call (entry and return).\n",
+            md_table([[r.get("build"), fmt(r.get("calls")), fmt(r.get("untraced_ns"), 1),
+                       fmt(r.get("bpf_cost_ns"), 1), fmt(r.get("bpftrace_cost_ns"), 1),
+                       fmt_ratio(ratio(r.get("bpf_cost_ns"), r.get("bpftrace_cost_ns"))),
+                       fmt(r.get("bytes_per_call"), 2), fmt(r.get("collector_cpu_s"), 2),
+                       fmt(r.get("collector_cpu_pct"), 1), fmt(r.get("collector_start_cpu_s"), 2)]
+                      for r in n["bpf_native"]],
+                     ["build", "calls", "untraced ns", "BPF backend ns", "bpftrace ns",
+                      "BPF vs bpftrace", "ring bytes/call", "collector CPU s (run and drain)",
+                      "collector % of a core (flat out)", "collector start-up CPU s (once)"]),
+            "\nThe floor (empty BPF programs) and the ratios to it are in \"Per-call cost "
+            "against the bare trap\" above; this kernel loads no module, so the guests' "
+            "sections compare the BPF backend with it.",
+            "",
+        ]
+    elif n.get("bpf_native_skip"):
+        L.append(f"\nThe BPF backend was not measured: {n['bpf_native_skip']}\n")
+    return L
+
+
+def md_codec(n, doc):
+    """@codec: bench_codec's own output, verbatim."""
+    if not n["codec"]:
+        return []
+    return ["\nThe library alone (`user/lib/tests/bench_codec.c`, its own synthetic stream, "
+            "same event count): " + code(n["commands"].get("codec", "")) + "\n",
+            "```\n" + "\n".join(n["codec"]) + "\n```"]
+
+
+def md_collector_profile(n, doc):
+    """The collector's perf profile (--profile) by symbol and by stage."""
+    if not n["profile"]:
+        return []
+    st = n.get("profile_stages") or {}
+    bf = n.get("collector_bytefrog") or {}
+    per_ev = 1e9 / bf["events_per_cpu_s"] if bf.get("events_per_cpu_s") else None
+    return ["\nWhere the collector's time goes (Bytefrog run, "
+            + code(n.get("profile_command", "")) + "), top symbols:\n",
+            md_table([[f"{p['pct']:.1f}%", code(p["symbol"])] for p in n["profile"][:20]],
+                     ["self", "symbol"]),
+            "\nThe same samples by stage (all symbols), and what each costs per event:\n",
+            md_table([[name, f"{pct:.1f}%", fmt(pct / 100 * per_ev if per_ev else None, 1)]
+                      for name, pct in sorted(st.items(), key=lambda x: -x[1])],
+                     ["stage", "share", "ns/event"])]
+
+
+def md_collector_cpu(n, doc):
+    """The collector's CPU at the maximum rate and while sampling counters, per place."""
+    L = [""]
+    for k, g in doc["kernels"].items():
+        c = g["collector_cpu"]
+        if c:
+            L.append(f"- CPU while the kernel records at its maximum rate ({k}): "
+                     f"{fmt(c['cpu_pct'], 1)} % of a core at {fmt(c['events_per_s'])} events/s "
+                     f"(two threads flat out; {code(c['command'])}).")
+    for k, g in doc["kernels"].items():
+        if g.get("counters"):
+            L.append(counters_line(k, g["counters"]))
+    if (doc.get("native") or {}).get("counters"):
+        L.append(counters_line("native, BPF backend", doc["native"]["counters"]))
+    L.append("")
+    return L
+
+
+# results.md, section by section, in this order.  Each section says what
+# it shows (its docstring names the raw results and the results.json keys
+# it reads) and returns its lines; write_md walks the table.  DOC sections
+# take the whole document, KERNEL ones run for each guest kernel in turn
+# (all of one kernel's before the next's), NATIVE ones when this machine
+# was measured.
+MD_LAYOUT = (
+    ("doc", (md_preamble, md_targets, native_floor_md, sqlite_md)),
+    ("kernel", (md_per_call, md_cet, md_size, md_throws, md_scaling, md_loss,
+                md_bpf_guest, md_profile)),
+    ("native", (md_collector, hq_large_md, md_bpf_native, live_view_md, md_codec,
+                md_collector_profile, md_collector_cpu)),
+)
+
+
+def write_md(doc, path, notes):
+    L = []
+    n = doc.get("native") or {}
+    for scope, sections in MD_LAYOUT:
+        for k, g in (doc["kernels"].items() if scope == "kernel" else [(None, None)]):
+            for section in sections:
+                if scope == "doc":
+                    L += section(doc)
+                elif scope == "kernel":
+                    L += section(k, g, doc)
+                elif n:
+                    L += section(n, doc)
     if notes:
         L.append(notes.rstrip() + "\n")
     with open(path, "w", encoding="utf-8") as f:
@@ -1292,7 +1506,7 @@ def main():
     native = native_report(a.native, a.profile)
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "native": native, "kernels": guests}
-    doc["targets"] = targets(guests, native)
+    doc["targets"] = claims_of(guests, native)
     with open(a.json, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, sort_keys=False)
         f.write("\n")
