@@ -28,6 +28,9 @@
 
 #include <linux/bftrace.h>
 
+/* What callers print: the names of modes, options, commands, events. */
+#include "bft_names.h"
+
 struct bft_nl;
 
 /*
@@ -267,26 +270,6 @@ struct bft_nl_event {
 int bft_nl_event_recv(struct bft_nl *nl, struct bft_nl_event *ev,
 		      int timeout_ms);
 void bft_nl_event_free(struct bft_nl_event *ev);
-
-/* ---- names for printing ------------------------------------------------ */
-
-/*
- * Lower-case names ("tracing", "heartbeat", "buf_size", "get_caps"),
- * or "?" for a value this build does not know.
- */
-const char *bft_mode_name(unsigned int mode);
-const char *bft_event_name(unsigned int event);
-const char *bft_opt_name(unsigned int opt);
-const char *bft_cmd_name(unsigned int cmd);
-/* The enum bft_opt value of a name from bft_opt_name(), or -ENOENT. */
-int bft_opt_by_name(const char *name);
-/*
- * The BFT_CMD_* of a mode command name ("start", ..., "unsuspend"),
- * or -ENOENT.
- */
-int bft_mode_cmd_by_name(const char *name);
-/* "entry,return"-style text of BFT_FEAT_* bits into buf; returns buf. */
-char *bft_features_str(uint64_t features, char *buf, size_t len);
 
 /*
  * The reply parsers without a socket (tests, fuzzing): buf holds the
