@@ -3,8 +3,6 @@
  * Modes, options, and the two periodic works: the flush timer and the
  * heartbeat.
  */
-#include <linux/log2.h>
-#include <linux/sizes.h>
 #include <linux/workqueue.h>
 
 #include "bft_internal.h"
@@ -13,39 +11,19 @@
 DEFINE_MUTEX(bft_lock);
 int bft_mode = BFT_MODE_INITIALIZING;
 
-struct bft_opts bft_opts = {
-	.buf_size = SZ_1M,
-	.flush_ms = 100,
-	.heartbeat_ms = 1000,
-	.max_depth = 0,
-	.time_res_ns = 1000,
-	.watermark = 0,
-	.max_probes = 4096,
-	.max_ring_mem = 1024,
-};
+/* Defaults from bft_opt_rule(), by bft_control_init(). */
+struct bft_opts bft_opts;
 
-struct bft_opt_desc {
-	u64 min, max;
-	u32 flags;
-	u32 *val;		/* NULL: defined by the protocol, unsupported */
-};
-
-static const struct bft_opt_desc bft_opt_descs[BFT_OPT_MAX + 1] = {
-	[BFT_OPT_BUF_SIZE] = { SZ_4K, SZ_256M, BFT_OPTF_POW2 | BFT_OPTF_IDLE_ONLY,
-			       &bft_opts.buf_size },
-	[BFT_OPT_FLUSH_MS] = { 1, 10000, 0, &bft_opts.flush_ms },
-	[BFT_OPT_HEARTBEAT_MS] = { 10, 60000, 0, &bft_opts.heartbeat_ms },
-	/* entry and exit must agree on what is too deep */
-	[BFT_OPT_MAX_DEPTH] = { 0, BFT_URETPROBE_DEPTH, BFT_OPTF_IDLE_ONLY,
-				&bft_opts.max_depth },
-	/* streams carry their unit in SYNC; keep one unit per session */
-	[BFT_OPT_TIME_RES_NS] = { 1, 1000000, BFT_OPTF_IDLE_ONLY,
-				  &bft_opts.time_res_ns },
-	[BFT_OPT_WATERMARK] = { 0, SZ_256M, 0, &bft_opts.watermark },
-	[BFT_OPT_MAX_PROBES] = { 1, 65536, 0, &bft_opts.max_probes },
-	[BFT_OPT_OVERWRITE] = { 0, 1, BFT_OPTF_IDLE_ONLY, NULL },
-	/* MiB: a u32 of bytes could not hold 256 CPUs of 16 MiB rings */
-	[BFT_OPT_MAX_RING_MEM] = { 1, 1U << 20, 0, &bft_opts.max_ring_mem },
+/* Where each option lives; NULL: defined by the protocol, unsupported. */
+static u32 *const bft_opt_vals[BFT_OPT_MAX + 1] = {
+	[BFT_OPT_BUF_SIZE] = &bft_opts.buf_size,
+	[BFT_OPT_FLUSH_MS] = &bft_opts.flush_ms,
+	[BFT_OPT_HEARTBEAT_MS] = &bft_opts.heartbeat_ms,
+	[BFT_OPT_MAX_DEPTH] = &bft_opts.max_depth,
+	[BFT_OPT_TIME_RES_NS] = &bft_opts.time_res_ns,
+	[BFT_OPT_WATERMARK] = &bft_opts.watermark,
+	[BFT_OPT_MAX_PROBES] = &bft_opts.max_probes,
+	[BFT_OPT_MAX_RING_MEM] = &bft_opts.max_ring_mem,
 };
 
 static bool bft_exiting;
@@ -182,16 +160,22 @@ static int bft_targets_may_stop(struct netlink_ext_ack *ext)
 
 /*
  * Under bft_lock.  @cmd is one of the six mode commands; @owner the
- * sender's port id for a start (0: a persistent session).
+ * sender's port id for a start (0: a persistent session).  Which command
+ * is allowed when is bft_mode_next()'s; this does what each one takes.
  */
 int bft_mode_change(u8 cmd, u32 owner, struct netlink_ext_ack *ext)
 {
-	int mode = bft_mode, err;
+	int mode = bft_mode, next = bft_mode_next(cmd, mode), err;
 
+	if (next == BFT_MODE_NOT_A_CMD)
+		return -EOPNOTSUPP;
+	if (next == BFT_MODE_REFUSED) {
+		BFT_SET_ERR_MSG_FMT(ext, BFT_MODE_REFUSAL_FMT,
+				    bft_mode_names[mode]);
+		return -EINVAL;
+	}
 	switch (cmd) {
 	case BFT_CMD_START:
-		if (bft_session_active(mode))
-			goto bad;
 		return bft_start(owner, ext);
 	case BFT_CMD_STOP:
 		err = bft_may_control_all(ext);
@@ -199,8 +183,6 @@ int bft_mode_change(u8 cmd, u32 owner, struct netlink_ext_ack *ext)
 			return err;
 		return bft_stop();
 	case BFT_CMD_PAUSE:
-		if (mode != BFT_MODE_TRACING)
-			goto bad;
 		err = bft_targets_may_stop(ext);
 		if (err)
 			return err;
@@ -210,79 +192,68 @@ int bft_mode_change(u8 cmd, u32 owner, struct netlink_ext_ack *ext)
 			bft_targets_signal(SIGCONT);
 			return err;
 		}
-		bft_set_mode(BFT_MODE_PAUSED);
-		return 0;
+		break;
 	case BFT_CMD_UNPAUSE:
-		if (mode != BFT_MODE_PAUSED)
-			goto bad;
 		bft_targets_signal(SIGCONT);
-		bft_set_mode(BFT_MODE_TRACING);
-		return 0;
+		break;
 	case BFT_CMD_SUSPEND:
-		if (mode != BFT_MODE_TRACING)
-			goto bad;
-		WRITE_ONCE(bft_mode, BFT_MODE_SUSPENDED);
+		WRITE_ONCE(bft_mode, next);
 		bft_rings_break(BFT_BREAK_SUSPEND);
-		bft_notify_mode(BFT_MODE_SUSPENDED);
-		return 0;
-	case BFT_CMD_UNSUSPEND:
-		if (mode != BFT_MODE_SUSPENDED)
-			goto bad;
-		bft_set_mode(BFT_MODE_TRACING);
+		bft_notify_mode(next);
 		return 0;
 	}
-	return -EOPNOTSUPP;
-bad:
-	BFT_SET_ERR_MSG_FMT(ext, "not allowed while %s", bft_mode_names[mode]);
-	return -EINVAL;
+	bft_set_mode(next);
+	return 0;
 }
 
 int bft_opt_get(u32 id, u64 *val, u64 *min, u64 *max, u32 *flags)
 {
-	const struct bft_opt_desc *d;
+	const struct bft_opt_rule *r;
 
 	if (!id || id > BFT_OPT_MAX)
 		return -ENOENT;
-	d = &bft_opt_descs[id];
-	if (!d->val)
+	if (!bft_opt_vals[id])
 		return -EOPNOTSUPP;
-	*val = *d->val;
-	*min = d->min;
-	*max = d->max;
-	*flags = d->flags;
+	r = bft_opt_rule(id);
+	*val = *bft_opt_vals[id];
+	*min = r->min;
+	*max = r->max;
+	*flags = r->flags;
 	return 0;
 }
 
 /* Under bft_lock. */
 int bft_opt_set(u32 id, u64 val, struct netlink_ext_ack *ext)
 {
-	const struct bft_opt_desc *d;
+	const struct bft_opt_rule *r;
 	int err;
 
 	if (!id || id > BFT_OPT_MAX) {
 		BFT_SET_ERR_MSG_FMT(ext, "unknown option %u", id);
 		return -ENOENT;
 	}
-	d = &bft_opt_descs[id];
-	if (!d->val) {
+	if (!bft_opt_vals[id]) {
 		BFT_SET_ERR_MSG_FMT(ext, "option %u is not supported by this module",
 				    id);
 		return -EOPNOTSUPP;
 	}
-	if (val < d->min || val > d->max ||
-	    ((d->flags & BFT_OPTF_POW2) && !is_power_of_2(val))) {
-		BFT_SET_ERR_MSG_FMT(ext, "option %u: %llu is outside [%llu, %llu]%s",
-				    id, val, d->min, d->max,
-				    d->flags & BFT_OPTF_POW2 ?
+	r = bft_opt_rule(id);
+	switch (bft_opt_refusal(id, val, bft_mode, bft_nr_probes)) {
+	case BFT_OPT_OK:
+		break;
+	case BFT_OPT_OUT_OF_RANGE:
+		BFT_SET_ERR_MSG_FMT(ext, BFT_OPT_RANGE_FMT, id, val, r->min,
+				    r->max, r->flags & BFT_OPTF_POW2 ?
 				    " or not a power of 2" : "");
 		return -ERANGE;
-	}
-	if ((d->flags & BFT_OPTF_IDLE_ONLY) &&
-	    (bft_session_active(bft_mode) || bft_nr_probes)) {
-		BFT_SET_ERR_MSG_FMT(ext, "option %u cannot change while %s",
-				    id, bft_nr_probes ? "probes are attached" :
+	case BFT_OPT_BUSY:
+		BFT_SET_ERR_MSG_FMT(ext, BFT_OPT_BUSY_FMT, id,
+				    bft_nr_probes ? "probes are attached" :
 				    bft_mode_names[bft_mode]);
 		return -EBUSY;
+	case BFT_OPT_BELOW_PROBES:
+		BFT_SET_ERR_MSG_FMT(ext, BFT_OPT_PROBES_FMT, bft_nr_probes);
+		return -ERANGE;
 	}
 	if ((id == BFT_OPT_BUF_SIZE &&
 	     !bft_ring_mem_ok(val, bft_opts.max_ring_mem)) ||
@@ -295,11 +266,6 @@ int bft_opt_set(u32 id, u64 val, struct netlink_ext_ack *ext)
 				    (u64)bft_opts.max_ring_mem : val);
 		return -ERANGE;
 	}
-	if (id == BFT_OPT_MAX_PROBES && val < bft_nr_probes) {
-		BFT_SET_ERR_MSG_FMT(ext, "%u probes are attached already",
-				    bft_nr_probes);
-		return -ERANGE;
-	}
 	if (id == BFT_OPT_BUF_SIZE && val != bft_opts.buf_size) {
 		err = bft_rings_resize(val);
 		if (err == -EBUSY)
@@ -309,12 +275,20 @@ int bft_opt_set(u32 id, u64 val, struct netlink_ext_ack *ext)
 		if (err)
 			return err;
 	}
-	WRITE_ONCE(*d->val, val);
+	WRITE_ONCE(*bft_opt_vals[id], val);
 	if (id == BFT_OPT_FLUSH_MS)
 		bft_rearm(&bft_flush_work, val);
 	if (id == BFT_OPT_HEARTBEAT_MS)
 		bft_rearm(&bft_heartbeat_work, val);
 	return 0;
+}
+
+/* Before anything reads an option: each one's default. */
+void bft_control_init(void)
+{
+	for (u32 id = 1; id <= BFT_OPT_MAX; id++)
+		if (bft_opt_vals[id])
+			*bft_opt_vals[id] = bft_opt_rule(id)->def;
 }
 
 /*

@@ -18,6 +18,7 @@
 #include <linux/bftrace.h>
 
 #include "bft_compat.h"
+#include "bft_rules.h"
 #include "bft_tbits.h"
 
 /* Options: read locklessly by the hot path, written under bft_lock. */
@@ -27,7 +28,7 @@ struct bft_opts {
 	u32 heartbeat_ms;
 	u32 max_depth;		/* 0: unlimited */
 	u32 time_res_ns;
-	u32 watermark;		/* 0: a quarter of the ring */
+	u32 watermark;		/* 0: bft_watermark()'s default */
 	u32 max_probes;
 	u32 max_ring_mem;	/* MiB, all rings together */
 };
@@ -36,16 +37,6 @@ extern struct bft_opts bft_opts;
 /* Guards targets, probes, modes and options; never taken by handlers. */
 extern struct mutex bft_lock;
 extern int bft_mode;		/* enum bft_mode; READ_ONCE in handlers */
-
-static inline bool bft_recording(int mode)
-{
-	return mode == BFT_MODE_TRACING || mode == BFT_MODE_PAUSED;
-}
-
-static inline bool bft_session_active(int mode)
-{
-	return bft_recording(mode) || mode == BFT_MODE_SUSPENDED;
-}
 
 /* ---- rings (bft_ring.c) ---- */
 
@@ -236,6 +227,7 @@ int bft_unwind_dump_types(struct sk_buff *skb, struct netlink_callback *cb,
 				     u32 id, const char *name));
 
 /* ---- modes, options, timers (bft_control.c) ---- */
+void bft_control_init(void);
 void bft_control_quiesce(void);
 void bft_control_exit(void);
 int bft_session_prepare(struct netlink_ext_ack *extack);

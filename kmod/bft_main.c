@@ -12,6 +12,7 @@ static int __init bft_init(void)
 {
 	int err;
 
+	bft_control_init();
 	bft_rings_init();
 	err = bft_dev_init();
 	if (err)

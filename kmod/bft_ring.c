@@ -75,11 +75,7 @@ static u32 bft_ring_used(struct bft_ring *r)
 
 static u32 bft_ring_watermark(struct bft_ring *r)
 {
-	u32 wm = READ_ONCE(bft_opts.watermark);
-
-	if (!wm)
-		wm = r->size / 4;
-	return min(wm, r->size / 2);
+	return bft_watermark(READ_ONCE(bft_opts.watermark), r->size);
 }
 
 /* Writers only, on the ring's CPU with preemption off. */
