@@ -582,8 +582,8 @@ int bft_enter(struct pt_regs *regs)
 }
 
 /*
- * Attached only where BFT_PF_RETURN is set (bft_bpf.c), so of the cookie
- * only the tgid counts here.
+ * Attached only where BFT_PF_RETURN is set (bft_bpf_attach.c), so of the
+ * cookie only the tgid counts here.
  */
 SEC("uretprobe")
 int bft_exit(struct pt_regs *regs)
