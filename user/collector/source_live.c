@@ -28,7 +28,7 @@ static const struct source_ops live_ops;
  * the cache, and the collector's own state with it.  Fed in slices with
  * the merge run between them, they go out as soon as the other CPUs'
  * streams allow, which the BPF reader helps by delivering the CPUs with
- * little to say first (bft_bpf.c, deliver()).  The main loop's run
+ * little to say first (bft_bpf_rings.c, rings_deliver()).  The main loop's run
  * reports what a run here fails with.
  */
 #define FEED_SLICE 8192
