@@ -56,14 +56,6 @@ static void bft_heartbeat_fn(struct work_struct *work)
 	bft_rearm(&bft_heartbeat_work, READ_ONCE(bft_opts.heartbeat_ms));
 }
 
-static const char *const bft_mode_names[] = {
-	[BFT_MODE_INITIALIZING] = "initializing",
-	[BFT_MODE_TRACING] = "tracing",
-	[BFT_MODE_PAUSED] = "paused",
-	[BFT_MODE_SUSPENDED] = "suspended",
-	[BFT_MODE_SHUTTING_DOWN] = "shutting down",
-};
-
 static void bft_set_mode(int mode)
 {
 	WRITE_ONCE(bft_mode, mode);
@@ -171,7 +163,7 @@ int bft_mode_change(u8 cmd, u32 owner, struct netlink_ext_ack *ext)
 		return -EOPNOTSUPP;
 	if (next == BFT_MODE_REFUSED) {
 		BFT_SET_ERR_MSG_FMT(ext, BFT_MODE_REFUSAL_FMT,
-				    bft_mode_names[mode]);
+				    bft_mode_str(mode));
 		return -EINVAL;
 	}
 	switch (cmd) {
@@ -249,7 +241,7 @@ int bft_opt_set(u32 id, u64 val, struct netlink_ext_ack *ext)
 	case BFT_OPT_BUSY:
 		BFT_SET_ERR_MSG_FMT(ext, BFT_OPT_BUSY_FMT, id,
 				    bft_nr_probes ? "probes are attached" :
-				    bft_mode_names[bft_mode]);
+				    bft_mode_str(bft_mode));
 		return -EBUSY;
 	case BFT_OPT_BELOW_PROBES:
 		BFT_SET_ERR_MSG_FMT(ext, BFT_OPT_PROBES_FMT, bft_nr_probes);

@@ -3,7 +3,7 @@
  * The rules of a session that both backends obey: the options' defaults
  * and bounds and when one may change, which mode command is allowed in
  * which mode and where it leads, and the ring watermark.  A tool must see
- * the same values and the same refusals from bftrace.ko
+ * the same values, names and refusals from bftrace.ko
  * (kmod/bft_control.c, kmod/bft_ring.c) and from the BPF backend
  * (user/lib/bft_bpf_control.c), so there is one copy of them.
  *
@@ -102,6 +102,25 @@ bft_opt_refusal(unsigned int id, unsigned long long val, int mode,
 }
 
 /* ---- modes ---- */
+
+/*
+ * The mode's name, as tools print it and refusals say it; "?" for a value
+ * that is no mode.
+ */
+static inline const char *bft_mode_str(int mode)
+{
+	static const char *const names[BFT_MODE_SHUTTING_DOWN + 1] = {
+		[BFT_MODE_INITIALIZING] = "initializing",
+		[BFT_MODE_TRACING] = "tracing",
+		[BFT_MODE_PAUSED] = "paused",
+		[BFT_MODE_SUSPENDED] = "suspended",
+		[BFT_MODE_SHUTTING_DOWN] = "shutting_down",
+	};
+
+	if (mode < 0 || mode > BFT_MODE_SHUTTING_DOWN)
+		return "?";
+	return names[mode];
+}
 
 /* bft_mode_next() of a command the mode forbids, and of a non-mode command */
 #define BFT_MODE_REFUSED	(-1)

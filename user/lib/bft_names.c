@@ -7,18 +7,14 @@
 #include "bft_names.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <linux/bftrace.h>
 
-static const char *const mode_names[] = {
-	[BFT_MODE_INITIALIZING]	= "initializing",
-	[BFT_MODE_TRACING]	= "tracing",
-	[BFT_MODE_PAUSED]	= "paused",
-	[BFT_MODE_SUSPENDED]	= "suspended",
-	[BFT_MODE_SHUTTING_DOWN] = "shutting_down",
-};
+/* the mode names the module and the BPF backend say too */
+#include "../../kmod/bft_rules.h"
 
 static const char *const event_names[] = {
 	[BFT_EV_UNSPEC]		= "unspec",
@@ -75,7 +71,7 @@ _Static_assert(sizeof(cmd_names) / sizeof(cmd_names[0]) == BFT_CMD_MAX + 1,
 
 const char *bft_mode_name(unsigned int mode)
 {
-	return NAME_OF(mode_names, mode);
+	return bft_mode_str(mode > INT_MAX ? -1 : (int)mode);
 }
 
 const char *bft_event_name(unsigned int event)

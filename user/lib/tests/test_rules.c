@@ -4,7 +4,7 @@
  * and into the BPF backend): the option table is consistent, every mode
  * command goes where the protocol says from every mode, an option is
  * refused for the documented reasons, and the watermark is a quarter of
- * the ring by default and never above half.
+ * the ring by default and never above half; every mode has one name.
  */
 #include "kselftest_harness.h"
 
@@ -84,6 +84,23 @@ TEST(watermark_is_a_quarter_by_default_and_at_most_half)
 	EXPECT_EQ(1U << 18, bft_watermark(0, 1U << 20));
 	EXPECT_EQ(1000, bft_watermark(1000, 1U << 20));
 	EXPECT_EQ(1U << 19, bft_watermark(1U << 28, 1U << 20));
+}
+
+TEST(one_name_per_mode_for_every_backend)
+{
+	static const char *const want[NR_MODES] = {
+		"initializing", "tracing", "paused", "suspended",
+		"shutting_down",
+	};
+
+	for (int m = 0; m < NR_MODES; m++) {
+		EXPECT_STREQ(want[m], bft_mode_str(m));
+		/* what bfctl prints is what the refusals say */
+		EXPECT_STREQ(want[m], bft_mode_name((unsigned int)m));
+	}
+	EXPECT_STREQ("?", bft_mode_str(NR_MODES));
+	EXPECT_STREQ("?", bft_mode_str(-1));
+	EXPECT_STREQ("?", bft_mode_name(0x80000000u));
 }
 
 TEST_HARNESS_MAIN
