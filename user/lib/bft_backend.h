@@ -40,6 +40,13 @@ struct bft_backend_ops {
 	const char *rings_name;	/* in messages: "rings", "BPF rings" */
 	/* Why a process that leaves root cannot keep the session, or NULL. */
 	const char *root_only;
+	/* For a log line once a session closes: what stays of it. */
+	const char *closed;
+	/*
+	 * BFT_FEAT_* of every session, known without opening one (a dry run
+	 * opens nothing that could change it); 0: only get_caps() knows.
+	 */
+	uint64_t features;
 
 	int (*open)(void **h, enum bft_backend_open how, char *err,
 		    size_t errlen);
@@ -49,10 +56,41 @@ struct bft_backend_ops {
 	const char *(*notice)(const void *h);
 	/* Where the session lives, for logs; NULL: nowhere to name. */
 	const char *(*where)(void);
+	/*
+	 * Whether open()'s -errno says the backend cannot run on this
+	 * machine at all (bfctl's exit 3), not that this open failed.
+	 */
+	bool (*absent)(int e);
+	/*
+	 * What a failed open's err is about, to start a message with, by
+	 * open()'s -errno; "": err says it on its own.
+	 */
+	const char *(*open_subject)(int e);
+	/* The open session and how it talks to the kernel, for a log line. */
+	void (*describe)(const void *h, char *buf, size_t len);
+	/*
+	 * Whether errmsg() says why the last request was refused.  A module
+	 * older than its capability checks refuses with a bare -EPERM, and a
+	 * caller has to say what it needs.  NULL: errmsg() always says.
+	 */
+	bool (*explains)(const void *h);
+	/*
+	 * The descriptor a child process must not keep (it would hold what
+	 * the backend ties to it past this process, such as probes attached
+	 * outside a session).  NULL: nothing of the session's to close.
+	 */
+	int (*fd)(const void *h);
 
 	int (*get_caps)(void *h, struct bft_nl_caps *caps);
 	int (*attach)(void *h, uint32_t tgid, const struct bft_nl_probe *p,
 		      size_t n, int *results);
+	/*
+	 * Let the probes that this handle attaches outside a session outlive
+	 * it (only a detach, a stop, or the end of the session that a start
+	 * makes of them removes them), where caps says
+	 * BFT_FEAT_ATTACH_PERSIST.  NULL: they outlive it anyway.
+	 */
+	void (*attach_persist)(void *h, bool persist);
 	int (*detach)(void *h, uint32_t tgid);
 	int (*start)(void *h, bool persist, uint8_t *mode);
 	int (*mode_cmd)(void *h, int cmd, uint8_t *mode);

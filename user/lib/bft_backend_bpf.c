@@ -46,6 +46,29 @@ static const char *bpf_notice(const void *h)
 	return bft_bpf_notice(h);
 }
 
+/*
+ * No bpf(), no BTF or a kernel without attach cookies (ENOTSUP and
+ * EOPNOTSUPP are one errno on Linux), no bpffs.
+ */
+static bool bpf_absent(int e)
+{
+	return e == -ENOSYS || e == -EOPNOTSUPP || e == -ENODEV;
+}
+
+static const char *bpf_open_subject(int e)
+{
+	(void)e;
+	return "BPF backend";
+}
+
+static void bpf_describe(const void *h, char *buf, size_t len)
+{
+	snprintf(buf, len, "BPF backend, session %s %s (%s)",
+		 bft_bpf_loaded() ? "pinned at" : "to be made at",
+		 bft_bpf_pin_dir(), bft_bpf_multi(h) ?
+		 "uprobe_multi links" : "one link per function");
+}
+
 static int bpf_get_caps(void *h, struct bft_nl_caps *caps)
 {
 	return bft_bpf_get_caps(h, caps);
@@ -199,11 +222,16 @@ const struct bft_backend_ops bft_backend_bpf = {
 	.what = "the BPF backend",
 	.rings_name = "BPF rings",
 	.root_only = "the BPF backend's session needs root (its guard process and pinned objects)",
+	.closed = "BPF session closed (it stays pinned unless this bfctl started it without --persist)",
+	.features = BFT_BPF_FEATURES,
 	.open = bpf_open,
 	.close = bpf_close,
 	.errmsg = bpf_errmsg,
 	.notice = bpf_notice,
 	.where = bft_bpf_pin_dir,
+	.absent = bpf_absent,
+	.open_subject = bpf_open_subject,
+	.describe = bpf_describe,
 	.get_caps = bpf_get_caps,
 	.attach = bpf_attach,
 	.detach = bpf_detach,

@@ -5,6 +5,7 @@
  * (bft_rings.h, with BFT_IOC_STATUS through bft_dev_status.h).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "bft_backend.h"
@@ -48,6 +49,36 @@ static const char *kmod_notice(const void *h)
 	return "";
 }
 
+/* The family is not registered: the module is not loaded. */
+static bool kmod_absent(int e)
+{
+	return e == -ENOENT;
+}
+
+static const char *kmod_open_subject(int e)
+{
+	return kmod_absent(e) ? "" : "cannot open the bftrace netlink socket";
+}
+
+static void kmod_describe(const void *h, char *buf, size_t len)
+{
+	snprintf(buf, len, "netlink family \"%s\" id %u version %u, events group %u",
+		 BFT_GENL_NAME, bft_nl_family_id(h), bft_nl_family_version(h),
+		 bft_nl_events_group_id(h));
+}
+
+/* Only the kernel's extack text says why; a module without it, nothing. */
+static bool kmod_explains(const void *h)
+{
+	return bft_nl_err_is_extack(h);
+}
+
+/* The module detaches what a socket attached outside a session as it closes. */
+static int kmod_fd(const void *h)
+{
+	return bft_nl_fd(h);
+}
+
 static int kmod_get_caps(void *h, struct bft_nl_caps *caps)
 {
 	return bft_nl_get_caps(h, caps);
@@ -57,6 +88,11 @@ static int kmod_attach(void *h, uint32_t tgid, const struct bft_nl_probe *p,
 		       size_t n, int *results)
 {
 	return bft_nl_attach(h, tgid, p, n, results);
+}
+
+static void kmod_attach_persist(void *h, bool persist)
+{
+	bft_nl_set_attach_persist(h, persist);
 }
 
 static int kmod_detach(void *h, uint32_t tgid)
@@ -231,12 +267,19 @@ const struct bft_backend_ops bft_backend_kmod = {
 	.label = "module",
 	.what = "bftrace.ko",
 	.rings_name = "rings",
+	.closed = "connection closed",
 	.open = kmod_open,
 	.close = kmod_close,
 	.errmsg = kmod_errmsg,
 	.notice = kmod_notice,
+	.absent = kmod_absent,
+	.open_subject = kmod_open_subject,
+	.describe = kmod_describe,
+	.explains = kmod_explains,
+	.fd = kmod_fd,
 	.get_caps = kmod_get_caps,
 	.attach = kmod_attach,
+	.attach_persist = kmod_attach_persist,
 	.detach = kmod_detach,
 	.start = kmod_start,
 	.mode_cmd = kmod_mode_cmd,
