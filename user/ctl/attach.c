@@ -53,9 +53,8 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 	 * bfctl exits at once, and the module detaches what a closed socket
 	 * attached outside a session unless it was attached to persist.
 	 */
-	if (!o.list && !rc && c->nl &&
-	    (c->caps.features & BFT_FEAT_ATTACH_PERSIST))
-		bft_nl_set_attach_persist(c->nl, true);
+	if (!o.list && !rc)
+		ctl_attach_persist(c);
 	if (!rc)
 		rc = probes_build(c, (pid_t)pid, &pl, &o, probes_features(c), &set);
 	if (!rc && o.list)

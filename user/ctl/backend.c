@@ -24,8 +24,12 @@ int ctl_backend_choose(struct ctl *c)
 		err_msg("%s", err);
 		return -EINVAL;
 	}
-	c->use_bpf = c->be == &bft_backend_bpf;
 	return 0;
+}
+
+const struct bft_backend_ops *ctl_backend(const struct ctl *c)
+{
+	return c->be ? c->be : &bft_backend_kmod;
 }
 
 const char *ctl_errmsg(const struct ctl *c)
@@ -37,6 +41,13 @@ int ctl_attach(struct ctl *c, uint32_t tgid, const struct bft_nl_probe *p,
 	       size_t n, int *results)
 {
 	return c->be->attach(c->beh, tgid, p, n, results);
+}
+
+void ctl_attach_persist(struct ctl *c)
+{
+	if (c->be->attach_persist &&
+	    (c->caps.features & BFT_FEAT_ATTACH_PERSIST))
+		c->be->attach_persist(c->beh, true);
 }
 
 int ctl_detach(struct ctl *c, uint32_t tgid)

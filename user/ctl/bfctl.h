@@ -11,7 +11,6 @@
 #include <sys/types.h>
 
 #include "bft_backend.h"
-#include "bft_bpf.h"
 #include "bft_nl.h"
 #include "parser.h"
 
@@ -31,12 +30,10 @@ struct ctl {
 	unsigned int verbose;	/* -v count: seeds/004 client levels */
 	bool json;
 	bool help;
-	struct bft_nl *nl;
-	struct bft_bpf *bpf;	/* the BPF backend's session, if in use */
 	const char *backend;	/* --backend: kmod, bpf, auto (NULL: $BFT_BACKEND) */
-	bool use_bpf;		/* the choice ctl_backend_choose() made */
-	const struct bft_backend_ops *be;	/* that choice's table */
-	void *beh;		/* its session (nl or bpf) once connected */
+	/* The table ctl_backend_choose() chose (NULL before a choice). */
+	const struct bft_backend_ops *be;
+	void *beh;		/* its session once connected, else NULL */
 	struct bft_nl_caps caps;
 };
 
@@ -83,10 +80,14 @@ int exit_for_errno(int rc);
  * table (bft_backend.h) on its session.
  */
 int ctl_backend_choose(struct ctl *c);
+/* The chosen table; before a choice, or after a failed one, the module's. */
+const struct bft_backend_ops *ctl_backend(const struct ctl *c);
 const char *ctl_backend_name(const struct ctl *c);
 const char *ctl_errmsg(const struct ctl *c);
 int ctl_attach(struct ctl *c, uint32_t tgid, const struct bft_nl_probe *p,
 	       size_t n, int *results);
+/* Probes attached from here on outlive this bfctl, where the backend can. */
+void ctl_attach_persist(struct ctl *c);
 int ctl_detach(struct ctl *c, uint32_t tgid);
 int ctl_mode_cmd(struct ctl *c, int cmd, uint8_t *mode);
 /* BFT_CMD_START; the session belongs to this bfctl unless persist. */

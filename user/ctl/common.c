@@ -113,7 +113,8 @@ int ctl_nl_fail(struct ctl *c, const char *what, int rc)
 {
 	const char *msg = ctl_errmsg(c);
 
-	if (rc == -EPERM && !c->bpf && !(c->nl && bft_nl_err_is_extack(c->nl)))
+	if (rc == -EPERM &&
+	    !(c->beh && (!c->be->explains || c->be->explains(c->beh))))
 		/* a module older than the capability checks with extack text */
 		err_msg("%s: %s (needs CAP_PERFMON or CAP_SYS_ADMIN: run as root)", what,
 			strerror(-rc));
@@ -126,76 +127,54 @@ int ctl_nl_fail(struct ctl *c, const char *what, int rc)
 	return exit_for_errno(rc);
 }
 
-/* The BPF backend: its session, made by the first command that changes
- * something; asking (status, caps, get) leaves bpffs untouched. */
-static int bpf_connect(struct ctl *c)
+/*
+ * The chosen backend's session.  The BPF backend's is made by the first
+ * command that changes something: asking (status, caps, get) leaves bpffs
+ * untouched.
+ */
+static int ctl_open(struct ctl *c)
 {
-	char err[512];
+	const char *subject;
+	char err[512], desc[256];
 	int rc;
 
-	rc = bft_bpf_open_lazy(&c->bpf, err, sizeof(err));
-	if (!rc) {
-		c->beh = c->bpf;
-		bft_bpf_get_caps(c->bpf, &c->caps);
-		vlog(c, 2, "connected: BPF backend, session %s %s (%s)",
-		     bft_bpf_loaded() ? "pinned at" : "to be made at",
-		     bft_bpf_pin_dir(), bft_bpf_multi(c->bpf) ?
-		     "uprobe_multi links" : "one link per function");
-		return EXIT_OK;
+	rc = c->be->open(&c->beh, BFT_BACKEND_LAZY, err, sizeof(err));
+	if (rc) {
+		c->beh = NULL;
+		subject = c->be->open_subject(rc);
+		if (*subject)
+			err_msg("%s: %s", subject, err);
+		else
+			err_msg("%s", err);
+		return c->be->absent(rc) ? EXIT_NOMODULE : exit_for_errno(rc);
 	}
-	err_msg("BPF backend: %s", err);
-	switch (-rc) {
-	case EPERM:
-	case EACCES:
-		return EXIT_PERM;
-	case ENOSYS:
-	case ENOTSUP:
-	case ENODEV:
-		return EXIT_NOMODULE;
-	default:
-		return rc == -EOPNOTSUPP ? EXIT_NOMODULE : EXIT_FAIL;
-	}
+	c->be->describe(c->beh, desc, sizeof(desc));
+	vlog(c, 2, "connected: %s", desc);
+	return EXIT_OK;
 }
 
 int ctl_connect(struct ctl *c, uint64_t need)
 {
-	char err[512], feats[256];
+	char feats[256];
 	int rc;
 
 	if (ctl_backend_choose(c))
 		return EXIT_USAGE;
-	if (c->use_bpf) {
-		rc = bpf_connect(c);
-		if (rc)
-			return rc;
-		goto check;
-	}
-	rc = bft_nl_open(&c->nl, err, sizeof(err));
-	if (rc == -ENOENT) {
-		err_msg("%s", err);
-		return EXIT_NOMODULE;
-	}
-	if (rc) {
-		err_msg("cannot open the bftrace netlink socket: %s", err);
-		return exit_for_errno(rc);
-	}
-	c->beh = c->nl;
-	vlog(c, 2, "connected: netlink family \"%s\" id %u version %u, events group %u",
-	     BFT_GENL_NAME, bft_nl_family_id(c->nl), bft_nl_family_version(c->nl),
-	     bft_nl_events_group_id(c->nl));
-	rc = bft_nl_get_caps(c->nl, &c->caps);
+	rc = ctl_open(c);
+	if (rc)
+		return rc;
+	rc = c->be->get_caps(c->beh, &c->caps);
 	if (rc) {
 		rc = ctl_nl_fail(c, "capability query", rc);
 		ctl_close(c);
 		return rc;
 	}
 	if (c->caps.proto_version != BFT_PROTO_VERSION) {
-		err_msg("bftrace.ko speaks protocol %u, this bfctl speaks %u",
-			c->caps.proto_version, BFT_PROTO_VERSION);
+		err_msg("%s speaks protocol %u, this bfctl speaks %u",
+			c->be->what, c->caps.proto_version, BFT_PROTO_VERSION);
 		ctl_close(c);
 		return EXIT_NOMODULE;
 	}
-check:
 	vlog(c, 1, "%s: protocol %u, features %s, %u CPUs, max %u probes",
 	     c->be->label, c->caps.proto_version,
 	     bft_features_str(c->caps.features, feats, sizeof(feats)),
@@ -212,18 +191,11 @@ check:
 
 void ctl_close(struct ctl *c)
 {
-	if (c->bpf) {
-		if (*bft_bpf_notice(c->bpf))
-			err_msg("%s", bft_bpf_notice(c->bpf));
-		vlog(c, 2, "BPF session closed (it stays pinned unless this "
-		     "bfctl started it without --persist)");
-		bft_bpf_close(c->bpf);
-		c->bpf = NULL;
-	}
-	if (c->nl) {
-		vlog(c, 2, "connection closed");
-		bft_nl_close(c->nl);
-	}
-	c->nl = NULL;
+	if (!c->beh)
+		return;
+	if (*c->be->notice(c->beh))
+		err_msg("%s", c->be->notice(c->beh));
+	vlog(c, 2, "%s", c->be->closed);
+	c->be->close(c->beh);
 	c->beh = NULL;
 }

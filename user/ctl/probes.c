@@ -119,27 +119,31 @@ static void signature(char *buf, const char *object, const char *symbol)
 uint64_t probes_features(struct ctl *c)
 {
 	const uint64_t all = BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_UNWIND;
+	const struct bft_backend_ops *be;
 	struct bft_nl_caps caps;
-	struct bft_nl *nl;
 	uint64_t f;
+	void *h;
 
-	if (c->nl || c->bpf)
+	if (c->beh)
 		return c->caps.features;
-	if (!ctl_backend_choose(c) && c->use_bpf)
-		return BFT_BPF_FEATURES;
-	if (bft_nl_open(&nl, NULL, 0)) {
+	/* an unknown --backend, said once, lists as with the module */
+	ctl_backend_choose(c);
+	be = ctl_backend(c);
+	if (be->features)
+		return be->features;
+	if (be->open(&h, BFT_BACKEND_EXISTING, NULL, 0)) {
 		vlog(c, 1, "no backend to ask (bftrace.ko is not loaded, the BPF backend cannot run here): listing as if it had return probes and exception hooks");
 		return all;
 	}
-	f = bft_nl_get_caps(nl, &caps) ? all : caps.features;
-	bft_nl_close(nl);
+	f = be->get_caps(h, &caps) ? all : caps.features;
+	be->close(h);
 	return f;
 }
 
 /* What the features come from: a dry run (-l) has chosen, not opened. */
 static const char *backend_name(const struct ctl *c)
 {
-	return c->bpf || c->use_bpf ? "the BPF backend" : "bftrace.ko";
+	return ctl_backend(c)->what;
 }
 
 /* The unwinder reads the return address of its own entry points. */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bfctl record: read the rings, decode and merge them (bft_rings, bft_merge,
- * bft_calltree), and print the calls per method, or every call.
+ * bfctl record: read the backend's rings (bft_backend.h), decode and merge
+ * them (bft_merge, bft_calltree), and print the calls per method, or every
+ * call.
  *
  * It records the session that runs, or with none running the next one: what
  * an earlier session left in the rings is thrown away (and said so), and it
@@ -28,7 +29,6 @@
 #include "bfctl.h"
 #include "bft_calltree.h"
 #include "bft_merge.h"
-#include "bft_rings.h"
 #include "output.h"
 #include "bft_util.h"
 
@@ -51,8 +51,7 @@ struct method_count {
 
 struct rec {
 	struct ctl *c;
-	struct bft_rings *rings;	/* the module's, or */
-	struct bft_bpf_rings *brings;	/* the BPF backend's */
+	struct bft_backend_rings *rings;	/* the backend's (bft_backend.h) */
 	bool discarding;		/* what the last session left */
 	uint64_t discarded;		/* bytes */
 	uint64_t from_ns, until_ns;	/* the window counted; 0: open */
@@ -254,24 +253,32 @@ static bool session_running(uint8_t mode)
 	       mode == BFT_MODE_SUSPENDED;
 }
 
-/* Either backend's rings: what is there after at most timeout_ms. */
+/* The rings: what is there after at most timeout_ms. */
 static ssize_t rings_poll(struct rec *x, int timeout_ms)
 {
-	if (x->brings)
-		return bft_bpf_rings_poll(x->brings, timeout_ms);
-	return bft_rings_poll(x->rings, timeout_ms, on_data, x);
+	return x->c->be->rings_poll(x->rings, timeout_ms);
 }
 
 static ssize_t rings_drain(struct rec *x, int quiet_ms, int max_ms)
 {
-	if (x->brings)
-		return bft_bpf_rings_drain(x->brings, quiet_ms, max_ms);
-	return bft_rings_drain(x->rings, quiet_ms, max_ms, on_data, x);
+	return x->c->be->rings_drain(x->rings, quiet_ms, max_ms);
 }
 
 static const char *rings_errmsg(struct rec *x)
 {
-	return x->brings ? bft_bpf_errmsg(x->c->bpf) : bft_rings_errmsg(x->rings);
+	return x->c->be->rings_errmsg(x->rings);
+}
+
+/*
+ * The work a backend without timers leaves to its reader (the module's
+ * flush timer): seal what lies below the watermark, so that it is read.
+ */
+static void rings_flush(struct rec *x)
+{
+	struct ctl *c = x->c;
+
+	if (c->be->flush(c->beh, true) < 0)
+		vlog(c, 1, "record: flush: %s", ctl_errmsg(c));
 }
 
 /*
@@ -364,18 +371,14 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 		return rc;
 	if (ctl_get_opt(c, BFT_OPT_FLUSH_MS, &flush))
 		vlog(c, 1, "record: flush interval unknown, assuming 100 ms");
-	if (c->bpf) {
-		rc = bft_bpf_rings_open(c->bpf, &x.brings, on_data, &x);
-		snprintf(err, sizeof(err), "%s", bft_bpf_errmsg(c->bpf));
-	} else {
-		rc = bft_rings_open(&x.rings, NULL, c->caps.nr_cpus, err, sizeof(err));
-	}
+	rc = c->be->rings_open(c->beh, &x.rings, NULL, c->caps.nr_cpus,
+			       on_data, &x, err, sizeof(err));
 	if (rc) {
 		err_msg("record: %s", err);
 		rc = rc == -ENOENT ? EXIT_NOMODULE : exit_for_errno(rc);
 		goto out;
 	}
-	mo.ncpus = c->bpf ? c->caps.nr_cpus : bft_rings_nr_cpus(x.rings);
+	mo.ncpus = c->caps.nr_cpus;	/* a ring per CPU the backend has */
 	if (bft_merge_init(&x.m, &mo) || bft_calltree_init(&x.ct, &co)) {
 		err_msg("record: out of memory");
 		rc = EXIT_FAIL;
@@ -424,11 +427,9 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 			}
 			last_status = t;
 		}
-		/* the BPF backend has no flush timer of its own: its reader is */
-		if (x.brings && t - last_flush >= (int64_t)flush.value) {
-			n = bft_bpf_flush(c->bpf, true);
-			if (n < 0)
-				vlog(c, 1, "record: flush: %s", bft_bpf_errmsg(c->bpf));
+		/* a backend without a flush timer of its own has its reader */
+		if (c->be->flush && t - last_flush >= (int64_t)flush.value) {
+			rings_flush(&x);
 			last_flush = t;
 		}
 		n = rings_poll(&x, 50);
@@ -448,8 +449,8 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 	if (!x.err) {
 		int quiet = (int)flush.value * 2 + 100;
 
-		if (x.brings && !ended)
-			bft_bpf_flush(c->bpf, true);
+		if (c->be->flush && !ended)
+			c->be->flush(c->beh, true);
 		n = rings_drain(&x, quiet, ended || last ? 10000 : quiet);
 		if (n < 0 && !x.err)
 			vlog(c, 1, "record: draining: %s", rings_errmsg(&x));
@@ -484,8 +485,8 @@ out:
 	for (size_t i = 0; i < x.nmc; i++)
 		free(x.mc[i].name);
 	free(x.mc);
-	bft_rings_close(x.rings);
-	bft_bpf_rings_close(x.brings);
+	if (x.rings)
+		c->be->rings_close(x.rings);
 	ctl_close(c);
 	return rc;
 }

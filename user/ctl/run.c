@@ -506,8 +506,8 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 		int e;
 
 		close(pipefd[0]);
-		if (c->nl)
-			close(bft_nl_fd(c->nl));	/* not the child's */
+		if (c->beh && c->be->fd)
+			close(c->be->fd(c->beh));	/* not the child's */
 		raise(SIGSTOP);		/* until bfctl has seized it */
 		execvp(child_argv[0], child_argv);
 		e = errno;
