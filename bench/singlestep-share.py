@@ -13,7 +13,7 @@ hit counts can weigh the classes by calls.
 x86-64 uprobes (arch/x86/kernel/uprobes.c, 6.1 and 6.12) emulate a
 relative jmp, call or jcc, a nop and push %reg; every other instruction is
 single-stepped, which costs far more (bench/notes.md).  The rule is
-bfctl's (user/lib/bft_entry.h): past an endbr64, walk the function's first
+bfctl's (user/lib/symbols/bft_entry.h): past an endbr64, walk the function's first
 instructions up to the first emulated one, at most 8 before it; if none of
 them (that one included) is the target of a direct branch anywhere in the
 library, none before it branches, names %rsp or touches the stack (push,

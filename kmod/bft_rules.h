@@ -5,7 +5,7 @@
  * which mode and where it leads, and the ring watermark.  A tool must see
  * the same values, names and refusals from bftrace.ko
  * (kmod/bft_control.c, kmod/bft_ring.c) and from the BPF backend
- * (user/lib/bft_bpf_control.c), so there is one copy of them.
+ * (user/lib/capture/bft_bpf_control.c), so there is one copy of them.
  *
  * Compiled by the kernel and by user space (C11), so it uses plain C
  * types and needs nothing but the UAPI header; callers map a refusal to

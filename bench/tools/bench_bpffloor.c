@@ -29,8 +29,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "bft_bpf.h"
-#include "bft_elf.h"
+#include "capture/bft_bpf.h"
+#include "symbols/bft_elf.h"
 
 struct probe {
 	struct bpf_link *link;	/* perf-event link */

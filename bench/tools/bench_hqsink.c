@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bfp_msg.h"
+#include "wire/bfp_msg.h"
 
 #define MAX_CONN 16
 

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bft_rings.h"
-#include "bft_stream.h"
+#include "capture/bft_rings.h"
+#include "wire/bft_stream.h"
 
 #define MAX_CPUS 1024
 

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bft_writer.h"
+#include "wire/bft_writer.h"
 
 #define THREADS_PER_CPU	2
 #define MAX_DEPTH	24

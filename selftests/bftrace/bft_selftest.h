@@ -29,10 +29,10 @@
 
 #include <linux/bftrace.h>
 
-#include "bft_bpf.h"
-#include "bft_calltree.h"
-#include "bft_nl.h"
-#include "bft_stream.h"
+#include "capture/bft_bpf.h"
+#include "model/bft_calltree.h"
+#include "capture/bft_nl.h"
+#include "wire/bft_stream.h"
 #include "spinner_shm.h"
 
 /* ---- targets ----------------------------------------------------------- */

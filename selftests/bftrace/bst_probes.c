@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bft_elf.h"
+#include "symbols/bft_elf.h"
 #include "bft_selftest.h"
 #include "bst_internal.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bft_rings.h"
+#include "capture/bft_rings.h"
 #include "bft_selftest.h"
 #include "bst_internal.h"
 

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "bft_calltree.h"
-#include "bft_merge.h"
-#include "bft_rings.h"
+#include "model/bft_calltree.h"
+#include "model/bft_merge.h"
+#include "capture/bft_rings.h"
 #include "bft_selftest.h"
 #include "bst_internal.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "kselftest_harness.h"
-#include "bft_calltree.h"
+#include "model/bft_calltree.h"
 #include "bft_selftest.h"
 
 #define SPIN_ID 42

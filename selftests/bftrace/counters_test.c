@@ -34,7 +34,7 @@
 #include <jansson.h>
 
 #include "kselftest_harness.h"
-#include "bfc_wire.h"
+#include "wire/bfc_wire.h"
 #include "bft_selftest.h"
 #include "calltree_shape.h"
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
-#include "bft_hooks.h"
+#include "symbols/bft_hooks.h"
 #include "bft_selftest.h"
 
 #define ID_SERVE	1

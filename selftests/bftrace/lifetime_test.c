@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
-#include "bft_rings.h"
+#include "capture/bft_rings.h"
 #include "bft_selftest.h"
 #include "calltree_shape.h"
 

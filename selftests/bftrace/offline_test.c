@@ -3,7 +3,7 @@
  * A CPU that goes offline during a session, on both backends.  The BPF
  * handlers leave records in the CPU's batch (user/bpf/bft.bpf.c), counted
  * as written; nothing runs on an offline CPU, so the control program must
- * serve it from another one (user/lib/bft_bpf_control.c, prog_run()).  Otherwise
+ * serve it from another one (user/lib/capture/bft_bpf_control.c, prog_run()).  Otherwise
  * those records and the CPU's stop mark stay in its state until it comes
  * back: the reader is short of what the status counts as written, and a
  * live merge waits for that CPU's heartbeat.  The module writes an offline

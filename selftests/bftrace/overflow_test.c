@@ -11,7 +11,7 @@
 
 #include "kselftest_harness.h"
 #include "bft_selftest.h"
-#include "bft_stream.h"
+#include "wire/bft_stream.h"
 
 FIXTURE(overflow) {
 	struct bst_session s;

@@ -41,7 +41,7 @@
 #include <jansson.h>
 
 #include "kselftest_harness.h"
-#include "bft_flow.h"
+#include "wire/bft_flow.h"
 #include "bft_selftest.h"
 #include "calltree_shape.h"
 #include "exc_shape.h"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
-#include "bft_dev_status.h"
+#include "capture/bft_dev_status.h"
 #include "bft_selftest.h"
 
 #define SPIN_METHOD	7

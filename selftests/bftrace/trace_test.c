@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "kselftest_harness.h"
-#include "bft_calltree.h"
-#include "bft_elf.h"
+#include "model/bft_calltree.h"
+#include "symbols/bft_elf.h"
 #include "bft_selftest.h"
 #include "calltree_shape.h"
 

@@ -52,12 +52,12 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "bft_calltree.h"
-#include "bft_flow.h"
-#include "bft_merge.h"
-#include "bft_varint.h"
-#include "bfp_config.h"
-#include "bfp_msg.h"
+#include "model/bft_calltree.h"
+#include "wire/bft_flow.h"
+#include "model/bft_merge.h"
+#include "wire/bft_varint.h"
+#include "wire/bfp_config.h"
+#include "wire/bfp_msg.h"
 
 #define COLL_MAX_SENDERS	64
 /* poll slots for the source: the module's two, or replay FIFOs */

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bft_nl.h"
+#include "capture/bft_nl.h"
 #include "collector.h"
 
 static void command_mode(struct coll *c, int cmd)

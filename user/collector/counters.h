@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "bfc_wire.h"
+#include "wire/bfc_wire.h"
 #include "collector.h"
 
 /* What waits to be written: a few samples of a thousand counters. */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bft_demangle.h"
+#include "symbols/bft_demangle.h"
 #include "collector.h"
 
 static int exc_put(struct exc_types *x, uint32_t id, char *name)

@@ -27,7 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bft_nl.h"
+#include "capture/bft_nl.h"
 #include "collector.h"
 
 /* ---- blocking helpers for the handshake ---- */

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bft_backend.h"
+#include "capture/bft_backend.h"
 #include "bft_util.h"
 #include "collector.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bft_backend.h"
+#include "capture/bft_backend.h"
 #include "bft_util.h"
 #include "source.h"
 

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "bft_backend.h"
+#include "capture/bft_backend.h"
 #include "bft_util.h"
 #include "source.h"
 

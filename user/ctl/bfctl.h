@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "bft_backend.h"
-#include "bft_nl.h"
+#include "capture/bft_backend.h"
+#include "capture/bft_nl.h"
 #include "parser.h"
 
 /* Exit codes: documented in --help (main.c) and bfctl.8; keep all three equal. */

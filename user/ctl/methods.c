@@ -5,7 +5,7 @@
  * outlive targets; --all shows them.
  */
 #include "bfctl.h"
-#include "bft_symclass.h"
+#include "symbols/bft_symclass.h"
 #include "output.h"
 
 struct methods_ctx {

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bft_entry.h"
-#include "bft_symclass.h"
+#include "symbols/bft_entry.h"
+#include "symbols/bft_symclass.h"
 #include "output.h"
 #include "probes.h"
 

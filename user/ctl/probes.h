@@ -6,8 +6,8 @@
 #define BFCTL_PROBES_H
 
 #include "bfctl.h"
-#include "bft_hooks.h"
-#include "bft_resolve.h"
+#include "symbols/bft_hooks.h"
+#include "symbols/bft_resolve.h"
 
 /* Without --max-probes, a selection larger than this is refused. */
 #define BFCTL_DEFAULT_MAX_PROBES 1000

@@ -27,8 +27,8 @@
 #include <time.h>
 
 #include "bfctl.h"
-#include "bft_calltree.h"
-#include "bft_merge.h"
+#include "model/bft_calltree.h"
+#include "model/bft_merge.h"
 #include "output.h"
 #include "bft_util.h"
 

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "bfp_msg.h"
+#include "wire/bfp_msg.h"
 #include "fuzz.h"
 
 static const enum bfp_ctx ctxs[] = {

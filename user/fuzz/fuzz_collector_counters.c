@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bfc_wire.h"
+#include "wire/bfc_wire.h"
 #include "fuzz.h"
 #include "fuzz_coll.h"
 #include "fuzz_scratch.h"

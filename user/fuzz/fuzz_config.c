@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "bfp_config.h"
+#include "wire/bfp_config.h"
 #include "fuzz.h"
 
 static bool lists_equal(const struct bfp_strlist *a,

@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "bfc_wire.h"
+#include "wire/bfc_wire.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

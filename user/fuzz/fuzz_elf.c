@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 
-#include "bft_resolve.h"
+#include "symbols/bft_resolve.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

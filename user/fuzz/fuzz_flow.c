@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "bft_flow.h"
+#include "wire/bft_flow.h"
 #include "fuzz.h"
 
 struct rewrite {

@@ -8,7 +8,7 @@
 #include <linux/bftrace.h>
 #include <string.h>
 
-#include "bft_nl.h"
+#include "capture/bft_nl.h"
 #include "fuzz.h"
 
 #define FUZZ_FAMILY	0x1d	/* any id above the controller's */

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "bft_stream.h"
+#include "wire/bft_stream.h"
 #include "fuzz.h"
 
 struct digest {

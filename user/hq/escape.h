@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "bft_varint.h"
+#include "wire/bft_varint.h"
 
 /* s (n bytes) for a text file: NUL as \0, other controls as \xNN. */
 void hq_escape(struct bft_buf *b, const char *s, size_t n);

@@ -34,9 +34,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "bft_varint.h"
-#include "bfp_config.h"
-#include "bfp_msg.h"
+#include "wire/bft_varint.h"
+#include "wire/bfp_config.h"
+#include "wire/bfp_msg.h"
 #include "escape.h"
 
 #define HQ_DEFAULT_PORT		7000

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bft_varint.h"
+#include "wire/bft_varint.h"
 
 struct feed;
 

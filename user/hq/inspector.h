@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "bfc_wire.h"
+#include "wire/bfc_wire.h"
 
 struct insp_counter {
 	bool used;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bft_varint.h"
+#include "wire/bft_varint.h"
 #include "pftrace.h"
 
 /* Trace */

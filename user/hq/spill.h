@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "bft_varint.h"
+#include "wire/bft_varint.h"
 
 struct spill_piece {
 	uint64_t off, len;

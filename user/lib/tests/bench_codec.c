@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "bft_calltree.h"
-#include "bft_merge.h"
+#include "model/bft_calltree.h"
+#include "model/bft_merge.h"
 #include "bft_test.h"
-#include "bft_writer.h"
+#include "wire/bft_writer.h"
 
 #define NCPU	4
 #define NTH	16

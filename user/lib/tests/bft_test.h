@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bft_stream.h"
-#include "bft_varint.h"
+#include "wire/bft_stream.h"
+#include "wire/bft_varint.h"
 
 /* Parse "41 00 c0" (spaces optional) into out; returns bytes, -1 if bad. */
 static inline int hex_parse(const char *hex, uint8_t *out, size_t max)

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "bft_test.h"
-#include "bft_writer.h"
+#include "wire/bft_writer.h"
 
 #define SYN_MAX_THREADS	16
 #define SYN_MAX_CPUS	8

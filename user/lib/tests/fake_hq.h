@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bfp_msg.h"
+#include "wire/bfp_msg.h"
 #include "bft_util.h"
 #include "collector_fixture.h"
 

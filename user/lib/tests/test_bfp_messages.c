@@ -11,8 +11,8 @@
 #include "kselftest_harness.h"
 
 #include "bft_test.h"
-#include "bfp_msg.h"
-#include "bfp_wire.h"
+#include "wire/bfp_msg.h"
+#include "wire/bfp_wire.h"
 
 #define MAXMSG 1024
 

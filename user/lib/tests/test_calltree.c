@@ -2,7 +2,7 @@
 /* Per-thread shadow stacks: NORET frames, breaks, orphans, call events. */
 #include "kselftest_harness.h"
 
-#include "bft_calltree.h"
+#include "model/bft_calltree.h"
 #include "bft_test.h"
 
 struct calls {

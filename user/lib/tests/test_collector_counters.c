@@ -14,7 +14,7 @@
 
 #include "kselftest_harness.h"
 
-#include "bfc_wire.h"
+#include "wire/bfc_wire.h"
 #include "collector_fixture.h"
 
 #define TGID 5000

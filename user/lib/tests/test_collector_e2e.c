@@ -13,7 +13,7 @@
 
 #include "kselftest_harness.h"
 
-#include "bft_flow.h"
+#include "wire/bft_flow.h"
 #include "collector_fixture.h"
 
 FIXTURE(e2e) {

@@ -19,8 +19,8 @@
 
 #include "kselftest_harness.h"
 
-#include "bft_flow.h"
-#include "bft_writer.h"
+#include "wire/bft_flow.h"
+#include "wire/bft_writer.h"
 #include "collector_fixture.h"
 
 #define A	4001	/* tids */

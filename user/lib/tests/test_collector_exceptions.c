@@ -15,8 +15,8 @@
 
 #include "kselftest_harness.h"
 
-#include "bfp_msg.h"
-#include "bft_flow.h"
+#include "wire/bfp_msg.h"
+#include "wire/bft_flow.h"
 #include "collector_fixture.h"
 #include "fake_hq.h"
 

@@ -15,7 +15,7 @@
  */
 #include "kselftest_harness.h"
 
-#include "bfp_msg.h"
+#include "wire/bfp_msg.h"
 #include "collector_fixture.h"
 #include "fake_hq.h"
 

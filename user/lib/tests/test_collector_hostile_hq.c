@@ -10,9 +10,9 @@
  */
 #include "kselftest_harness.h"
 
-#include "bfp_config.h"
-#include "bfp_joss.h"
-#include "bfp_msg.h"
+#include "wire/bfp_config.h"
+#include "wire/bfp_joss.h"
+#include "wire/bfp_msg.h"
 #include "collector_fixture.h"
 
 /* What a configuration may take (bfcollector.1), and the test's cap. */

@@ -8,7 +8,7 @@
 
 #include "kselftest_harness.h"
 
-#include "bfc_wire.h"
+#include "wire/bfc_wire.h"
 #include "bft_test.h"
 
 /* Encode m, compare with hex, decode hex, encode that again: same bytes. */

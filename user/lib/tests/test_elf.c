@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bft_elf.h"
+#include "symbols/bft_elf.h"
 /* The 6.1 harness leaves a parameter unused; not our code to change. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"

@@ -5,7 +5,7 @@
  */
 #include "kselftest_harness.h"
 
-#include "bft_entry.h"
+#include "symbols/bft_entry.h"
 
 #define BASE 0x401000ull
 

@@ -12,8 +12,8 @@
 
 #include "kselftest_harness.h"
 
-#include "bft_demangle.h"
-#include "bft_nl.h"
+#include "symbols/bft_demangle.h"
+#include "capture/bft_nl.h"
 
 struct dump {
 	uint8_t buf[8192];

@@ -8,7 +8,7 @@
 
 #include "kselftest_harness.h"
 
-#include "bft_flow.h"
+#include "wire/bft_flow.h"
 #include "bft_test.h"
 
 /* A flat list of .flow events. */

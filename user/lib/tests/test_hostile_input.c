@@ -15,10 +15,10 @@
 #include "kselftest_harness.h"
 
 #include "bft_test.h"
-#include "bfp_config.h"
-#include "bfp_joss.h"
-#include "bft_nl.h"
-#include "bft_resolve.h"
+#include "wire/bfp_config.h"
+#include "wire/bfp_joss.h"
+#include "capture/bft_nl.h"
+#include "symbols/bft_resolve.h"
 
 /* TC_CLASSDESC "" suid 0 flags SC_SERIALIZABLE, no fields, no annotation */
 static const uint8_t empty_desc[] = {

@@ -13,7 +13,7 @@
 #include "kselftest_harness.h"
 
 #include "bft_test.h"
-#include "bfp_msg.h"
+#include "wire/bfp_msg.h"
 #include "collector_fixture.h"
 #include "hq.h"
 

@@ -4,9 +4,9 @@
 
 #include "kselftest_harness.h"
 
-#include "bft_merge.h"
+#include "model/bft_merge.h"
 #include "bft_test.h"
-#include "bft_writer.h"
+#include "wire/bft_writer.h"
 
 static struct bft_record rec(uint32_t cpu, uint64_t t, unsigned int kind,
 			     uint64_t value)

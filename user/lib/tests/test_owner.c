@@ -12,7 +12,7 @@
 
 #include "kselftest_harness.h"
 
-#include "bft_owner.h"
+#include "capture/bft_owner.h"
 
 TEST(self_is_alive)
 {

@@ -31,13 +31,13 @@
 #include <libelf.h>
 #include <linux/bftrace.h>
 
-#include "bft_demangle.h"
-#include "bft_entry.h"
-#include "bft_hooks.h"
-#include "bft_maps.h"
-#include "bft_pattern.h"
-#include "bft_resolve.h"
-#include "bft_symclass.h"
+#include "symbols/bft_demangle.h"
+#include "symbols/bft_entry.h"
+#include "symbols/bft_hooks.h"
+#include "symbols/bft_maps.h"
+#include "symbols/bft_pattern.h"
+#include "symbols/bft_resolve.h"
+#include "symbols/bft_symclass.h"
 /* The 6.1 harness leaves a parameter unused; not our code to change. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"

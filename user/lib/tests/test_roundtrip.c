@@ -23,10 +23,10 @@
 
 #include <linux/bftrace.h>
 
-#include "bft_calltree.h"
-#include "bft_merge.h"
+#include "model/bft_calltree.h"
+#include "model/bft_merge.h"
 #include "bft_test.h"
-#include "bft_writer.h"
+#include "wire/bft_writer.h"
 
 #define RES_NS		100
 #define MAX_CPUS	4

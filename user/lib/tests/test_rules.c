@@ -8,7 +8,7 @@
  */
 #include "kselftest_harness.h"
 
-#include "bft_nl.h"
+#include "capture/bft_nl.h"
 /* as the module builds it (DKMS ships kmod/ alone) */
 #include "../../../kmod/bft_rules.h"
 

@@ -8,7 +8,7 @@
 #include "kselftest_harness.h"
 
 #include "bft_test.h"
-#include "bft_writer.h"
+#include "wire/bft_writer.h"
 
 /*
  * Every tbits 0 (seeds/001) example of bftrace.h 2.1/2.2, in one stream,

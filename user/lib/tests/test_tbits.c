@@ -9,7 +9,7 @@
 #include "kselftest_harness.h"
 
 #include "bft_test.h"
-#include "bft_writer.h"
+#include "wire/bft_writer.h"
 /* the writers' rule, as the module builds it (DKMS ships kmod/ alone) */
 #include "../../../kmod/bft_tbits.h"
 

@@ -3,7 +3,7 @@
 #include "kselftest_harness.h"
 
 #include "bft_test.h"
-#include "bft_varint.h"
+#include "wire/bft_varint.h"
 
 struct vec {
 	uint64_t v;

@@ -3,7 +3,7 @@
 #include "kselftest_harness.h"
 
 #include "bft_test.h"
-#include "bft_writer.h"
+#include "wire/bft_writer.h"
 
 /* Decode what w wrote so far into l; "SYNC THREAD ENTER ..." into kinds. */
 static int decode_writer(struct bft_writer *w, struct rec_log *l, char *kinds,

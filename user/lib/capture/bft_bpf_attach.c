@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The BPF backend's targets: the module's checks of a batch of probes
+ * (kmod/bft_attach.c), attaching it to a process, and, in reverse,
+ * detaching a target or all of them, and reaping the targets that exited.
+ * A target is a links directory under the session's pins.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/file.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "capture/bft_bpf_internal.h"
+
+/* include/linux/proc_ns.h: the first pid namespace's inode, fixed */
+#define PROC_PID_INIT_INO		0xEFFFFFFCU
+
+static void links_dir_format(char *buf, size_t len, uint32_t tgid)
+{
+	if (tgid)
+		snprintf(buf, len, "%s/links/%u", bft_bpf_pin_dir(), tgid);
+	else
+		snprintf(buf, len, "%s/links", bft_bpf_pin_dir());
+}
+
+/* A zombie has released its memory: no probe of it can fire. */
+static bool tgid_alive(uint32_t tgid)
+{
+	return !bft_proc_exited(tgid);
+}
+
+/*
+ * The process of thread id tid (the Tgid line of its status), 0 if that
+ * cannot be read.  /proc/<tid> exists for every thread, not only for a
+ * process's first one.
+ */
+static uint32_t tgid_of(uint32_t tid)
+{
+	char p[64], line[128];
+	unsigned int v = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%u/status", tid);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %u", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* tgids with a links directory, into out (up to cap); count. */
+size_t bft_bpf_targets_list(uint32_t *out, size_t cap)
+{
+	char p[PATH_MAX];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	links_dir_format(p, sizeof(p), 0);
+	d = opendir(p);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long v = strtoul(de->d_name, &end, 10);
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end)
+			continue;
+		if (n < cap)
+			out[n] = (uint32_t)v;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * The module's checks of one probe (kmod/bft_attach.c), without the
+ * offset's segment.
+ */
+static int probe_check(struct bft_bpf *b, size_t i,
+		       const struct bft_nl_probe *p)
+{
+	unsigned char magic[4];
+	struct stat st;
+	int fd;
+
+	if (!p->path || stat(p->path, &st))
+		return bft_bpf_err_set(b, -ENOENT, "probe %zu: %s: no such "
+				       "file", i, p->path ? p->path : "(null)");
+	if (S_ISDIR(st.st_mode))
+		return bft_bpf_err_set(b, -EISDIR, "probe %zu: %s is a "
+				       "directory", i, p->path);
+	if (!S_ISREG(st.st_mode))
+		return bft_bpf_err_set(b, -EINVAL, "probe %zu: %s is not a "
+				       "regular file", i, p->path);
+	if (!(p->flags & BFT_PF_ENTRY) || (p->flags & ~BFT_PF_ALL))
+		return bft_bpf_err_set(b, -EINVAL, "probe %zu: flags 0x%x: "
+				       "the BPF backend takes entry and "
+				       "return probes only", i, p->flags);
+	fd = open(p->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, magic, 4) != 4 || memcmp(magic, "\177ELF", 4)) {
+		if (fd >= 0)
+			close(fd);
+		return bft_bpf_err_set(b, -ENOEXEC, "probe %zu: %s is not ELF",
+				       i, p->path);
+	}
+	close(fd);
+	if (p->offset >= (uint64_t)st.st_size)
+		return bft_bpf_err_set(b, -ERANGE, "probe %zu: offset %#llx "
+				       "is past the end of %s", i,
+				       (unsigned long long)p->offset, p->path);
+	if (strlen(p->path) >= BFT_PATH_MAX ||
+	    (p->name && strlen(p->name) >= BFT_NAME_MAX))
+		return bft_bpf_err_set(b, -EINVAL, "probe %zu: path or name "
+				       "too long", i);
+	return 0;
+}
+
+static int batch_check(struct bft_bpf *b, uint32_t tgid,
+		       const struct bft_nl_probe *probes, size_t n)
+{
+	struct bft_bpf_ctl ctl;
+	struct bft_bpf_method m;
+	uint32_t targets[BFT_MAX_TARGETS], owner;
+	size_t nt;
+	int err;
+
+	if (!tgid || !tgid_alive(tgid))
+		return bft_bpf_err_set(b, -ESRCH, "no process with tgid %u",
+				       tgid);
+	/* as the module: the programs filter on the process (BFT_BPF_COOKIE) */
+	owner = tgid_of(tgid);
+	if (owner && owner != tgid)
+		return bft_bpf_err_set(b, -ESRCH, "%u is a thread of process "
+				       "%u, not a process", tgid, owner);
+	nt = bft_bpf_targets_list(targets, BFT_MAX_TARGETS);
+	if (nt >= BFT_MAX_TARGETS) {
+		char p[PATH_MAX];
+
+		links_dir_format(p, sizeof(p), tgid);
+		if (access(p, F_OK))
+			return bft_bpf_err_set(b, -E2BIG, "too many targets");
+	}
+	err = bft_bpf_ctl_read(b, &ctl);
+	if (err)
+		return err;
+	if (bft_bpf_probes_count(b) + n > ctl.opts[BFT_OPT_MAX_PROBES])
+		return bft_bpf_err_set(b, -E2BIG, "%zu probes exceed the "
+				       "limit (option max_probes %llu)", n,
+				       (unsigned long long)
+				       ctl.opts[BFT_OPT_MAX_PROBES]);
+	for (size_t i = 0; i < n; i++) {
+		struct bft_bpf_method_key k = { tgid, probes[i].method_id };
+
+		err = probe_check(b, i, &probes[i]);
+		if (err)
+			return err;
+		for (size_t j = 0; j < i; j++) {
+			if (probes[j].method_id == probes[i].method_id ||
+			    (probes[j].offset == probes[i].offset &&
+			     !strcmp(probes[j].path, probes[i].path)))
+				return bft_bpf_err_set(b, -EEXIST, "probe "
+						       "%zu: twice in the "
+						       "batch", i);
+		}
+		if (!bpf_map_lookup_elem(b->methods_fd, &k, &m) &&
+		    !(m.flags & BFT_PF_GONE))
+			return bft_bpf_err_set(b, -EEXIST, "probe %zu: method "
+					       "id %u is in use", i,
+					       probes[i].method_id);
+	}
+	return 0;
+}
+
+/*
+ * The target as the programs name it (BFT_BPF_COOKIE): the tgid given,
+ * from the first pid namespace, whose pids are the kernel's own; else 0,
+ * and the programs leave the process filter to the kernel.
+ */
+static uint32_t tgid_cookie(uint32_t tgid)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) || st.st_ino != PROC_PID_INIT_INO)
+		return 0;
+	return tgid;
+}
+
+/* Probes of one file, attached with two uprobe_multi links. */
+static int group_attach_multi(struct bft_bpf *b, uint32_t tgid,
+			      uint32_t ctgid, const struct bft_nl_probe *probes,
+			      const size_t *idx, size_t n, int *results,
+			      unsigned int *seq)
+{
+	uint64_t *offs = calloc(n, sizeof(*offs));
+	uint64_t *cookies = calloc(n, sizeof(*cookies));
+	size_t nret = 0;
+	int fd, err = 0;
+
+	if (!offs || !cookies) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct bft_nl_probe *p = &probes[idx[i]];
+
+		offs[i] = p->offset;
+		cookies[i] = BFT_BPF_COOKIE(p->method_id, p->flags, ctgid);
+	}
+	fd = bft_bpf_link_multi(b->enter_fd, tgid, probes[idx[0]].path, offs, cookies,
+			n, false);
+	if (fd < 0) {
+		err = bft_bpf_err_set(b, fd, "uprobe_multi on %s: %s",
+				      probes[idx[0]].path, strerror(-fd));
+		goto out;
+	}
+	err = bft_bpf_link_pin(b, fd, tgid, seq);
+	if (err)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const struct bft_nl_probe *p = &probes[idx[i]];
+
+		if (p->flags & BFT_PF_RETURN) {
+			offs[nret] = p->offset;
+			cookies[nret++] = BFT_BPF_COOKIE(p->method_id, p->flags,
+							 ctgid);
+		}
+	}
+	if (nret) {
+		unsigned int entries = *seq - 1;
+
+		fd = bft_bpf_link_multi(b->exit_fd, tgid, probes[idx[0]].path, offs,
+				cookies, nret, true);
+		if (fd < 0)
+			err = bft_bpf_err_set(b, fd, "uretprobe_multi on %s: "
+					      "%s", probes[idx[0]].path,
+					      strerror(-fd));
+		else
+			err = bft_bpf_link_pin(b, fd, tgid, seq);
+		if (err)	/* entries without their returns: none */
+			bft_bpf_link_unpin(tgid, entries);
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		results[idx[i]] = err;
+	free(offs);
+	free(cookies);
+	return err;
+}
+
+static int probe_attach(struct bft_bpf *b, uint32_t tgid, uint32_t ctgid,
+			const struct bft_nl_probe *p, unsigned int *seq)
+{
+	uint64_t cookie = BFT_BPF_COOKIE(p->method_id, p->flags, ctgid);
+	int fd, err;
+
+	fd = bft_bpf_link_uprobe(b->enter_fd, tgid, p->path, p->offset, false,
+				 cookie);
+	if (fd < 0)
+		return bft_bpf_err_set(b, fd, "uprobe on %s+%#llx: %s", p->path,
+				       (unsigned long long)p->offset,
+				       strerror(-fd));
+	err = bft_bpf_link_pin(b, fd, tgid, seq);
+	if (err || !(p->flags & BFT_PF_RETURN))
+		return err;
+	fd = bft_bpf_link_uprobe(b->exit_fd, tgid, p->path, p->offset, true,
+				 cookie);
+	if (fd < 0)
+		err = bft_bpf_err_set(b, fd, "uretprobe on %s+%#llx: %s",
+				      p->path, (unsigned long long)p->offset,
+				      strerror(-fd));
+	else
+		err = bft_bpf_link_pin(b, fd, tgid, seq);
+	if (err)	/* an entry without its return: none */
+		bft_bpf_link_unpin(tgid, *seq - 1);
+	return err;
+}
+
+static int target_attach(struct bft_bpf *b, uint32_t tgid,
+			 const struct bft_nl_probe *probes, size_t n, int *results)
+{
+	bool multi = bft_bpf_multi(b);
+	int *res = results ? results : calloc(n ? n : 1, sizeof(int));
+	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	bool *done = calloc(n ? n : 1, sizeof(*done));
+	uint32_t ctgid = tgid_cookie(tgid);	/* once, not per probe */
+	unsigned int seq = 0;
+	int err, first = 0, ok = 0;
+	char p[PATH_MAX];
+
+	if (!res || !idx || !done) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = batch_check(b, tgid, probes, n);
+	if (err) {
+		for (size_t i = 0; i < n; i++)
+			res[i] = err;
+		goto out;
+	}
+	links_dir_format(p, sizeof(p), tgid);
+	if (mkdir(p, 0700) && errno != EEXIST) {
+		err = bft_bpf_err_set(b, -errno, "mkdir %s: %s", p,
+				      strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		if (done[i])
+			continue;
+		if (!multi) {
+			done[i] = true;
+			res[i] = probe_attach(b, tgid, ctgid, &probes[i], &seq);
+			continue;
+		}
+		for (size_t j = i; j < n; j++) {
+			if (!done[j] && !strcmp(probes[j].path, probes[i].path)) {
+				done[j] = true;
+				idx[k++] = j;
+			}
+		}
+		group_attach_multi(b, tgid, ctgid, probes, idx, k, res, &seq);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!res[i]) {
+			ok++;
+			res[i] = bft_bpf_method_record(b, tgid, &probes[i]);
+		} else if (!first) {
+			first = res[i];
+		}
+	}
+	err = ok ? 0 : first;
+	if (!ok)
+		rmdir(p);	/* a target of nothing is no target (if empty) */
+out:
+	if (res != results)
+		free(res);
+	free(idx);
+	free(done);
+	return err;
+}
+
+int bft_bpf_attach(struct bft_bpf *b, uint32_t tgid,
+		   const struct bft_nl_probe *probes, size_t n, int *results)
+{
+	int fd = bft_bpf_session_open_locked(b, true), err;
+
+	if (fd < 0)
+		return fd;
+	err = target_attach(b, tgid, probes, n, results);
+	bft_bpf_probes_recount(b);
+	bft_bpf_session_unlock(fd);
+	return err;
+}
+
+static int target_unpin(struct bft_bpf *b, uint32_t tgid)
+{
+	char p[PATH_MAX], f[PATH_MAX + 256];
+	struct dirent *de;
+	DIR *d;
+
+	links_dir_format(p, sizeof(p), tgid);
+	d = opendir(p);
+	if (!d)
+		return errno == ENOENT ? -ENOENT :
+		       bft_bpf_err_set(b, -errno, "%s: %s", p, strerror(errno));
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(f, sizeof(f), "%s/%s", p, de->d_name);
+		unlink(f);	/* the last reference: the link goes */
+	}
+	closedir(d);
+	if (rmdir(p))
+		return bft_bpf_err_set(b, -errno, "rmdir %s: %s", p,
+				       strerror(errno));
+	bft_bpf_methods_retire(b, tgid);
+	return 0;
+}
+
+int bft_bpf_targets_detach(struct bft_bpf *b, uint32_t tgid)
+{
+	uint32_t t[BFT_MAX_TARGETS];
+	size_t n;
+	int err;
+
+	if (tgid) {
+		err = target_unpin(b, tgid);
+		bft_bpf_probes_recount(b);
+		if (err == -ENOENT)
+			return bft_bpf_err_set(b, err, "no target with tgid %u",
+					       tgid);
+		return err;
+	}
+	n = bft_bpf_targets_list(t, BFT_MAX_TARGETS);
+	for (size_t i = 0; i < n && i < BFT_MAX_TARGETS; i++) {
+		err = target_unpin(b, t[i]);
+		if (err && err != -ENOENT)
+			break;
+		err = 0;
+	}
+	bft_bpf_probes_recount(b);
+	return err;
+}
+
+int bft_bpf_detach(struct bft_bpf *b, uint32_t tgid)
+{
+	int fd, err = bft_bpf_session_open(b, false);
+
+	if (err == -ENOENT)	/* no session: nothing attached */
+		return tgid ? bft_bpf_err_set(b, err, "no target with tgid %u",
+					      tgid) : 0;
+	if (err)
+		return err;
+	fd = bft_bpf_session_lock(b);
+	if (fd < 0)
+		return fd;
+	err = bft_bpf_targets_detach(b, tgid);
+	bft_bpf_session_unlock(fd);
+	return err;
+}
+
+int bft_bpf_targets_signal(int sig)
+{
+	uint32_t t[BFT_MAX_TARGETS];
+	size_t n = bft_bpf_targets_list(t, BFT_MAX_TARGETS);
+	int ret = 0;
+
+	for (size_t i = 0; i < n && i < BFT_MAX_TARGETS; i++)
+		if (kill((pid_t)t[i], sig) && !ret)
+			ret = -errno;
+	return ret;
+}
+
+/*
+ * Targets that exited: their links would hold the files forever.  The
+ * module reaps them from its timer; here every flush and every tool that
+ * opens the session does.
+ */
+void bft_bpf_targets_reap(struct bft_bpf *b)
+{
+	uint32_t t[BFT_MAX_TARGETS];
+	size_t n = bft_bpf_targets_list(t, BFT_MAX_TARGETS), i;
+	int fd;
+
+	/*
+	 * Unpinning a dead target's links takes long (each one unregisters
+	 * its uprobe: seconds for hundreds under TCG) and needs no lock: no
+	 * one can attach to a dead tgid.  Only the count takes the lock,
+	 * and only if it is free: a reader's flush must not wait behind an
+	 * attach or a stop, which count at their end anyway; if it is
+	 * taken, the next flush counts, or closing this handle.
+	 */
+	for (i = 0; i < n && i < BFT_MAX_TARGETS; i++)
+		if (!tgid_alive(t[i]) && target_unpin(b, t[i]) != -ENOENT)
+			b->count_owed = true;
+	if (!b->count_owed)
+		return;
+	fd = open(bft_bpf_pin_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (!flock(fd, LOCK_EX | LOCK_NB)) {
+		bft_bpf_probes_recount(b);
+		b->count_owed = false;
+	}
+	close(fd);
+}

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The kernel objects that hold the BPF backend's probes: a perf-event
+ * uprobe per function, or one uprobe_multi link per file and direction
+ * (Linux 6.6), each pinned under the target's links directory, so that it
+ * lives as long as the session and goes when its pin is removed.  The
+ * module registers uprobe consumers instead (kmod/bft_probe.c).
+ */
+#include <errno.h>
+#include <linux/bpf.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "capture/bft_bpf_internal.h"
+
+#define BFT_F_UPROBE_MULTI_RETURN	1U
+
+static int uprobe_pmu_read(int *type, int *ret_bit)
+{
+	char buf[64] = "";
+	FILE *f = fopen("/sys/bus/event_source/devices/uprobe/type", "re");
+
+	if (!f)
+		return -errno;
+	if (fscanf(f, "%d", type) != 1) {
+		fclose(f);
+		return -EINVAL;
+	}
+	fclose(f);
+	*ret_bit = 0;
+	f = fopen("/sys/bus/event_source/devices/uprobe/format/retprobe", "re");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			sscanf(buf, "config:%d", ret_bit);
+		fclose(f);
+	}
+	return 0;
+}
+
+/* One perf-event uprobe with the program on it: a link fd or -errno. */
+int bft_bpf_link_uprobe(int prog_fd, uint32_t tgid, const char *path,
+			uint64_t offset, bool ret, uint64_t cookie)
+{
+	struct perf_event_attr pa;
+	int type, ret_bit, pfd, lfd, err;
+	LIBBPF_OPTS(bpf_link_create_opts, lo, .perf_event.bpf_cookie = cookie);
+
+	err = uprobe_pmu_read(&type, &ret_bit);
+	if (err)
+		return err;
+	memset(&pa, 0, sizeof(pa));
+	pa.size = sizeof(pa);
+	pa.type = type;
+	pa.config = ret ? 1ULL << ret_bit : 0;
+	pa.config1 = (uint64_t)(uintptr_t)path;
+	pa.config2 = offset;
+	pfd = syscall(SYS_perf_event_open, &pa, (pid_t)tgid, -1, -1,
+		      PERF_FLAG_FD_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	lfd = bpf_link_create(prog_fd, pfd, BPF_PERF_EVENT, &lo);
+	err = lfd < 0 ? -errno : 0;
+	close(pfd);
+	return err ? err : lfd;
+}
+
+/* The link_create part of union bpf_attr for uprobe_multi (Linux 6.6). */
+struct uprobe_multi_attr {
+	uint32_t prog_fd;
+	uint32_t target_fd;
+	uint32_t attach_type;
+	uint32_t flags;
+	uint64_t path;
+	uint64_t offsets;
+	uint64_t ref_ctr_offsets;
+	uint64_t cookies;
+	uint32_t cnt;
+	uint32_t multi_flags;
+	uint32_t pid;
+	uint32_t pad;
+};
+
+int bft_bpf_link_multi(int prog_fd, uint32_t tgid, const char *path,
+		       const uint64_t *offsets, const uint64_t *cookies,
+		       uint32_t cnt, bool ret)
+{
+	struct uprobe_multi_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = prog_fd;
+	a.attach_type = BFT_TRACE_UPROBE_MULTI;
+	a.path = (uint64_t)(uintptr_t)path;
+	a.offsets = (uint64_t)(uintptr_t)offsets;
+	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.cnt = cnt;
+	a.multi_flags = ret ? BFT_F_UPROBE_MULTI_RETURN : 0;
+	a.pid = tgid;
+	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : fd;
+}
+
+int bft_bpf_link_pin(struct bft_bpf *b, int fd, uint32_t tgid,
+		     unsigned int *seq)
+{
+	char p[PATH_MAX];
+	int err;
+
+	for (;; (*seq)++) {
+		snprintf(p, sizeof(p), "%s/links/%u/%u", bft_bpf_pin_dir(),
+			 tgid, *seq);
+		if (access(p, F_OK))
+			break;
+	}
+	err = bpf_obj_pin(fd, p) ? -errno : 0;
+	close(fd);
+	if (err)
+		return bft_bpf_err_set(b, err, "pinning %s: %s", p,
+				       strerror(-err));
+	(*seq)++;
+	return 0;
+}
+
+/* Undo bft_bpf_link_pin() when the other half of a probe group failed. */
+void bft_bpf_link_unpin(uint32_t tgid, unsigned int seq)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/links/%u/%u", bft_bpf_pin_dir(), tgid, seq);
+	unlink(p);	/* the last reference: the link goes */
+}
