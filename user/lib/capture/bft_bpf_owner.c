@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -141,8 +142,13 @@ int bft_bpf_owner_reap(struct bft_bpf *b)
 	if (bft_owner_dead(&o) != 1)
 		return 0;
 	err = owner_session_end(b, &o);
-	if (err)
+	if (err) {
+		/* b->err is the format's argument and its destination */
+		char why[sizeof(b->err)];
+
+		snprintf(why, sizeof(why), "%s", b->err);
 		return bft_bpf_err_set(b, err, "ending the session of dead "
-				       "owner %u: %s", o.tgid, b->err);
+				       "owner %u: %s", o.tgid, why);
+	}
 	return 0;
 }
