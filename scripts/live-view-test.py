@@ -13,8 +13,9 @@ forwarded ports (scripts/guest-run --forward): the remote viewing of seed
 
   - on a live directory written by the test with every kind of line (no
     root needed), the page's call tree equals what bfhq --replay makes of
-    it (route.c's rules: mismatched and orphan exits, throws, bubbles,
-    voids, escaped and renamed thread names); natively only;
+    it (the router's rules, user/hq/route_*.c: mismatched and orphan
+    exits, throws, bubbles, voids, escaped and renamed thread names);
+    natively only;
   - a page opened after the target's first run shows that run's calls;
   - each later run's calls appear on the open page (the delay from the
     run's start, when the test tells the target to go, to the first render
@@ -521,9 +522,9 @@ class Pipeline:
 # Every kind of line of the live format, in the order bfhq routes them:
 # (thread or None for a marker, line without its sequence number and time),
 # "void" for a gap of one sequence number.  The page must make of them what
-# route.c makes (bfhq --replay): mismatched exits, exits of frames never
-# seen, throws, bubbles, voids, renamed and escaped thread names, a thread
-# only named.
+# the router (user/hq/route_*.c) makes (bfhq --replay): mismatched exits,
+# exits of frames never seen, throws, bubbles, voids, renamed and escaped
+# thread names, a thread only named.
 EDGE_NAMES = ("M 1 main\nM 2 work\nM 3 leaf\\x09tabbed\nX 7 std::bad_alloc\n"
               "T 1 main (1/1)\nT 2 worker\nT 2 worker, renamed (1/2)\n"
               "T 3 back\\\\slash\\x01 (1/3)\nT 5 named only\n")

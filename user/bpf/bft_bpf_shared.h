@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the BPF programs of user/bpf/bft.bpf.c and their loader
- * (user/lib/bft_bpf_*.c) share: the layout of the maps' values and the
+ * (user/lib/capture/bft_bpf_*.c) share: the layout of the maps' values and the
  * operations of the control program.  Included by both sides, so only
  * __u8/__u32/__u64 appear here.  Both include linux/bftrace.h first.
  */

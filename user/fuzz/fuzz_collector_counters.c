@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bfcollector's counters agent (counters.c) reading an inspector: List,
+ * bfcollector's counters agent (counters_wire.c) reading an inspector: List,
  * Add, Remove, Good Bye and anything else, against the replay source's
  * methods and CPUs.  Input: a selector byte (where to split the input
  * between two reads), then the bytes.  Properties: everything the agent

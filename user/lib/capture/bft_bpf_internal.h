@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the files of the BPF backend (user/lib/bft_bpf_*.c) share: the
+ * What the files of the BPF backend (user/lib/capture/bft_bpf_*.c) share: the
  * handle, and the steps one of them takes for another.  Tools use
  * bft_bpf.h; the rules the backend shares with the module are
  * kmod/bft_rules.h.

@@ -300,7 +300,7 @@ static int object_read(struct bft_object *o, Elf *e, const struct image *img,
 		if (o->debug_path)
 			rc = bft_resolve_read_debug_syms(o->debug_path, &syms, &dbg);
 		if (rc == -ENOEXEC)
-			rc = 0;	/* checked in find_debug_file; raced away */
+			rc = 0;	/* checked in bft_resolve_find_debug; raced away */
 	}
 	if (rc)
 		goto out;
