@@ -93,10 +93,15 @@ struct bfi_slot {
 	uint64_t lost_owed;	/* LOST not yet written */
 	uint32_t tbits;
 	uint32_t depth;		/* entries in the shadow stack */
-	uint32_t calls;		/* depth of recorded frames, for max_depth */
+	uint32_t owed;		/* BFI_OWE_*: records due before the next
+				 * event, and BFI_OWE_BREAK(reason) */
 	uint32_t pad1;
-	uint64_t since_sync[4];	/* the tbits rule's tallies (bft_tbits.h) */
-	uint32_t nevicted;	/* entries in evicted[], a ring */
+	/* the tbits rule's tallies since the last SYNC: struct bft_tb_hist
+	 * of kmod/bft_tbits.h (keys, then gaps), checked by the recorder */
+	uint32_t tb_keys[16];
+	uint32_t tb_gaps[8];
+	uint32_t nevicted;	/* evictions so far: the next one goes to
+				 * evicted[nevicted % BFI_EVICTED] */
 	uint32_t pad2;
 	uint64_t reserved[8];
 	/*
@@ -108,6 +113,12 @@ struct bfi_slot {
 	 */
 	struct bfi_frame evicted[BFI_EVICTED];
 };
+
+/* struct bfi_slot.owed */
+#define BFI_OWE_SYNC		1u	/* a SYNC (and so a THREAD) */
+#define BFI_OWE_THREAD		2u	/* a THREAD: the slot changed hands */
+#define BFI_OWE_BREAK(r)	((uint32_t)(r) << 8)	/* a BREAK of reason r */
+#define BFI_OWED_BREAK(o)	(((o) >> 8) & 0xffu)
 
 /* The header of the area: page 0. */
 struct bfi_area {
@@ -154,6 +165,13 @@ struct bfi_live {
 	uint64_t ctl;		/* BFI_CTL(mode, break_reason, gen) */
 };
 
+/*
+ * A thread that records (TRACING) and finds gen changed since its last
+ * record writes a SYNC, then a BREAK of reason brk when brk is not 0: so
+ * the controller puts BFT_BREAK_SUSPEND in the word that resumes tracing
+ * after a suspend, BFT_BREAK_STOP in the one that starts after a stop,
+ * and 0 in any other.  A thread never writes while suspended: it counts.
+ */
 #define BFI_CTL(mode, brk, gen) \
 	((uint64_t)(mode) | ((uint64_t)(brk) << 8) | ((uint64_t)(gen) << 32))
 #define BFI_CTL_MODE(c)		((uint32_t)((c) & 0xff))	/* enum bft_mode */
