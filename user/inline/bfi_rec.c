@@ -19,7 +19,7 @@ _Static_assert(BFI_MAGIC == 0x656e696c6e496642ULL && BFI_VERSION == 1,
 /* a table entry whose thread found every slot taken */
 #define BFI_THREAD_NONE	(~0ull)
 
-static struct bfi_area *rec_area(void)
+static struct bfi_area *rec_area_get(void)
 {
 	const struct bfi_code *code;
 	uintptr_t text;
@@ -30,13 +30,21 @@ static struct bfi_area *rec_area(void)
 	return (struct bfi_area *)(uintptr_t)code->area;
 }
 
-static struct bfi_slot *rec_slot_at(struct bfi_area *a, uint64_t i)
+/* The control word: mode, break reason and generation of one change. */
+static uint64_t rec_ctl_read(const struct bfi_area *a)
+{
+	const struct bfi_live *l = (const void *)bfi_at(a, BFI_LIVE_OFF);
+
+	return bfi_load(&l->ctl);
+}
+
+static struct bfi_slot *rec_slot_get(struct bfi_area *a, uint64_t i)
 {
 	return (struct bfi_slot *)bfi_at(a, BFI_SLOTS_OFF +
 					 i * BFI_SLOT_SIZE(a->ring_size));
 }
 
-static uint32_t rec_nslots(const struct bfi_area *a)
+static uint32_t rec_slots_count(const struct bfi_area *a)
 {
 	return a->nslots < BFI_NSLOTS ? a->nslots : BFI_NSLOTS;
 }
@@ -45,10 +53,10 @@ static uint32_t rec_nslots(const struct bfi_area *a)
 static struct bfi_slot *rec_slot_claim(struct bfi_area *a, uint64_t tp,
 				       uint64_t ctl, uint64_t *index)
 {
-	uint32_t i, n = rec_nslots(a);
+	uint32_t i, n = rec_slots_count(a);
 
 	for (i = 0; i < n; i++) {
-		struct bfi_slot *s = rec_slot_at(a, i);
+		struct bfi_slot *s = rec_slot_get(a, i);
 
 		if (bfi_load(&s->tp) ||
 		    __sync_val_compare_and_swap(&s->tp, 0, tp))
@@ -73,7 +81,7 @@ static struct bfi_slot *rec_slot_find(struct bfi_area *a, uint64_t ctl,
 				      int claim)
 {
 	struct bfi_thread *t = (struct bfi_thread *)bfi_at(a, BFI_THREADS_OFF);
-	uint64_t tp = bfi_fs_u64(0), n = 2 * (uint64_t)rec_nslots(a), i, h;
+	uint64_t tp = bfi_fs_u64(0), n = 2 * (uint64_t)rec_slots_count(a), i, h;
 	uint64_t slot;
 
 	if (!tp || !n)
@@ -99,14 +107,15 @@ static struct bfi_slot *rec_slot_find(struct bfi_area *a, uint64_t ctl,
 		if (v != tp)
 			continue;
 		slot = bfi_load(&e->slot);
-		if (!slot || slot == BFI_THREAD_NONE || slot > rec_nslots(a))
+		if (!slot || slot == BFI_THREAD_NONE ||
+		    slot > rec_slots_count(a))
 			return 0;
-		return rec_slot_at(a, slot - 1);
+		return rec_slot_get(a, slot - 1);
 	}
 	return 0;
 }
 
-static void rec_ctx(struct bfi_ctx *c, struct bfi_area *a,
+static void rec_ctx_init(struct bfi_ctx *c, struct bfi_area *a,
 		    struct bfi_slot *s, uint64_t ctl)
 {
 	c->area = a;
@@ -122,7 +131,7 @@ static void rec_ctx(struct bfi_ctx *c, struct bfi_area *a,
  * thread's frames died with it; their entries are evicted, not dropped,
  * in case the tid was misread.
  */
-static void rec_takeover(struct bfi_ctx *c)
+static void rec_slot_takeover(struct bfi_ctx *c)
 {
 	struct bfi_area *a = c->area;
 	uint32_t tid;
@@ -138,7 +147,7 @@ static void rec_takeover(struct bfi_ctx *c)
 }
 
 /* The control word changed since this thread last recorded. */
-static void rec_gen(struct bfi_ctx *c)
+static void rec_gen_check(struct bfi_ctx *c)
 {
 	struct bfi_slot *s = c->slot;
 
@@ -168,7 +177,7 @@ static void rec_busy_give(struct bfi_slot *s)
 }
 
 /* The method's entry: ENTER, NORET or nothing; a pushed return. */
-static void rec_entry(struct bfi_ctx *c, struct bfi_method *m,
+static void rec_entry_record(struct bfi_ctx *c, struct bfi_method *m,
 		      uint64_t *retslot)
 {
 	struct bfi_area *a = c->area;
@@ -202,11 +211,11 @@ static void rec_entry(struct bfi_ctx *c, struct bfi_method *m,
 
 void bfi_enter(uint32_t index, uint64_t *retslot, struct bfi_regs *regs)
 {
-	struct bfi_area *a = rec_area();
+	struct bfi_area *a = rec_area_get();
 	struct bfi_method *m;
 	struct bfi_slot *s;
 	struct bfi_ctx c;
-	uint64_t ctl = bfi_load(&((struct bfi_live *)bfi_at(a, BFI_LIVE_OFF))->ctl);
+	uint64_t ctl = rec_ctl_read(a);
 	uint32_t mode = BFI_CTL_MODE(ctl), flags;
 	int active = mode == BFT_MODE_TRACING || mode == BFT_MODE_SUSPENDED;
 
@@ -223,26 +232,26 @@ void bfi_enter(uint32_t index, uint64_t *retslot, struct bfi_regs *regs)
 			__sync_fetch_and_add(&a->no_slot, 1);
 		return;
 	}
-	rec_ctx(&c, a, s, ctl);
+	rec_ctx_init(&c, a, s, ctl);
 	if (!rec_busy_take(s)) {
 		if (c.tracing)
 			s->nested++;
 		return;
 	}
 	if (active)
-		rec_takeover(&c);
+		rec_slot_takeover(&c);
 	if (c.tracing) {
-		rec_gen(&c);
+		rec_gen_check(&c);
 		c.now = bfi_clock(a);
 	}
 	if (flags & BFT_PF_HOOKS)
 		bfi_hook(&c, flags, (uint64_t)(uintptr_t)retslot, regs);
 	if (active && (flags & BFT_PF_ENTRY))
-		rec_entry(&c, m, retslot);
+		rec_entry_record(&c, m, retslot);
 	rec_busy_give(s);
 }
 
-static long rec_strlen(const char *p)
+static long rec_msg_len(const char *p)
 {
 	long n = 0;
 
@@ -259,7 +268,7 @@ static __attribute__((noreturn)) void rec_abort(void)
 		"recorded return address (its shadow stack entry is gone); "
 		"aborting\n";
 
-	bfi_syscall(NR_WRITE, 2, (long)msg, rec_strlen(msg));
+	bfi_syscall(NR_WRITE, 2, (long)msg, rec_msg_len(msg));
 	bfi_syscall(NR_TGKILL, bfi_syscall(NR_GETPID, 0, 0, 0),
 		    bfi_syscall(NR_GETTID, 0, 0, 0), SIGABRT_NR);
 	for (;;)
@@ -267,7 +276,7 @@ static __attribute__((noreturn)) void rec_abort(void)
 }
 
 /* A return owed to an evicted entry (its frame was wrongly taken for gone). */
-static uint64_t rec_evicted(struct bfi_slot *s, uint64_t slot)
+static uint64_t rec_evicted_take(struct bfi_slot *s, uint64_t slot)
 {
 	uint32_t n = s->nevicted < BFI_EVICTED ? s->nevicted : BFI_EVICTED;
 	uint32_t i, k;
@@ -291,8 +300,8 @@ static uint64_t rec_evicted(struct bfi_slot *s, uint64_t slot)
  */
 uint64_t bfi_exit(uint64_t rsp)
 {
-	struct bfi_area *a = rec_area();
-	uint64_t ctl = bfi_load(&((struct bfi_live *)bfi_at(a, BFI_LIVE_OFF))->ctl);
+	struct bfi_area *a = rec_area_get();
+	uint64_t ctl = rec_ctl_read(a);
 	uint64_t slot = rsp - 8, ret;
 	struct bfi_slot *s = rec_slot_find(a, ctl, 0);
 	struct bfi_ctx c;
@@ -300,14 +309,14 @@ uint64_t bfi_exit(uint64_t rsp)
 
 	if (!s)
 		rec_abort();
-	rec_ctx(&c, a, s, ctl);
+	rec_ctx_init(&c, a, s, ctl);
 	busy = rec_busy_take(s);
 	if (!busy)
 		c.tracing = 0;
 	for (i = s->depth; i && bfi_shadow(s)[i - 1].slot != slot; i--)
 		;
 	if (!i) {
-		ret = rec_evicted(s, slot);
+		ret = rec_evicted_take(s, slot);
 		if (busy)
 			rec_busy_give(s);
 		if (!ret)
@@ -319,7 +328,7 @@ uint64_t bfi_exit(uint64_t rsp)
 	bfi_evict(&c, i);
 	s->depth = i - 1;
 	if (c.tracing) {
-		rec_gen(&c);
+		rec_gen_check(&c);
 		c.now = bfi_clock(a);
 		bfi_unwind_close(&c, n, BFT_UNWIND_FOUND);
 		bfi_ring_event(&c, BFI_EV_EXIT, 0, 0);

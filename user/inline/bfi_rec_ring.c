@@ -50,7 +50,7 @@ uint64_t bfi_clock(const struct bfi_area *area)
 	return (uint64_t)ts.sec * 1000000000ull + (uint64_t)ts.nsec;
 }
 
-static unsigned int ring_esc(uint8_t *p, unsigned int kind)
+static unsigned int ring_esc_put(uint8_t *p, unsigned int kind)
 {
 	p[0] = (uint8_t)(BFT_ESC_LEAD | kind);
 	p[1] = 0;
@@ -58,19 +58,20 @@ static unsigned int ring_esc(uint8_t *p, unsigned int kind)
 }
 
 /* A time delta as TIME_SHORT or TIME (kmod: bft_put_units). */
-static unsigned int ring_units(uint8_t *p, uint64_t units)
+static unsigned int ring_units_put(uint8_t *p, uint64_t units)
 {
 	unsigned int n;
 
 	if (!units)
 		return 0;
 	if (units <= 32)
-		return ring_esc(p, BFT_ESC_TIME_SHORT - 1 + (unsigned int)units);
-	n = ring_esc(p, BFT_ESC_TIME);
+		return ring_esc_put(p, BFT_ESC_TIME_SHORT - 1 +
+				       (unsigned int)units);
+	n = ring_esc_put(p, BFT_ESC_TIME);
 	return n + bft_leb128_put(p + n, units);
 }
 
-static unsigned int ring_event(uint8_t *p, unsigned int tbits,
+static unsigned int ring_event_put(uint8_t *p, unsigned int tbits,
 			       enum bfi_ev kind, uint32_t id, uint32_t arg,
 			       uint64_t units)
 {
@@ -83,13 +84,13 @@ static unsigned int ring_event(uint8_t *p, unsigned int tbits,
 	case BFI_EV_EXIT:
 		return bft_packed_put(p, BFT_FLAG_EXIT, units);
 	case BFI_EV_NORET:
-		n = ring_esc(p, BFT_ESC_ENTER_NORET);
+		n = ring_esc_put(p, BFT_ESC_ENTER_NORET);
 		return n + bft_leb128_put(p + n, id);
 	case BFI_EV_THROW:
-		n = ring_esc(p, BFT_ESC_THROW);
+		n = ring_esc_put(p, BFT_ESC_THROW);
 		break;
 	default:
-		n = ring_esc(p, BFT_ESC_UNWIND);
+		n = ring_esc_put(p, BFT_ESC_UNWIND);
 		break;
 	}
 	n += bft_leb128_put(p + n, id);
@@ -123,7 +124,8 @@ static int ring_put(struct bfi_ctx *c, const uint8_t *b, unsigned int len)
  * The tbits after a SYNC now (bft_tbits.h), on its own: its tallies' stack
  * is then never on top of ring_write's bytes (the recorder's stack bound).
  */
-static __attribute__((noinline)) unsigned int ring_pick(struct bfi_slot *s)
+static __attribute__((noinline)) unsigned int
+ring_tbits_pick(struct bfi_slot *s)
 {
 	return bft_tb_pick((const struct bft_tb_hist *)s->tb_keys,
 			   (unsigned char)s->tbits);
@@ -152,12 +154,12 @@ static __attribute__((noinline)) void ring_write(struct bfi_ctx *c,
 		now = time;
 	s->produced++;
 	if (s->lost_owed) {
-		n += ring_esc(b + n, BFT_ESC_LOST);
+		n += ring_esc_put(b + n, BFT_ESC_LOST);
 		n += bft_leb128_put(b + n, s->lost_owed);
 	}
 	if (sync) {
 		/* seq counts what precedes, the owed LOST included */
-		n += ring_esc(b + n, BFT_ESC_SYNC);
+		n += ring_esc_put(b + n, BFT_ESC_SYNC);
 		n += bft_leb128_put(b + n, s->written + s->lost);
 		n += bft_leb128_put(b + n, now);
 		n += bft_leb128_put(b + n, res);
@@ -165,11 +167,11 @@ static __attribute__((noinline)) void ring_write(struct bfi_ctx *c,
 		time = now;
 	}
 	if (BFI_OWED_BREAK(owed)) {
-		n += ring_esc(b + n, BFT_ESC_BREAK);
+		n += ring_esc_put(b + n, BFT_ESC_BREAK);
 		n += bft_leb128_put(b + n, BFI_OWED_BREAK(owed));
 	}
 	if (sync || (owed & BFI_OWE_THREAD)) {
-		n += ring_esc(b + n, BFT_ESC_THREAD);
+		n += ring_esc_put(b + n, BFT_ESC_THREAD);
 		n += bft_leb128_put(b + n, a->tgid);
 		n += bft_leb128_put(b + n, s->tid);
 		n += bft_leb128_put(b + n, now - time);
@@ -180,10 +182,10 @@ static __attribute__((noinline)) void ring_write(struct bfi_ctx *c,
 		    units < (1ull << tbits))
 			inl = units;
 		else
-			n += ring_units(b + n, units);
+			n += ring_units_put(b + n, units);
 		time += units * res;
 	}
-	n += ring_event(b + n, tbits, kind, id, arg, inl);
+	n += ring_event_put(b + n, tbits, kind, id, arg, inl);
 	if (!ring_put(c, b, n)) {
 		s->lost++;
 		s->lost_owed++;
@@ -219,5 +221,5 @@ void bfi_ring_event(struct bfi_ctx *c, enum bfi_ev kind, uint32_t id,
 		owed |= BFI_OWE_SYNC;
 	sync = (owed & BFI_OWE_SYNC) || BFI_OWED_BREAK(owed);
 	ring_write(c, kind, id, arg, owed, sync,
-		   sync ? ring_pick(s) : (s->tbits & 7));
+		   sync ? ring_tbits_pick(s) : (s->tbits & 7));
 }

@@ -30,7 +30,7 @@ void bfi_evict(struct bfi_ctx *c, uint32_t from)
 	uint32_t i;
 
 	for (i = from; i < s->depth; i++)
-		s->evicted[s->nevicted++ % BFI_EVICTED] = bfi_shadow(c->slot)[i];
+		s->evicted[s->nevicted++ % BFI_EVICTED] = bfi_shadow(s)[i];
 	bfi_barrier();
 	s->depth = from;
 }
@@ -42,7 +42,8 @@ void bfi_unwind_close(struct bfi_ctx *c, uint32_t n, uint32_t reason)
 }
 
 /* Entries from the top whose slot is below @limit (at or below: @incl). */
-static uint32_t unwind_gone(struct bfi_ctx *c, uint64_t limit, int incl)
+static uint32_t unwind_keep_count(struct bfi_ctx *c, uint64_t limit,
+				  int incl)
 {
 	uint32_t i = c->slot->depth;
 
@@ -55,13 +56,14 @@ static uint32_t unwind_gone(struct bfi_ctx *c, uint64_t limit, int incl)
 /* Before an unwinder walks the stack: the real callers back in place. */
 static void unwind_restore(struct bfi_ctx *c, uint64_t sp)
 {
+	struct bfi_frame *sh = bfi_shadow(c->slot);
 	uint32_t i;
 
 	for (i = 0; i < c->slot->depth; i++) {
-		uint64_t *slot = (uint64_t *)(uintptr_t)bfi_shadow(c->slot)[i].slot;
+		uint64_t *slot = (uint64_t *)(uintptr_t)sh[i].slot;
 
 		if ((uint64_t)(uintptr_t)slot > sp && *slot == bfi_exit_addr())
-			*slot = bfi_shadow(c->slot)[i].ret;
+			*slot = sh[i].ret;
 	}
 }
 
@@ -70,7 +72,7 @@ static void unwind_restore(struct bfi_ctx *c, uint64_t sp)
  * slot, just below its frame address (private_2 after the search phase);
  * without one, sp + 1.
  */
-static uint64_t unwind_catch_floor(uint64_t exc, uint64_t sp)
+static uint64_t unwind_floor_find(uint64_t exc, uint64_t sp)
 {
 	uint64_t cfa;
 
@@ -86,24 +88,28 @@ static uint64_t unwind_catch_floor(uint64_t exc, uint64_t sp)
  * __cxa_begin_catch: the frames the exception left are closed; those
  * that live on get exit_common back, so their exits are recorded.
  */
-static void unwind_catch(struct bfi_ctx *c, uint64_t sp, uint64_t exc)
+static void unwind_catch_close(struct bfi_ctx *c, uint64_t sp,
+			       uint64_t exc)
 {
-	uint32_t keep = unwind_gone(c, sp, 1), n = c->slot->depth - keep, i;
-	uint64_t floor = unwind_catch_floor(exc, sp);
+	uint32_t keep = unwind_keep_count(c, sp, 1), i;
+	uint32_t n = c->slot->depth - keep;
+	struct bfi_frame *sh = bfi_shadow(c->slot);
+	uint64_t floor = unwind_floor_find(exc, sp);
 
 	bfi_evict(c, keep);
 	for (i = 0; i < keep; i++) {
-		uint64_t *slot = (uint64_t *)(uintptr_t)bfi_shadow(c->slot)[i].slot;
+		uint64_t *slot = (uint64_t *)(uintptr_t)sh[i].slot;
 
 		if ((uint64_t)(uintptr_t)slot > sp &&
 		    (uint64_t)(uintptr_t)slot >= floor &&
-		    *slot == bfi_shadow(c->slot)[i].ret)
+		    *slot == sh[i].ret)
 			*slot = bfi_exit_addr();
 	}
 	bfi_unwind_close(c, n, BFT_UNWIND_CATCH);
 }
 
-static void unwind_longjmp(struct bfi_ctx *c, uint64_t sp, uint64_t env)
+static void unwind_longjmp_close(struct bfi_ctx *c, uint64_t sp,
+				 uint64_t env)
 {
 	uint64_t m, target, guard = bfi_fs_u64(BFI_TCB_POINTER_GUARD);
 	uint32_t keep, n;
@@ -114,16 +120,16 @@ static void unwind_longjmp(struct bfi_ctx *c, uint64_t sp, uint64_t env)
 	target = ((m >> 17) | (m << 47)) ^ guard;
 	if (target <= sp)
 		return;	/* not a jump up this stack: nothing we can tell */
-	keep = unwind_gone(c, target, 0);
+	keep = unwind_keep_count(c, target, 0);
 	n = c->slot->depth - keep;
 	bfi_evict(c, keep);
 	bfi_unwind_close(c, n, BFT_UNWIND_LONGJMP);
 }
 
 /* __call_tls_dtors: the thread's start routine is over. */
-static void unwind_exit(struct bfi_ctx *c, uint64_t sp)
+static void unwind_exit_close(struct bfi_ctx *c, uint64_t sp)
 {
-	uint32_t keep = unwind_gone(c, sp, 1), n = c->slot->depth - keep;
+	uint32_t keep = unwind_keep_count(c, sp, 1), n = c->slot->depth - keep;
 
 	bfi_evict(c, keep);
 	bfi_unwind_close(c, n, BFT_UNWIND_EXIT);
@@ -135,7 +141,7 @@ static void unwind_exit(struct bfi_ctx *c, uint64_t sp)
  * so the reader never follows a pointer of the target's.  0 when unknown
  * or the table is full.
  */
-static uint32_t unwind_exc_id(struct bfi_area *a, uint64_t tinfo)
+static uint32_t unwind_exc_claim(struct bfi_area *a, uint64_t tinfo)
 {
 	struct bfi_exc *exc = (struct bfi_exc *)bfi_at(a, BFI_EXC_OFF);
 	const char *name;
@@ -147,7 +153,8 @@ static uint32_t unwind_exc_id(struct bfi_area *a, uint64_t tinfo)
 		uint64_t v = bfi_load(&exc[i].tinfo);
 
 		if (!v)
-			v = __sync_val_compare_and_swap(&exc[i].tinfo, 0, tinfo);
+			v = __sync_val_compare_and_swap(&exc[i].tinfo, 0,
+							tinfo);
 		if (v == tinfo)
 			return i + 1;
 		if (v)
@@ -178,12 +185,12 @@ void bfi_hook(struct bfi_ctx *c, uint32_t flags, uint64_t sp,
 			bfi_ring_event(c, BFI_EV_THROW, 0, BFT_THROW_FORCED);
 		break;
 	case BFT_PF_HOOK_CATCH:
-		unwind_catch(c, sp, regs->rdi);
+		unwind_catch_close(c, sp, regs->rdi);
 		break;
 	case BFT_PF_HOOK_THROW:
 		if (c->tracing)
 			bfi_ring_event(c, BFI_EV_THROW,
-				       unwind_exc_id(c->area, regs->rsi),
+				       unwind_exc_claim(c->area, regs->rsi),
 				       BFT_THROW_THROW);
 		break;
 	case BFT_PF_HOOK_RETHROW:
@@ -191,10 +198,10 @@ void bfi_hook(struct bfi_ctx *c, uint32_t flags, uint64_t sp,
 			bfi_ring_event(c, BFI_EV_THROW, 0, BFT_THROW_RETHROW);
 		break;
 	case BFT_PF_HOOK_LONGJMP:
-		unwind_longjmp(c, sp, regs->rdi);
+		unwind_longjmp_close(c, sp, regs->rdi);
 		break;
 	case BFT_PF_HOOK_EXIT:
-		unwind_exit(c, sp);
+		unwind_exit_close(c, sp);
 		break;
 	}
 }

@@ -12,9 +12,11 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -30,7 +32,8 @@
 /* The method indexes of the test functions; ids are index + 1. */
 enum {
 	M_LEAF, M_REC, M_TWO, M_TAIL, M_PAIR, M_DBL, M_OUTER, M_DEEP,
-	M_LONGJMP, M_UNWIND, M_CATCH, M_THROW, M_CO_F, M_CO_G, M_COUNT
+	M_LONGJMP, M_UNWIND, M_CATCH, M_THROW, M_CO_F, M_CO_G, M_LOSE,
+	M_COUNT
 };
 
 static struct {
@@ -209,7 +212,8 @@ static uint64_t vdso_clock(void)
 		return 0;
 	size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
 	for (i = 0; i < eh->e_phnum; i++) {
-		const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff) + i;
+		const Elf64_Phdr *ph =
+			(const Elf64_Phdr *)(base + eh->e_phoff) + i;
 
 		if (ph->p_type == PT_LOAD) {
 			load = ph->p_vaddr - ph->p_offset;
@@ -235,7 +239,8 @@ static uint64_t vdso_clock(void)
 				break;
 			name = elf_strptr(e, sh.sh_link, sym.st_name);
 			if (name && !strcmp(name, "__vdso_clock_gettime")) {
-				addr = (uint64_t)(uintptr_t)base + sym.st_value - load;
+				addr = (uint64_t)(uintptr_t)base +
+				       sym.st_value - load;
 				break;
 			}
 		}
@@ -464,7 +469,8 @@ TEST(three_threads)
 
 	ASSERT_EQ(0, rec_init(1 << 16, vdso_clock()));
 	for (i = 0; i < 3; i++)
-		ASSERT_EQ(0, pthread_create(&th[i], NULL, thread_body, &sum[i]));
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, thread_body,
+					    &sum[i]));
 	for (j = 0; j < 100; j++)
 		strcat(want, j ? " e3 e1 x1 e1 x1 x3" : "e3 e1 x1 e1 x1 x3");
 	for (i = 0; i < 3; i++) {
@@ -737,6 +743,56 @@ TEST(tid_change_takes_the_slot_over)
 	EXPECT_EQ(2, d.threads);
 	EXPECT_EQ(my_tid(), d.thread_tid[0]);
 	EXPECT_EQ(424242, d.thread_tid[1]);
+	decode_free(&d);
+	rec_fini();
+}
+
+/* A shadow stack the program overwrote: its return has no address. */
+static __attribute__((noinline)) int f_lose(int x)
+{
+	slot_of(my_tid())->depth = 0;
+	return x;
+}
+
+TEST(a_return_nobody_recorded_aborts)
+{
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, rec_init(1 << 12, 0));
+	stub_write(M_LOSE, (void *)f_lose, BFT_PF_ALL);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		CALL(int (*)(int), M_LOSE)(1);
+		_exit(0);	/* never: the recorder has no address */
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	EXPECT_EQ(SIGABRT, WTERMSIG(status));
+	rec_fini();
+}
+
+TEST(heartbeat_sync_after_flush_ns)
+{
+	struct decoded d;
+	int i;
+
+	ASSERT_EQ(0, rec_init(1 << 16, 0));
+	R.area->flush_ns = 1;	/* every record finds it passed */
+	for (i = 0; i < 5; i++) {
+		struct timespec t = { 0, 2000 };
+
+		CALL(int (*)(int), M_LEAF)(i);
+		nanosleep(&t, NULL);
+	}
+	ASSERT_EQ(0, decode_init(&d));
+	ASSERT_EQ(0, decode_feed(&d, slot_of(my_tid())));
+	decode_end(&d);
+	EXPECT_EQ(10, bft_stream_stats(&d.s)->by_kind[BFT_REC_SYNC]);
+	EXPECT_EQ(10, bft_stream_stats(&d.s)->by_kind[BFT_REC_THREAD]);
+	EXPECT_EQ(0, bft_stream_stats(&d.s)->errors);
+	EXPECT_STREQ("e1 x1 e1 x1 e1 x1 e1 x1 e1 x1\n", line_of(d.text));
 	decode_free(&d);
 	rec_fini();
 }
