@@ -122,7 +122,8 @@ static void rec_ctx_init(struct bfi_ctx *c, struct bfi_area *a,
 	c->slot = s;
 	c->ctl = ctl;
 	c->now = 0;
-	c->tracing = BFI_CTL_MODE(ctl) == BFT_MODE_TRACING;
+	/* paused as the module pauses: stopped, with recording on */
+	c->tracing = bft_recording(BFI_CTL_MODE(ctl));
 }
 
 /*
@@ -217,7 +218,7 @@ void bfi_enter(uint32_t index, uint64_t *retslot, struct bfi_regs *regs)
 	struct bfi_ctx c;
 	uint64_t ctl = rec_ctl_read(a);
 	uint32_t mode = BFI_CTL_MODE(ctl), flags;
-	int active = mode == BFT_MODE_TRACING || mode == BFT_MODE_SUSPENDED;
+	int active = bft_session_active(mode);
 
 	if (index >= BFI_MAX_METHODS)
 		return;
@@ -228,7 +229,7 @@ void bfi_enter(uint32_t index, uint64_t *retslot, struct bfi_regs *regs)
 		return;
 	s = rec_slot_find(a, ctl, active);
 	if (!s) {
-		if (mode == BFT_MODE_TRACING && (flags & BFT_PF_ENTRY))
+		if (bft_recording(mode) && (flags & BFT_PF_ENTRY))
 			__sync_fetch_and_add(&a->no_slot, 1);
 		return;
 	}
@@ -334,7 +335,7 @@ uint64_t bfi_exit(uint64_t rsp)
 		bfi_ring_event(&c, BFI_EV_EXIT, 0, 0);
 	} else if (BFI_CTL_MODE(ctl) == BFT_MODE_SUSPENDED && busy) {
 		s->suspended++;
-	} else if (!busy && BFI_CTL_MODE(ctl) == BFT_MODE_TRACING) {
+	} else if (!busy && bft_recording(BFI_CTL_MODE(ctl))) {
 		s->nested++;
 	}
 	if (busy)

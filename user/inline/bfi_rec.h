@@ -17,6 +17,7 @@
 #include <linux/bftrace.h>
 
 #include "bfi_layout.h"
+#include "../../kmod/bft_rules.h"
 
 #define BFI_HIDDEN __attribute__((visibility("hidden")))
 

@@ -484,12 +484,19 @@ TEST(three_threads)
 	rec_fini();
 }
 
+/*
+ * Only a session that is not running records nothing: paused is the
+ * module's pause, the target stopped and recording on, so what is in
+ * flight is not lost.
+ */
 TEST(mode_off_records_nothing)
 {
 	uint32_t i;
 
 	ASSERT_EQ(0, rec_init(1 << 12, 0));
-	live()->ctl = BFI_CTL(BFT_MODE_PAUSED, 0, 2);
+	live()->ctl = BFI_CTL(BFT_MODE_SHUTTING_DOWN, BFT_BREAK_STOP, 2);
+	EXPECT_EQ(23, CALL(int (*)(int), M_TWO)(10));
+	live()->ctl = BFI_CTL(BFT_MODE_INITIALIZING, 0, 3);
 	EXPECT_EQ(23, CALL(int (*)(int), M_TWO)(10));
 	live()->ctl = 0;	/* a fork child's wiped page */
 	EXPECT_EQ(10, CALL(int (*)(int), M_REC)(10));
