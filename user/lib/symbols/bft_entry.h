@@ -82,6 +82,12 @@ void bft_entry_close(struct bft_entry *e);
  */
 int bft_entry_targets_add(struct bft_entry *e, struct bft_entry_targets *t,
 			  const uint8_t *code, size_t size, uint64_t addr);
+/*
+ * The targets of every executable section of the ELF file open on fd
+ * (bft_entry_sweep.c), sorted.  -ENOEXEC not ELF, -ENOMEM.
+ */
+int bft_entry_targets_sweep(struct bft_entry *e, int fd,
+			    struct bft_entry_targets *t);
 /* Sort and deduplicate, once every function is in. */
 void bft_entry_targets_sort(struct bft_entry_targets *t);
 void bft_entry_targets_free(struct bft_entry_targets *t);

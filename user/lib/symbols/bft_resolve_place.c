@@ -12,8 +12,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,32 +33,8 @@ struct placing {
 /* Every direct branch target in the object's executable sections. */
 static int sweep(struct placing *p)
 {
-	Elf_Scn *scn = NULL;
-	Elf *e;
-	int rc = 0;
-
 	p->swept = true;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	e = elf_begin(p->fd, ELF_C_READ_MMAP, NULL);
-	if (!e)
-		return -ENOEXEC;
-	while (!rc && (scn = elf_nextscn(e, scn))) {
-		Elf_Data *d = NULL;
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
-		    !(sh.sh_flags & SHF_EXECINSTR))
-			continue;
-		while (!rc && (d = elf_rawdata(scn, d)))
-			if (d->d_buf)
-				rc = bft_entry_targets_add(p->dec, &p->targets,
-							   d->d_buf, d->d_size,
-							   sh.sh_addr + d->d_off);
-	}
-	elf_end(e);
-	bft_entry_targets_sort(&p->targets);
-	return rc;
+	return bft_entry_targets_sweep(p->dec, p->fd, &p->targets);
 }
 
 static bool is_hook(const struct bft_func *f)
