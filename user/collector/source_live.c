@@ -70,6 +70,23 @@ static int live_ring_feed(unsigned int cpu, const void *data, size_t len,
 	return 0;
 }
 
+/*
+ * A reader that knows a ring idle (the inline backend: no heartbeat
+ * records) lets the merge go past it; an ended ring is closed.
+ */
+static int live_ring_idle(unsigned int stream, uint64_t until_ns, void *arg)
+{
+	struct coll *c = arg;
+
+	if (live_of(c->src)->discarding || stream >= c->src->ncpus)
+		return 0;
+	if (until_ns == UINT64_MAX)
+		bft_merge_close(&c->merge, stream);
+	else
+		bft_merge_advance(&c->merge, stream, until_ns);
+	return 0;
+}
+
 static void live_events(struct coll *c)
 {
 	struct live *s = live_of(c->src);
@@ -179,6 +196,8 @@ static int live_open_backend(struct coll *c, char *err, size_t errlen)
 			   live_ring_feed, c, err, errlen);
 	if (e)
 		return e;
+	if (be->rings_idle)
+		be->rings_idle(s->rings, live_ring_idle);
 	if (be->where)
 		coll_log("reading the %s's rings (%s)", be->label, be->where());
 	return 0;

@@ -53,7 +53,7 @@ const struct cmd *cmd_find(const char *name)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bfctl [-v|-vv|-vvv] [--json] [--backend kmod|bpf|auto] COMMAND [ARGS]\n\n"
+	fprintf(f, "usage: bfctl [-v|-vv|-vvv] [--json] [--backend kmod|bpf|inline|auto] COMMAND [ARGS]\n\n"
 		"bfctl drives bftrace.ko, a function tracer for running processes, or\n"
 		"its BPF backend where the module cannot be loaded.\n\n"
 		"commands:\n");
@@ -75,8 +75,9 @@ static void usage(FILE *f)
 		"  exceptions and thread cancellation survive traced frames.  Where\n"
 		"  they cannot work (module without feature 'unwind', unknown unwinder)\n"
 		"  it says so and records entries only, unless --force.\n\n"
-		"backend: --backend (or $BFT_BACKEND) kmod, bpf or auto (default): auto\n"
-		"  is the module if it is loaded, else BPF.  The BPF backend keeps its\n"
+		"backend: --backend (or $BFT_BACKEND) kmod, bpf, inline or auto (default):\n"
+		"  inline patches the target's functions through ptrace (by name only);\n"
+		"  auto is the module if it is loaded, else BPF.  The BPF backend keeps its\n"
 		"  session pinned under /sys/fs/bpf/bftrace; it has no exception hooks,\n"
 		"  so it records entries only where C++ exceptions may unwind.\n\n"
 		"verbosity: -v features and failures in detail, -vv connection and\n"

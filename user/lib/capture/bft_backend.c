@@ -11,15 +11,16 @@
 
 #include "capture/bft_backend.h"
 
-/* Every backend there is; auto's second choice last. */
+/* Every backend there is; auto never picks inline. */
 static const struct bft_backend_ops *const backend_list[] = {
 	&bft_backend_kmod,
 	&bft_backend_bpf,
+	&bft_backend_inline,
 };
 
 #define BACKEND_COUNT (sizeof(backend_list) / sizeof(backend_list[0]))
 
-/* "kmod, bpf or auto" into buf. */
+/* "kmod, bpf, inline or auto" into buf. */
 static void backend_names(char *buf, size_t len)
 {
 	size_t off = 0;

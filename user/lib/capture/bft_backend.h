@@ -130,6 +130,15 @@ struct bft_backend_ops {
 			  size_t errlen);
 	void (*rings_close)(struct bft_backend_rings *r);
 	const char *(*rings_errmsg)(const struct bft_backend_rings *r);
+	/*
+	 * Where the reader learns itself that a ring is idle up to a time
+	 * (bft_merge_advance), or ended (until_ns UINT64_MAX:
+	 * bft_merge_close), idle(stream, until_ns, arg) with rings_open's
+	 * arg.  NULL: the backend's own records (SYNC heartbeats) say it.
+	 */
+	void (*rings_idle)(struct bft_backend_rings *r,
+			   int (*idle)(unsigned int stream, uint64_t until_ns,
+				       void *arg));
 	/* For a caller's poll(): readable when the rings want reading. */
 	int (*rings_fd)(struct bft_backend_rings *r);
 	/* How many rings woke since the last look; > 0 when unknown. */
@@ -148,10 +157,11 @@ struct bft_backend_ops {
 
 extern const struct bft_backend_ops bft_backend_kmod;
 extern const struct bft_backend_ops bft_backend_bpf;
+extern const struct bft_backend_ops bft_backend_inline;
 
 /*
- * The backend called name: "kmod", "bpf", or "auto" or "" for the module
- * when it is loaded, else BPF.  NULL: the name in $BFT_BACKEND, auto if
+ * The backend called name: "kmod", "bpf", "inline" (by name only), or
+ * "auto" or "" for the module when it is loaded, else BPF.  NULL: the name in $BFT_BACKEND, auto if
  * unset.  An unknown name: -EINVAL, and err says which names there are.
  */
 int bft_backend_choose(const char *name, const struct bft_backend_ops **ops,

@@ -41,6 +41,7 @@ struct bfi_method_rec {
 
 struct bfi_target {
 	uint32_t tgid;
+	uint32_t index;		/* its block of streams: index * BFI_NSLOTS */
 	uint64_t start;		/* the process's start time (bft_owner) */
 	uint64_t pidns;
 	/* the area, as mapped at attach: the geometry a reader trusts */
