@@ -439,7 +439,7 @@ TEST_F(faults, collector_refuses_an_unknown_backend)
 	log = bft_test_slurp(self->log, NULL);
 	ASSERT_NE(NULL, log);
 	{
-		const char *first = strstr(log, "bfcollector: unknown backend 'foo' (kmod, bpf or auto)");
+		const char *first = strstr(log, "bfcollector: unknown backend 'foo' (kmod, bpf, inline or auto)");
 
 		ASSERT_NE(NULL, first);
 		EXPECT_NE(NULL, strstr(first + 1, "unknown backend 'foo'"));
