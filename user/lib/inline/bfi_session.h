@@ -103,8 +103,9 @@ int bfi_target_parse(struct bfi_target *t, FILE *f, char *err,
 int bfi_session_set_mode(struct bfi_session *s, int cmd,
 			 const struct bft_owner *owner, uint8_t *mode);
 /*
- * The control word (and on START the options the recorder reads) into
- * one target's area.  -ESRCH: it is gone.
+ * The control word (and, when it says TRACING, the options the recorder
+ * reads) into one target's area; the patcher calls it for a target new
+ * to a running session too.  -ESRCH: it is gone.
  */
 int bfi_area_write_ctl(struct bfi_session *s, const struct bfi_target *t);
 

@@ -44,8 +44,9 @@ int bfi_area_write_ctl(struct bfi_session *s, const struct bfi_target *t)
 	uint64_t ctl = BFI_CTL(st->mode, st->break_reason, st->gen);
 	int e = 0;
 
-	if (st->mode == BFT_MODE_TRACING && st->break_reason == 0) {
-		/* a start: the options the recorder reads come first */
+	if (st->mode == BFT_MODE_TRACING) {
+		/* the options the recorder reads come first (idle-only:
+		 * unchanged since the start, so rewriting them is harmless) */
 		uint64_t v[2] = { st->opts[BFT_OPT_TIME_RES_NS],
 				  st->opts[BFT_OPT_FLUSH_MS] * 1000000ull };
 		uint32_t depth = (uint32_t)st->opts[BFT_OPT_MAX_DEPTH];
@@ -175,8 +176,14 @@ static int mode_change(struct bfi_session *s, int cmd,
 		mode_signal(s, SIGCONT);
 	st->mode = (uint8_t)next;
 	st->gen++;
-	st->break_reason = cmd == BFT_CMD_STOP ? BFT_BREAK_STOP :
-			   cmd == BFT_CMD_SUSPEND ? BFT_BREAK_SUSPEND : 0;
+	/*
+	 * The recorder writes the BREAK when it records again, so the
+	 * reason goes into the word that resumes tracing (bfi_layout.h):
+	 * a thread that slept through the suspend or the stop still says it.
+	 */
+	st->break_reason = cmd == BFT_CMD_UNSUSPEND ? BFT_BREAK_SUSPEND :
+			   cmd == BFT_CMD_START &&
+			   cur == BFT_MODE_SHUTTING_DOWN ? BFT_BREAK_STOP : 0;
 	if (cmd == BFT_CMD_START) {
 		memset(&st->owner, 0, sizeof(st->owner));
 		if (owner)

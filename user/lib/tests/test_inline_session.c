@@ -252,13 +252,19 @@ TEST_F(reg, modes_reach_the_area)
 					  &mode));
 	c = ctl_of(self);
 	EXPECT_EQ(BFT_MODE_SUSPENDED, BFI_CTL_MODE(c));
-	EXPECT_EQ(BFT_BREAK_SUSPEND, BFI_CTL_BREAK(c));
+	EXPECT_EQ(0, BFI_CTL_BREAK(c));
 	EXPECT_EQ(2, BFI_CTL_GEN(c));
+	/* the break is in the word that resumes: the recorder writes it */
 	ASSERT_EQ(0, bfi_session_set_mode(self->s, BFT_CMD_UNSUSPEND, NULL,
 					  &mode));
+	c = ctl_of(self);
+	EXPECT_EQ(BFT_MODE_TRACING, BFI_CTL_MODE(c));
+	EXPECT_EQ(BFT_BREAK_SUSPEND, BFI_CTL_BREAK(c));
 	ASSERT_EQ(0, bfi_session_set_mode(self->s, BFT_CMD_PAUSE, NULL,
 					  &mode));
-	EXPECT_EQ(BFT_MODE_PAUSED, BFI_CTL_MODE(ctl_of(self)));
+	c = ctl_of(self);
+	EXPECT_EQ(BFT_MODE_PAUSED, BFI_CTL_MODE(c));
+	EXPECT_EQ(0, BFI_CTL_BREAK(c));
 	for (int i = 0; i < 100 && proc_state(self->child) != 'T'; i++)
 		usleep(10000);
 	EXPECT_EQ('T', proc_state(self->child));
@@ -280,8 +286,27 @@ TEST_F(reg, modes_reach_the_area)
 					  &mode));
 	c = ctl_of(self);
 	EXPECT_EQ(BFT_MODE_SHUTTING_DOWN, BFI_CTL_MODE(c));
-	EXPECT_EQ(BFT_BREAK_STOP, BFI_CTL_BREAK(c));
+	EXPECT_EQ(0, BFI_CTL_BREAK(c));
 	EXPECT_EQ(6, BFI_CTL_GEN(c));
+}
+
+/* A start after a stop carries BREAK_STOP, for threads that slept. */
+TEST_F(reg, start_after_stop_says_stop)
+{
+	uint8_t mode;
+	uint64_t c;
+
+	ASSERT_EQ(0, bfi_session_set_mode(self->s, BFT_CMD_START, NULL,
+					  &mode));
+	ASSERT_EQ(0, bfi_session_set_mode(self->s, BFT_CMD_STOP, NULL,
+					  &mode));
+	register_child(_metadata, self);
+	ASSERT_EQ(0, bfi_session_set_mode(self->s, BFT_CMD_START, NULL,
+					  &mode));
+	c = ctl_of(self);
+	EXPECT_EQ(BFT_MODE_TRACING, BFI_CTL_MODE(c));
+	EXPECT_EQ(BFT_BREAK_STOP, BFI_CTL_BREAK(c));
+	EXPECT_EQ(3, BFI_CTL_GEN(c));
 }
 
 /* What the reader gave, per stream. */
