@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfi_reloc: plan a function's rewrite, and build its stub (bfi_reloc.h).
+ * The rules are an allow-list: an instruction moves as it is unless
+ * Capstone puts it in a group whose meaning depends on where it runs
+ * (jumps, calls, returns, interrupts, relative branches) or it names RIP;
+ * of those, only a RIP-relative memory operand and a final relative jmp or
+ * jcc are rewritten.
+ */
+#include <capstone/capstone.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inline/bfi_reloc.h"
+
+struct bfi_reloc {
+	csh cs;
+	cs_insn *insn;
+};
+
+static const char *const refusal_names[BFI_REFUSE_NRULES] = {
+	[BFI_REFUSE_NONE] = "rewritten",
+	[BFI_REFUSE_SHORT] = "short",
+	[BFI_REFUSE_UNDECODABLE] = "undecodable",
+	[BFI_REFUSE_INSN] = "unmovable",
+	[BFI_REFUSE_TARGET] = "branch-target",
+	[BFI_REFUSE_INDIRECT] = "indirect-jump",
+};
+
+static const char *const refusal_whys[BFI_REFUSE_NRULES] = {
+	[BFI_REFUSE_NONE] = "its first instructions can move into a stub",
+	[BFI_REFUSE_SHORT] = "it is shorter than the 5-byte jump",
+	[BFI_REFUSE_UNDECODABLE] = "its first bytes do not decode",
+	[BFI_REFUSE_INSN] = "an instruction the jump covers cannot move",
+	[BFI_REFUSE_TARGET] = "a branch lands inside the bytes the jump covers",
+	[BFI_REFUSE_INDIRECT] = "it has an indirect jump, which could land "
+				"inside the bytes the jump covers",
+};
+
+const char *bfi_refusal_name(enum bfi_refusal r)
+{
+	return (unsigned int)r < BFI_REFUSE_NRULES ? refusal_names[r] : "?";
+}
+
+const char *bfi_refusal_why(enum bfi_refusal r)
+{
+	return (unsigned int)r < BFI_REFUSE_NRULES ? refusal_whys[r] :
+	       "it cannot be rewritten";
+}
+
+int bfi_reloc_open(struct bfi_reloc **rp)
+{
+	struct bfi_reloc *r = calloc(1, sizeof(*r));
+
+	*rp = NULL;
+	if (!r)
+		return -ENOMEM;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &r->cs) != CS_ERR_OK) {
+		free(r);
+		return -ENOMEM;
+	}
+	cs_option(r->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	r->insn = cs_malloc(r->cs);
+	if (!r->insn) {
+		cs_close(&r->cs);
+		free(r);
+		return -ENOMEM;
+	}
+	*rp = r;
+	return 0;
+}
+
+void bfi_reloc_close(struct bfi_reloc *r)
+{
+	if (!r)
+		return;
+	cs_free(r->insn, 1);
+	cs_close(&r->cs);
+	free(r);
+}
+
+static bool reloc_in_group(csh cs, const cs_insn *in, int group)
+{
+	return cs_insn_group(cs, in, (uint8_t)group);
+}
+
+/* A jmp or jcc with an immediate (relative) target, and that target. */
+static bool reloc_rel_branch(const cs_insn *in, uint64_t *target, bool *jcc)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	if (x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
+		return false;
+	switch (in->id) {
+	case X86_INS_JMP:
+		*jcc = false;
+		break;
+	case X86_INS_JAE: case X86_INS_JA: case X86_INS_JBE: case X86_INS_JB:
+	case X86_INS_JE: case X86_INS_JGE: case X86_INS_JG: case X86_INS_JLE:
+	case X86_INS_JL: case X86_INS_JNE: case X86_INS_JNO: case X86_INS_JNP:
+	case X86_INS_JNS: case X86_INS_JO: case X86_INS_JP: case X86_INS_JS:
+		*jcc = true;
+		break;
+	default:		/* jrcxz, loop: no rel32 form */
+		return false;
+	}
+	*target = (uint64_t)x->operands[0].imm;
+	return true;
+}
+
+static bool reloc_rip_operand(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	for (uint8_t i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM &&
+		    x->operands[i].mem.base == X86_REG_RIP)
+			return true;
+	return false;
+}
+
+/* Why one displaced instruction cannot move, or NULL. */
+static const char *reloc_unmovable(struct bfi_reloc *r, const cs_insn *in,
+				   bool last)
+{
+	uint64_t t;
+	bool jcc;
+
+	if (reloc_rel_branch(in, &t, &jcc))
+		return last ? NULL : "a branch before the jump's end";
+	if (reloc_in_group(r->cs, in, X86_GRP_CALL))
+		return "a call";
+	if (reloc_in_group(r->cs, in, X86_GRP_JUMP) ||
+	    reloc_in_group(r->cs, in, X86_GRP_BRANCH_RELATIVE))
+		return "a branch that cannot be moved";
+	if (reloc_in_group(r->cs, in, X86_GRP_RET) ||
+	    reloc_in_group(r->cs, in, X86_GRP_IRET))
+		return "a return";
+	if (reloc_in_group(r->cs, in, X86_GRP_INT) ||
+	    in->id == X86_INS_SYSCALL || in->id == X86_INS_SYSENTER ||
+	    in->id == X86_INS_UD2 || in->id == X86_INS_HLT ||
+	    in->id == X86_INS_XBEGIN)
+		return "a trap, system call or transaction";
+	if (reloc_rip_operand(in) && !in->detail->x86.encoding.disp_offset)
+		return "a RIP-relative operand Capstone does not locate";
+	return NULL;
+}
+
+/* Whether the function has a jmp through a register or memory. */
+static bool reloc_indirect(struct bfi_reloc *r, const uint8_t *code,
+			   size_t size, uint64_t addr)
+{
+	const uint8_t *p = code;
+	uint64_t a = addr;
+
+	while (size) {
+		if (!cs_disasm_iter(r->cs, &p, &size, &a, r->insn)) {
+			/* data or padding: step over one byte */
+			p++;
+			size--;
+			a++;
+			continue;
+		}
+		if (r->insn->id == X86_INS_JMP &&
+		    r->insn->detail->x86.op_count == 1 &&
+		    r->insn->detail->x86.operands[0].type != X86_OP_IMM)
+			return true;
+	}
+	return false;
+}
+
+static bool reloc_target_inside(const struct bft_entry_targets *t,
+				uint64_t lo, uint64_t hi)
+{
+	size_t a = 0, b = t ? t->n : 0;
+
+	/* the first target > lo (a branch to the jump itself is an entry) */
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if (t->v[m] <= lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return t && a < t->n && t->v[a] < hi;
+}
+
+int bfi_reloc_plan(struct bfi_reloc *r, const uint8_t *code, size_t size,
+		   uint64_t addr, const struct bft_entry_targets *others,
+		   struct bfi_plan *plan)
+{
+	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	size_t skip = size >= 4 && !memcmp(code, endbr64, 4) ? 4 : 0;
+	const uint8_t *p = code + skip;
+	size_t left = size - skip;
+	uint64_t a = addr + skip;
+
+	memset(plan, 0, sizeof(*plan));
+	plan->func = addr;
+	plan->at = addr + skip;
+	if (left < BFI_JMP_LEN) {
+		plan->why = BFI_REFUSE_SHORT;
+		return 0;
+	}
+	while (plan->len < BFI_JMP_LEN) {
+		uint64_t off = a - addr;
+		const char *why;
+
+		if (!cs_disasm_iter(r->cs, &p, &left, &a, r->insn)) {
+			plan->why = BFI_REFUSE_UNDECODABLE;
+			snprintf(plan->detail, sizeof(plan->detail), "at +%llu",
+				 (unsigned long long)off);
+			return 0;
+		}
+		plan->len += r->insn->size;
+		plan->ninsn++;
+		why = reloc_unmovable(r, r->insn, plan->len >= BFI_JMP_LEN);
+		if (why) {
+			plan->why = BFI_REFUSE_INSN;
+			snprintf(plan->detail, sizeof(plan->detail),
+				 "%s (%.12s %.40s) at +%llu", why,
+				 r->insn->mnemonic, r->insn->op_str,
+				 (unsigned long long)off);
+			return 0;
+		}
+	}
+	if (plan->len > BFI_DISPLACED_MAX) {
+		plan->why = BFI_REFUSE_INSN;
+		snprintf(plan->detail, sizeof(plan->detail),
+			 "%u displaced bytes", plan->len);
+		return 0;
+	}
+	memcpy(plan->orig, code + skip, plan->len);
+	if (reloc_target_inside(others, plan->at, plan->at + plan->len)) {
+		plan->why = BFI_REFUSE_TARGET;
+		return 0;
+	}
+	if (reloc_indirect(r, code, size, addr)) {
+		plan->why = BFI_REFUSE_INDIRECT;
+		return 0;
+	}
+	plan->why = BFI_REFUSE_NONE;
+	return 0;
+}
+
+static int reloc_rel32(uint64_t from_end, uint64_t to, int32_t *out)
+{
+	int64_t d = (int64_t)(to - from_end);
+
+	if (d < INT32_MIN || d > INT32_MAX)
+		return -ERANGE;
+	*out = (int32_t)d;
+	return 0;
+}
+
+int bfi_stub_jump(uint64_t from, uint64_t to, uint8_t out[BFI_JMP_LEN])
+{
+	int32_t d;
+	int rc = reloc_rel32(from + BFI_JMP_LEN, to, &d);
+
+	if (rc)
+		return rc;
+	out[0] = 0xe9;
+	memcpy(out + 1, &d, sizeof(d));
+	return 0;
+}
+
+/* One displaced instruction, moved from its place to buf at b. */
+static int reloc_move(const cs_insn *in, uint64_t b, uint8_t *buf,
+		      size_t *n)
+{
+	const cs_x86 *x = &in->detail->x86;
+	uint64_t t;
+	int32_t d = 0;
+	bool jcc;
+	int rc;
+
+	if (reloc_rel_branch(in, &t, &jcc)) {
+		uint8_t op = x->opcode[0] == 0x0f ? x->opcode[1] : x->opcode[0];
+
+		if (!jcc) {
+			rc = reloc_rel32(b + 5, t, &d);
+			buf[0] = 0xe9;
+			memcpy(buf + 1, &d, sizeof(d));
+			*n = 5;
+			return rc;
+		}
+		/* the condition is the low nibble of 7x or 0f 8x */
+		rc = reloc_rel32(b + 6, t, &d);
+		buf[0] = 0x0f;
+		buf[1] = (uint8_t)(0x80 | (op & 0x0f));
+		memcpy(buf + 2, &d, sizeof(d));
+		*n = 6;
+		return rc;
+	}
+	memcpy(buf, in->bytes, in->size);
+	*n = in->size;
+	if (reloc_rip_operand(in)) {
+		uint8_t at = x->encoding.disp_offset;
+		int32_t old;
+		int64_t nd;
+
+		if (!at || at + 4u > in->size)
+			return -EINVAL;
+		memcpy(&old, in->bytes + at, sizeof(old));
+		/* same target: in->address + size + old = b + size + new */
+		nd = (int64_t)old + (int64_t)(in->address - b);
+		if (nd < INT32_MIN || nd > INT32_MAX)
+			return -ERANGE;
+		d = (int32_t)nd;
+		memcpy(buf + at, &d, sizeof(d));
+	}
+	return 0;
+}
+
+int bfi_stub_build(struct bfi_reloc *r, const struct bfi_plan *plan,
+		   uint64_t stub, uint32_t index, uint64_t enter, uint8_t *buf,
+		   size_t cap, size_t *len)
+{
+	const uint8_t *p = plan->orig;
+	size_t left = plan->len, n = 0, k;
+	uint64_t a = plan->at;
+	bool tail_jmp = false;
+	int32_t d;
+	int rc;
+
+	if (plan->why != BFI_REFUSE_NONE || plan->len > BFI_DISPLACED_MAX ||
+	    cap < BFI_STUB_MAX)
+		return -EINVAL;
+	/* mov $index, %r11d */
+	buf[n++] = 0x41;
+	buf[n++] = 0xbb;
+	memcpy(buf + n, &index, sizeof(index));
+	n += 4;
+	/* call enter */
+	rc = reloc_rel32(stub + n + 5, enter, &d);
+	if (rc)
+		return rc;
+	buf[n++] = 0xe8;
+	memcpy(buf + n, &d, sizeof(d));
+	n += 4;
+	while (left) {
+		if (!cs_disasm_iter(r->cs, &p, &left, &a, r->insn))
+			return -EINVAL;
+		if (n + 16 > cap)
+			return -EINVAL;
+		rc = reloc_move(r->insn, stub + n, buf + n, &k);
+		if (rc)
+			return rc;
+		n += k;
+		tail_jmp = r->insn->id == X86_INS_JMP;
+	}
+	if (!tail_jmp) {
+		if (n + BFI_JMP_LEN > cap)
+			return -EINVAL;
+		rc = bfi_stub_jump(stub + n, plan->at + plan->len, buf + n);
+		if (rc)
+			return rc;
+		n += BFI_JMP_LEN;
+	}
+	*len = n;
+	return 0;
+}
