@@ -27,7 +27,7 @@ static int inject_find_in_text(struct bfi_world *w, uint64_t *at)
 	static unsigned char buf[65536];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", w->tgid);
+	snprintf(path, sizeof(path), "/proc/%d/maps", bfi_world_tid(w, 0));
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -125,7 +125,8 @@ int bfi_world_syscall(struct bfi_world *w, long nr, const long args[6],
 		return -EAGAIN;
 	}
 	if (!w->syscall_at &&
-	    bfi_vdso_syscall(w->tgid, &w->syscall_at, err, errlen) < 0)
+	    bfi_vdso_syscall(bfi_world_tid(w, 0), &w->syscall_at, err,
+			     errlen) < 0)
 		w->syscall_at = 0;
 	if (!w->syscall_at && inject_find_in_text(w, &w->syscall_at)) {
 		snprintf(err, errlen,

@@ -436,7 +436,9 @@ int bfi_world_stop(pid_t tgid, struct bfi_world **wp, char *err,
 		}
 	}
 	if (!r) {
-		snprintf(path, sizeof(path), "/proc/%d/mem", tgid);
+		/* a live thread's: a leader that exited has no memory left */
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/mem", tgid,
+			 w->t[0].tid);
 		w->mem = open(path, O_RDWR | O_CLOEXEC);
 		if (w->mem < 0) {
 			r = -errno;

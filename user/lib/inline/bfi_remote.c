@@ -122,7 +122,8 @@ int bfi_remote_mmap(struct bfi_world *w, uint64_t near_lo, uint64_t near_hi,
 		return r;
 	}
 	for (int round = 0; round < ROUNDS; round++) {
-		r = remote_gaps(bfi_world_tgid(w), near_lo, near_hi, size, c,
+		/* a live thread's maps: an exited leader has none */
+		r = remote_gaps(bfi_world_tid(w, 0), near_lo, near_hi, size, c,
 				sizeof(c) / sizeof(c[0]), &n);
 		if (r)
 			break;

@@ -3,7 +3,8 @@
  * bfi_vdso: what the inline backend takes from a target's vDSO, found from
  * AT_SYSINFO_EHDR in /proc/PID/auxv and the vDSO image read from the
  * target (libelf's elf_memory): the clock the recorder calls, and a
- * `syscall` instruction system calls are run through.
+ * `syscall` instruction system calls are run through.  tgid may be any
+ * live thread's id: a leader that exited has no memory left to read.
  */
 #ifndef BFI_VDSO_H
 #define BFI_VDSO_H

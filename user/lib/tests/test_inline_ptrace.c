@@ -97,7 +97,16 @@ static void *brief_fn(void *arg)
 	return NULL;
 }
 
-enum kind { QUIET, FOUR, CHURN };
+static volatile sig_atomic_t usr1;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1++;
+	sh->spin[0] = (uint64_t)usr1;
+}
+
+enum kind { QUIET, FOUR, CHURN, VFORK, ZOMBIE_LEADER };
 
 static pid_t start_child(enum kind k)
 {
@@ -113,6 +122,18 @@ static pid_t start_child(enum kind k)
 		pthread_create(&th, NULL, read_fn, NULL);
 		pthread_create(&th, NULL, sleep_fn, NULL);
 	}
+	if (k == VFORK && vfork() == 0) {
+		/* the parent waits, killable only, until this child is gone */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+	if (k == ZOMBIE_LEADER) {
+		pthread_create(&th, NULL, spin_fn, (void *)&sh->spin[0]);
+		sh->ready = 1;
+		pthread_exit(NULL);
+	}
+	signal(SIGUSR1, on_usr1);
 	sh->ready = 1;
 	for (;;) {
 		if (k == CHURN) {
@@ -402,6 +423,88 @@ TEST_F(kids, refusals)
 	ASSERT_EQ('y', c);
 	EXPECT_EQ(-EBUSY, bfi_world_stop(self->pid[0], &w, err, sizeof(err)));
 	EXPECT_NE(NULL, strstr(err, "already traced")) TH_LOG("%s", err);
+}
+
+TEST_F(kids, signal_during_the_stop_is_delivered_once)
+{
+	struct bfi_world *w;
+	char err[256];
+
+	self->pid[0] = start_child(QUIET);
+	wait_ready();
+	ASSERT_EQ(0, bfi_world_stop(self->pid[0], &w, err, sizeof(err)));
+	ASSERT_EQ(0, kill(self->pid[0], SIGUSR1));
+	usleep(20000);
+	EXPECT_EQ(0, sh->spin[0]);	/* the handler waits for release */
+	bfi_world_release(w);
+	/* kept while stopping again too */
+	ASSERT_EQ(0, bfi_world_stop(self->pid[0], &w, err, sizeof(err)));
+	bfi_world_release(w);
+	for (int i = 0; i < 1000 && !sh->spin[0]; i++)
+		usleep(1000);
+	usleep(20000);
+	EXPECT_EQ(1, sh->spin[0]);
+}
+
+TEST_F(kids, zombie_leader_is_skipped)
+{
+	long ret, args[6] = { 0 };
+	struct bfi_world *w;
+	char err[256];
+
+	self->pid[0] = start_child(ZOMBIE_LEADER);
+	wait_ready();
+	ASSERT_EQ(0, bfi_world_stop(self->pid[0], &w, err, sizeof(err)))
+		TH_LOG("%s", err);
+	EXPECT_EQ(1, bfi_world_nthreads(w));
+	EXPECT_NE(self->pid[0], bfi_world_tid(w, 0));
+	EXPECT_EQ(0, bfi_world_syscall(w, SYS_gettid, args, &ret, err,
+				       sizeof(err))) TH_LOG("%s", err);
+	EXPECT_EQ(bfi_world_tid(w, 0), ret);
+	bfi_world_release(w);
+}
+
+TEST_F(kids, a_thread_that_never_stops_hits_the_deadline)
+{
+	struct bfi_world *w;
+	char err[256];
+	int64_t t0;
+
+	self->pid[0] = start_child(VFORK);
+	usleep(50000);
+	t0 = mono_ns();
+	EXPECT_EQ(-EBUSY, bfi_world_stop(self->pid[0], &w, err, sizeof(err)));
+	EXPECT_LT(mono_ns() - t0, 2 * BFI_STOP_DEADLINE_MS * 1000000ll);
+	EXPECT_NE(NULL, strstr(err, "did not stop")) TH_LOG("%s", err);
+}
+
+/* Cost of one stop, one injected call and one release, for the report. */
+TEST_F(kids, cycle_cost)
+{
+	long ret, args[6] = { 0 };
+	struct bfi_world *w;
+	char err[256];
+	int64_t t0, t1, t2, stop = 0, call = 0, rel = 0;
+
+	self->pid[0] = start_child(FOUR);
+	wait_ready();
+	for (int i = 0; i < 50; i++) {
+		t0 = mono_ns();
+		ASSERT_EQ(0, bfi_world_stop(self->pid[0], &w, err, sizeof(err)));
+		t1 = mono_ns();
+		ASSERT_EQ(0, bfi_world_syscall(w, SYS_getpid, args, &ret, err,
+					       sizeof(err)));
+		EXPECT_EQ(self->pid[0], ret);
+		t2 = mono_ns();
+		bfi_world_release(w);
+		stop += t1 - t0;
+		call += t2 - t1;
+		rel += mono_ns() - t2;
+	}
+	TH_LOG("5 threads: stop %lld us, one injected call %lld us, release %lld us",
+	       (long long)stop / 50000, (long long)call / 50000,
+	       (long long)rel / 50000);
+	ASSERT_EQ(1, write(pipefd[1], "k", 1));
 }
 
 TEST_HARNESS_MAIN
