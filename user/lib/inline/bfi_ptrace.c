@@ -152,6 +152,7 @@ static int world_seize(struct bfi_world *w, pid_t tid, char *err,
 		       size_t errlen)
 {
 	long tracer, scope;
+	char state;
 	int e;
 
 	if (!ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)PTRACE_O_TRACECLONE)) {
@@ -170,6 +171,9 @@ static int world_seize(struct bfi_world *w, pid_t tid, char *err,
 		return -e;
 	}
 	tracer = world_status_field(tid, "TracerPid");
+	state = world_thread_state(w->tgid, tid);
+	if (tracer < 0 || !state || state == 'Z' || state == 'X')
+		return 0;	/* it exited meanwhile: EPERM for a zombie */
 	if (tracer == syscall(SYS_gettid))
 		/* a clone of a seized thread: ours, its stop is coming */
 		return world_add(w, tid);
