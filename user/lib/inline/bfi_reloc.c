@@ -4,8 +4,8 @@
  * The rules are an allow-list: an instruction moves as it is unless
  * Capstone puts it in a group whose meaning depends on where it runs
  * (jumps, calls, returns, interrupts, relative branches) or it names RIP;
- * of those, only a RIP-relative memory operand and a final relative jmp or
- * jcc are rewritten.
+ * of those, only a RIP-relative memory operand and a final relative jmp,
+ * jcc or call are rewritten.
  */
 #include <capstone/capstone.h>
 #include <errno.h>
@@ -122,6 +122,18 @@ static bool reloc_rip_operand(const cs_insn *in)
 	return false;
 }
 
+/* A call with an immediate (relative) target, and that target. */
+static bool reloc_rel_call(const cs_insn *in, uint64_t *target)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	if (in->id != X86_INS_CALL || x->op_count != 1 ||
+	    x->operands[0].type != X86_OP_IMM)
+		return false;
+	*target = (uint64_t)x->operands[0].imm;
+	return true;
+}
+
 /* Why one displaced instruction cannot move, or NULL. */
 static const char *reloc_unmovable(struct bfi_reloc *r, const cs_insn *in,
 				   bool last)
@@ -131,14 +143,20 @@ static const char *reloc_unmovable(struct bfi_reloc *r, const cs_insn *in,
 
 	if (reloc_rel_branch(in, &t, &jcc))
 		return last ? NULL : "a branch before the jump's end";
+	/* the last one: its return address can be the original's */
+	if (reloc_rel_call(in, &t))
+		return last ? NULL : "a call before the jump's end";
 	if (reloc_in_group(r->cs, in, X86_GRP_CALL))
-		return "a call";
+		return "an indirect call";
 	if (reloc_in_group(r->cs, in, X86_GRP_JUMP) ||
 	    reloc_in_group(r->cs, in, X86_GRP_BRANCH_RELATIVE))
 		return "a branch that cannot be moved";
-	if (reloc_in_group(r->cs, in, X86_GRP_RET) ||
-	    reloc_in_group(r->cs, in, X86_GRP_IRET))
-		return "a return";
+	/* a function's last instruction: it returns from the stub as well */
+	if (reloc_in_group(r->cs, in, X86_GRP_RET) && in->id != X86_INS_IRET &&
+	    in->id != X86_INS_IRETD && in->id != X86_INS_IRETQ)
+		return last ? NULL : "a return before the jump's end";
+	if (reloc_in_group(r->cs, in, X86_GRP_IRET))
+		return "a return from an interrupt";
 	if (reloc_in_group(r->cs, in, X86_GRP_INT) ||
 	    in->id == X86_INS_SYSCALL || in->id == X86_INS_SYSENTER ||
 	    in->id == X86_INS_UD2 || in->id == X86_INS_HLT ||
@@ -279,6 +297,34 @@ static int reloc_move(const cs_insn *in, uint64_t b, uint8_t *buf,
 	bool jcc;
 	int rc;
 
+	if (reloc_rel_call(in, &t)) {
+		/*
+		 * The call, as the original would make it: its return
+		 * address is the original next instruction, so the callee,
+		 * unwinders and our own exits see the function itself.
+		 * lea -8(%rsp),%rsp; movl $lo,(%rsp); movl $hi,4(%rsp);
+		 * jmp target: no register, no flag changed.
+		 */
+		uint64_t next = in->address + in->size;
+		uint32_t lo = (uint32_t)next, hi = (uint32_t)(next >> 32);
+		static const uint8_t lea[5] = { 0x48, 0x8d, 0x64, 0x24, 0xf8 };
+
+		memcpy(buf, lea, sizeof(lea));
+		buf[5] = 0xc7;
+		buf[6] = 0x04;
+		buf[7] = 0x24;
+		memcpy(buf + 8, &lo, 4);
+		buf[12] = 0xc7;
+		buf[13] = 0x44;
+		buf[14] = 0x24;
+		buf[15] = 0x04;
+		memcpy(buf + 16, &hi, 4);
+		rc = reloc_rel32(b + 25, t, &d);
+		buf[20] = 0xe9;
+		memcpy(buf + 21, &d, sizeof(d));
+		*n = 25;
+		return rc;
+	}
 	if (reloc_rel_branch(in, &t, &jcc)) {
 		uint8_t op = x->opcode[0] == 0x0f ? x->opcode[1] : x->opcode[0];
 
@@ -346,13 +392,16 @@ int bfi_stub_build(struct bfi_reloc *r, const struct bfi_plan *plan,
 	while (left) {
 		if (!cs_disasm_iter(r->cs, &p, &left, &a, r->insn))
 			return -EINVAL;
-		if (n + 16 > cap)
+		if (n + 32 > cap)
 			return -EINVAL;
 		rc = reloc_move(r->insn, stub + n, buf + n, &k);
 		if (rc)
 			return rc;
 		n += k;
-		tail_jmp = r->insn->id == X86_INS_JMP;
+		/* a jmp, a ret, or a call that returns into the function */
+		tail_jmp = r->insn->id == X86_INS_JMP ||
+			   r->insn->id == X86_INS_CALL ||
+			   cs_insn_group(r->cs, r->insn, X86_GRP_RET);
 	}
 	if (!tail_jmp) {
 		if (n + BFI_JMP_LEN > cap)

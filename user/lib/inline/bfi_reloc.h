@@ -5,10 +5,14 @@
  * bytes past any endbr64; the whole instructions it covers are displaced.
  * They move when they mean the same wherever they run, or when the meaning
  * that depends on their place is one the stub builder rewrites: a
- * RIP-relative memory operand, and a relative jmp or jcc as the last of
- * them.  Everything else that depends on its place (a call, which would
- * push the stub's address for unwinders and our own exits to see; ret,
- * loop, jrcxz, system calls, traps) refuses the function.
+ * RIP-relative memory operand, and a relative jmp, jcc or call as the last
+ * of them (the call pushes the original next instruction's address, so
+ * the callee returns into the function, not the stub), or a ret as the
+ * last (a function of 5 bytes or so returns from the stub).  Everything
+ * else
+ * that depends on its place (a call before the last, whose return would
+ * land in the stub for unwinders and our own exits to see; an indirect
+ * call; ret, loop, jrcxz, system calls, traps) refuses the function.
  *
  * Decoding is Capstone's.  Functions return 0 or -errno.
  */
@@ -70,7 +74,7 @@ int bfi_reloc_plan(struct bfi_reloc *r, const uint8_t *code, size_t size,
 /*
  * The stub for plan (its addresses those of the target) at stub:
  *   mov $index, %r11d; call enter; the displaced instructions, moved;
- *   jmp plan->at + plan->len (unless the last one was a jmp).
+ *   jmp plan->at + plan->len (unless the last one was a jmp, ret or call).
  * At most BFI_STUB_MAX bytes into buf; their number in *len.  -ERANGE:
  * a displacement does not reach from stub, -EINVAL: plan is not one that
  * bfi_reloc_plan accepted.

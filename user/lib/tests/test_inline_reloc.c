@@ -50,8 +50,13 @@ static const struct reloc_case cases[] = {
 	     PUSH_RBP, TEST_EDI, JE_8, RET, RET, RET, RET, RET, RET, RET, RET),
 	CASE("a je before the jump ends", BFI_REFUSE_INSN, 0, 4,
 	     TEST_EDI, JE_8, PUSH_RBP, RET, RET, RET, RET, RET, RET, RET, RET),
-	CASE("a call", BFI_REFUSE_INSN, 0, 6, PUSH_RBP, CALL_0, RET),
+	CASE("a call as the last", BFI_REFUSE_NONE, 0, 6, PUSH_RBP, CALL_0,
+	     RET),
 	CASE("too short", BFI_REFUSE_SHORT, 0, 0, PUSH_RBP, RET),
+	CASE("a ret as the last", BFI_REFUSE_NONE, 0, 5, TEST_EDI, TEST_EDI,
+	     RET),
+	CASE("a ret before the jump ends", BFI_REFUSE_INSN, 0, 3, TEST_EDI,
+	     RET, RET, RET),
 	CASE("endbr64 and too short", BFI_REFUSE_SHORT, 4, 0,
 	     ENDBR, PUSH_RBP, RET),
 	CASE("an indirect jump", BFI_REFUSE_INDIRECT, 0, 8,
@@ -168,6 +173,30 @@ TEST(stub_moves_short_jcc)
 	memcpy(&d, buf + 21, 4);
 	EXPECT_EQ(BASE + 5, stub + 25 + (uint64_t)(int64_t)d);
 	EXPECT_EQ(25, len);
+}
+
+/* A moved call returns into the function, not into the stub. */
+TEST(stub_moves_call)
+{
+	const uint8_t code[] = { PUSH_RBP, CALL_0, RET };
+	const uint64_t stub = BASE + 0x20000000;
+	uint8_t buf[BFI_STUB_MAX];
+	uint64_t ret;
+	size_t len;
+	int32_t d;
+
+	build(_metadata, code, sizeof(code), stub, buf, &len);
+	EXPECT_EQ(0x55, buf[11]);
+	/* lea -8(%rsp),%rsp; movl lo; movl hi: the original next address */
+	EXPECT_EQ(0x48, buf[12]);
+	EXPECT_EQ(0xf8, buf[16]);
+	memcpy(&ret, buf + 20, 4);
+	memcpy((uint8_t *)&ret + 4, buf + 28, 4);
+	EXPECT_EQ(BASE + 6, ret);
+	EXPECT_EQ(0xe9, buf[32]);
+	memcpy(&d, buf + 33, 4);
+	EXPECT_EQ(BASE + 6, stub + 37 + (uint64_t)(int64_t)d);
+	EXPECT_EQ(37, len);
 }
 
 TEST_HARNESS_MAIN
