@@ -56,8 +56,9 @@ static const char *inline_errmsg(const void *h)
 
 static const char *inline_notice(const void *h)
 {
-	(void)h;
-	return "";
+	const struct bfi_session *s = h;
+
+	return s ? s->notice : "";
 }
 
 static bool inline_absent(int e)
@@ -125,15 +126,19 @@ static int inline_detach(void *h, uint32_t tgid)
 	if (tgid && !bfi_session_target(s, tgid))
 		e = bfi_session_err(s, -ENOENT, "process %u is not traced",
 				    tgid);
-	while (!e && (tgid ? bfi_session_target(s, tgid) != NULL :
-		      s->ntargets > 0)) {
-		uint32_t t = tgid ? tgid : s->targets[0].tgid;
+	/*
+	 * The code goes back now; the record stays, as the module keeps a
+	 * detached probe's method until the next start, so that a reader
+	 * still drains the target's rings and names its methods.
+	 */
+	for (size_t i = 0; !e && i < s->ntargets; i++) {
+		uint32_t t = s->targets[i].tgid;
 
+		if (tgid && t != tgid)
+			continue;
 		e = bfi_patch_detach(s, t, why, sizeof(why));
 		if (e)
 			bfi_session_err(s, e, "process %u: %s", t, why);
-		else if (bfi_session_target(s, t))
-			bfi_session_target_drop(s, t);
 	}
 	bfi_session_unlock(s);
 	return e;

@@ -96,6 +96,21 @@ int bft_owner_self(struct bft_owner *o)
 	return err;
 }
 
+int bft_owner_of(uint32_t tgid, struct bft_owner *o)
+{
+	char state;
+	int err;
+
+	memset(o, 0, sizeof(*o));
+	o->tgid = tgid;
+	err = proc_stat(tgid, &state, &o->start);
+	if (err == -ENOENT || (!err && (state == 'Z' || state == 'X')))
+		return -ESRCH;
+	if (!err)
+		err = own_pidns(&o->pidns);
+	return err;
+}
+
 int bft_owner_dead(const struct bft_owner *o)
 {
 	uint64_t ns, start;

@@ -22,6 +22,8 @@ struct bft_owner {
 
 /* This process.  0 or -errno (no /proc). */
 int bft_owner_self(struct bft_owner *o);
+/* Process tgid, counted in our pid namespace.  -ESRCH: no such process. */
+int bft_owner_of(uint32_t tgid, struct bft_owner *o);
 
 /*
  * Whether o has exited: 1 it has (or its tgid now names another process,

@@ -385,7 +385,7 @@ int bfi_session_target_save(struct bfi_session *s, struct bfi_target *t)
 	char name[16];
 	int e;
 
-	if (old) {
+	if (old && old->index != BFI_NO_INDEX) {
 		t->index = old->index;
 	} else {
 		/* a stream block is never reused in one session: a reader
@@ -401,6 +401,19 @@ int bfi_session_target_save(struct bfi_session *s, struct bfi_target *t)
 	}
 	snprintf(name, sizeof(name), "%u", t->tgid);
 	return session_replace(s, name, target_fill, t);
+}
+
+struct bfi_target *bfi_session_target_add(struct bfi_session *s,
+					  const struct bfi_target *t)
+{
+	struct bfi_target *n = realloc(s->targets,
+				       (s->ntargets + 1) * sizeof(*n));
+
+	if (!n)
+		return NULL;
+	s->targets = n;
+	n[s->ntargets] = *t;
+	return &n[s->ntargets++];
 }
 
 int bfi_session_target_drop(struct bfi_session *s, uint32_t tgid)

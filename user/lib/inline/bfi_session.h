@@ -48,6 +48,7 @@ struct bfi_session {
 	struct bfi_target *targets;	/* as last loaded, by tgid */
 	size_t ntargets;
 	char err[512];
+	char notice[512];	/* what the last attach did, for people */
 };
 
 /* $BFT_INLINE_DIR, else /run/bftrace/inline. */
@@ -76,6 +77,15 @@ int bfi_session_save(struct bfi_session *s);
 /* The options' defaults (kmod/bft_rules.h), mode INITIALIZING. */
 void bfi_state_default(struct bfi_state *st);
 
+/* t->index before its first save: no stream block yet. */
+#define BFI_NO_INDEX		UINT32_MAX
+
+/*
+ * Take t (its arrays too) into the loaded targets, before its first save;
+ * the copy in s, or NULL on -ENOMEM (t is then still the caller's).
+ */
+struct bfi_target *bfi_session_target_add(struct bfi_session *s,
+					  const struct bfi_target *t);
 /* The loaded target of tgid, or NULL. */
 struct bfi_target *bfi_session_target(struct bfi_session *s, uint32_t tgid);
 /*

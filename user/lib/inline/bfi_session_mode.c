@@ -130,22 +130,41 @@ static int mode_detach_all(struct bfi_session *s)
 	char why[256];
 	int e = 0;
 
-	while (s->ntargets) {
-		uint32_t tgid = s->targets[0].tgid;
+	for (size_t i = 0; i < s->ntargets; i++) {
+		uint32_t tgid = s->targets[i].tgid;
 		int r = bfi_patch_detach(s, tgid, why, sizeof(why));
 
+		/* a target that could not be restored keeps its live
+		 * patches on record, for the next stop */
 		if (r && !e)
 			e = bfi_session_err(s, r, "detaching from process %u: "
 					    "%s", tgid, why);
-		/* a target that could not be restored stays registered,
-		 * for the next stop; it leaves this loop's list */
-		if (bfi_session_target(s, tgid) == &s->targets[0]) {
-			bfi_target_free(&s->targets[0]);
-			memmove(&s->targets[0], &s->targets[1],
-				(s->ntargets - 1) * sizeof(*s->targets));
-			s->ntargets--;
-		}
 	}
+	return e;
+}
+
+/*
+ * A start forgets the targets whose patches were all put back (their
+ * records stayed for the readers and the method names since the stop).
+ */
+static int mode_forget_detached(struct bfi_session *s)
+{
+	int e = 0;
+
+	for (size_t i = 0; i < s->ntargets && !e;) {
+		struct bfi_target *t = &s->targets[i];
+		bool live = false;
+
+		for (size_t k = 0; k < t->npatches && !live; k++)
+			live = t->patches[k].live;
+		if (live || !t->npatches) {
+			i++;
+			continue;
+		}
+		e = bfi_session_target_drop(s, t->tgid);	/* shifts the rest */
+	}
+	if (!e && !s->ntargets)
+		s->st.next_index = 0;	/* every stream block is free again */
 	return e;
 }
 
@@ -185,6 +204,9 @@ static int mode_change(struct bfi_session *s, int cmd,
 			   cmd == BFT_CMD_START &&
 			   cur == BFT_MODE_SHUTTING_DOWN ? BFT_BREAK_STOP : 0;
 	if (cmd == BFT_CMD_START) {
+		e = mode_forget_detached(s);
+		if (e)
+			return e;
 		memset(&st->owner, 0, sizeof(st->owner));
 		if (owner)
 			st->owner = *owner;
@@ -199,10 +221,6 @@ static int mode_change(struct bfi_session *s, int cmd,
 		e = mode_publish(s);
 	if (!e && cmd == BFT_CMD_STOP)
 		e = mode_detach_all(s);
-	if (cmd == BFT_CMD_STOP && !s->ntargets && !e) {
-		st->next_index = 0;	/* every stream block is free again */
-		e = bfi_session_save(s);
-	}
 	if (mode)
 		*mode = st->mode;
 	return e;

@@ -49,6 +49,8 @@ struct bfi_target {
 	uint64_t area_size;
 	uint32_t ring_size;
 	uint32_t nslots;
+	int64_t tid_off;	/* struct bfi_area.tid_off */
+	uint32_t no_ret;	/* struct bfi_area.no_ret */
 	struct bfi_code_area *codes;
 	size_t ncodes;
 	struct bfi_patch *patches;

@@ -83,8 +83,9 @@ int bfi_target_write(const struct bfi_target *t, FILE *f)
 	fprintf(f, "%s %d\n", TARGET_MAGIC, TARGET_VERSION);
 	fprintf(f, "target %u %u %" PRIu64 " %" PRIu64 "\n", t->tgid,
 		t->index, t->start, t->pidns);
-	fprintf(f, "area %#" PRIx64 " %" PRIu64 " %u %u\n", t->area,
-		t->area_size, t->ring_size, t->nslots);
+	fprintf(f, "area %#" PRIx64 " %" PRIu64 " %u %u %" PRId64 " %u\n",
+		t->area, t->area_size, t->ring_size, t->nslots, t->tid_off,
+		t->no_ret);
 	for (size_t i = 0; i < t->ncodes; i++)
 		fprintf(f, "code %#" PRIx64 " %" PRIu64 " %" PRIu64 "\n",
 			t->codes[i].addr, t->codes[i].size, t->codes[i].used);
@@ -139,9 +140,10 @@ static int target_line(struct bfi_target *t, const char *line, bool *end)
 			      &t->tgid, &t->index, &t->start, &t->pidns) == 4 ?
 			0 : -EINVAL;
 	if (!strcmp(kw, "area"))
-		return sscanf(line, "area %" SCNx64 " %" SCNu64 " %u %u",
-			      &t->area, &t->area_size, &t->ring_size,
-			      &t->nslots) == 4 ? 0 : -EINVAL;
+		return sscanf(line, "area %" SCNx64 " %" SCNu64 " %u %u %"
+			      SCNd64 " %u", &t->area, &t->area_size,
+			      &t->ring_size, &t->nslots, &t->tid_off,
+			      &t->no_ret) == 6 ? 0 : -EINVAL;
 	if (!strcmp(kw, "code")) {
 		struct bfi_code_area *n = target_grow(t->codes, &t->ncodes,
 						      sizeof(*n));
