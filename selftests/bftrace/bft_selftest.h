@@ -353,4 +353,18 @@ int bst_backend_open(bool bpf, struct bst_session *s, struct bft_bpf **bp,
 int bst_bpf_collect(struct bft_bpf *b, int quiet_ms, int max_ms,
 		    struct bst_trace *t);
 
+/*
+ * The inline backend (bst_ops.c), through its table of operations, with a
+ * registry of the test's own ($BFT_INLINE_DIR, a new temporary directory):
+ * 0, 1 with why (a skip: BFT_BACKEND names another backend), or -errno.
+ */
+struct bft_backend_ops;
+int bst_inline_open(void **hp, char **dirp, char *why, size_t len);
+void bst_inline_close(void *h, char *dir);
+/* bst_collect() through any backend's table. */
+int bst_ops_collect(const struct bft_backend_ops *ops, void *h, int quiet_ms,
+		    int max_ms, struct bst_trace *t);
+/* 0 when every executable file mapping of pid holds its file's bytes. */
+int bst_text_matches_files(pid_t pid);
+
 #endif /* BFT_SELFTEST_H */

@@ -86,40 +86,20 @@ void bst_bpf_close(struct bft_bpf *b)
 	bft_bpf_unload(err, sizeof(err));
 }
 
-struct bpf_bufs {
-	uint8_t **data;
-	size_t *len, *cap;
-};
-
-static int bpf_append(unsigned int cpu, const void *data, size_t len,
-		      void *arg)
-{
-	struct bpf_bufs *bb = arg;
-
-	if (bst_grow((void **)&bb->data[cpu], &bb->cap[cpu], bb->len[cpu] + len, 1))
-		return -ENOMEM;
-	memcpy(bb->data[cpu] + bb->len[cpu], data, len);
-	bb->len[cpu] += len;
-	return 0;
-}
-
 int bst_bpf_collect(struct bft_bpf *b, int quiet_ms, int max_ms,
 		    struct bst_trace *t)
 {
 	struct bft_nl_caps caps;
 	struct bft_bpf_rings *r;
-	struct bpf_bufs bb;
+	struct bst_bufs bb;
 	ssize_t got;
 	int err;
 
 	memset(t, 0, sizeof(*t));
 	bft_bpf_get_caps(b, &caps);
-	bb.data = calloc(caps.nr_cpus, sizeof(*bb.data));
-	bb.len = calloc(caps.nr_cpus, sizeof(*bb.len));
-	bb.cap = calloc(caps.nr_cpus, sizeof(*bb.cap));
-	err = bb.data && bb.len && bb.cap ? 0 : -ENOMEM;
+	err = bst_bufs_init(&bb, caps.nr_cpus);
 	if (!err)
-		err = bft_bpf_rings_open(b, &r, bpf_append, &bb);
+		err = bft_bpf_rings_open(b, &r, bst_bufs_append, &bb);
 	if (!err) {
 		got = bft_bpf_rings_drain(r, quiet_ms, max_ms);
 		bft_bpf_rings_close(r);
@@ -132,11 +112,7 @@ int bst_bpf_collect(struct bft_bpf *b, int quiet_ms, int max_ms,
 	if (!err)
 		err = bst_decode(t, caps.nr_cpus,
 				 (const uint8_t *const *)bb.data, bb.len);
-	for (uint32_t i = 0; bb.data && i < caps.nr_cpus; i++)
-		free(bb.data[i]);
-	free(bb.data);
-	free(bb.len);
-	free(bb.cap);
+	bst_bufs_free(&bb);
 	return err;
 }
 

@@ -7,6 +7,7 @@
 #define BST_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* On stderr as a TAP comment, next to the check that fails. */
@@ -18,5 +19,18 @@
  * least doubled); 0 or -ENOMEM, *arr untouched on failure.
  */
 int bst_grow(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* Each ring's bytes, as a rings callback hands them over (bst_traces.c). */
+struct bst_bufs {
+	uint8_t **data;
+	size_t *len, *cap;
+	uint32_t n;
+};
+
+int bst_bufs_init(struct bst_bufs *bb, uint32_t n);
+/* A bft_rings_cb: appends to ring cpu's buffer.  0 or -ENOMEM. */
+int bst_bufs_append(unsigned int cpu, const void *data, size_t len,
+		    void *arg);
+void bst_bufs_free(struct bst_bufs *bb);
 
 #endif /* BST_INTERNAL_H */

@@ -395,3 +395,41 @@ int bst_count_methods(struct bst_session *s, uint32_t tgid, size_t *live,
 	*gone = c.gone;
 	return err;
 }
+
+int bst_bufs_init(struct bst_bufs *bb, uint32_t n)
+{
+	bb->n = n;
+	bb->data = calloc(n, sizeof(*bb->data));
+	bb->len = calloc(n, sizeof(*bb->len));
+	bb->cap = calloc(n, sizeof(*bb->cap));
+	if (bb->data && bb->len && bb->cap)
+		return 0;
+	bst_bufs_free(bb);
+	return -ENOMEM;
+}
+
+int bst_bufs_append(unsigned int cpu, const void *data, size_t len,
+		    void *arg)
+{
+	struct bst_bufs *bb = arg;
+
+	if (cpu >= bb->n)
+		return -EINVAL;
+	if (bst_grow((void **)&bb->data[cpu], &bb->cap[cpu],
+		     bb->len[cpu] + len, 1))
+		return -ENOMEM;
+	memcpy(bb->data[cpu] + bb->len[cpu], data, len);
+	bb->len[cpu] += len;
+	return 0;
+}
+
+void bst_bufs_free(struct bst_bufs *bb)
+{
+	for (uint32_t i = 0; bb->data && i < bb->n; i++)
+		free(bb->data[i]);
+	free(bb->data);
+	free(bb->len);
+	free(bb->cap);
+	bb->data = NULL;
+	bb->len = bb->cap = NULL;
+}

@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "kselftest_harness.h"
+#include "../inline/bfi_layout.h"
+#include "capture/bft_backend.h"
 #include "model/bft_calltree.h"
 #include "symbols/bft_elf.h"
 #include "bft_selftest.h"
@@ -167,6 +169,8 @@ struct probe_set {
 FIXTURE(trace) {
 	struct bst_session s;
 	struct bft_bpf *bpf;		/* the BPF backend's session, or NULL */
+	void *inl;			/* the inline backend's, or NULL */
+	char *inl_dir;			/* its registry, this test's own */
 	struct bst_proc target;
 	struct bst_trace t;
 	char *exe, *lib;
@@ -180,6 +184,7 @@ FIXTURE_VARIANT(trace) {
 	const char *exe;		/* the calltree build to trace */
 	bool cet;			/* its functions start with endbr64 */
 	bool bpf;			/* through the BPF backend */
+	bool inl;			/* through the inline backend */
 };
 
 FIXTURE_VARIANT_ADD(trace, plain) {
@@ -204,6 +209,18 @@ FIXTURE_VARIANT_ADD(trace, bpf_cet) {
 	.bpf = true,
 };
 
+FIXTURE_VARIANT_ADD(trace, inline_plain) {
+	.exe = "calltree",
+	.cet = false,
+	.inl = true,
+};
+
+FIXTURE_VARIANT_ADD(trace, inline_cet) {
+	.exe = "calltree_cet",
+	.cet = true,
+	.inl = true,
+};
+
 FIXTURE_SETUP(trace)
 {
 	const char *only = getenv("BFT_BACKEND");
@@ -214,6 +231,17 @@ FIXTURE_SETUP(trace)
 	self->lib = bst_target_path("libbftgt.so");
 	ASSERT_NE(NULL, self->exe);
 	ASSERT_NE(NULL, self->lib);
+	if (variant->inl) {
+		int ret = bst_inline_open(&self->inl, &self->inl_dir, why,
+					  sizeof(why));
+
+		if (ret > 0)
+			SKIP(return, "inline backend: %s", why);
+		ASSERT_EQ(0, ret) TH_LOG("inline backend: %s", why);
+		ASSERT_EQ(0, bft_backend_inline.get_caps(self->inl,
+							 &self->s.caps));
+		goto target;
+	}
 	if (variant->bpf) {
 		int ret = bst_bpf_open(&self->bpf, why, sizeof(why));
 
@@ -224,8 +252,9 @@ FIXTURE_SETUP(trace)
 		ASSERT_EQ(0, bft_bpf_get_caps(self->bpf, &self->s.caps));
 		goto target;
 	}
-	if (only && !strcmp(only, "bpf"))
-		SKIP(return, "BFT_BACKEND=bpf: the module's variants do not run");
+	if (only && (!strcmp(only, "bpf") || !strcmp(only, "inline")))
+		SKIP(return, "BFT_BACKEND=%s: the module's variants do not run",
+		     only);
 	ASSERT_EQ(0, bst_session_open(&self->s));
 	/* The recursion must not be cut by BFT_OPT_MAX_DEPTH (0: no limit). */
 	ASSERT_EQ(0, bft_nl_get_opt(self->s.nl, BFT_OPT_MAX_DEPTH, &depth));
@@ -240,7 +269,9 @@ target:
 
 FIXTURE_TEARDOWN(trace)
 {
-	if (self->bpf)
+	if (self->inl)
+		bst_inline_close(self->inl, self->inl_dir);
+	else if (self->bpf)
 		bst_bpf_close(self->bpf);
 	else if (self->s.nl)
 		bst_session_close(&self->s);
@@ -284,6 +315,32 @@ static void trace_runs_bpf(struct __test_metadata *_metadata,
 		TH_LOG("%s", self->t.err);
 }
 
+/* trace_runs() after the attach, through the inline backend's table. */
+static void trace_runs_inline(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(trace) *self)
+{
+	const struct bft_backend_ops *ops = &bft_backend_inline;
+	uint8_t mode;
+
+	ASSERT_EQ(0, ops->get_status(self->inl, &self->st0));
+	ASSERT_EQ(0, ops->mode_cmd(self->inl, BFT_CMD_START, &mode))
+		TH_LOG("start: %s", ops->errmsg(self->inl));
+	for (int r = 0; r < NR_RUNS; r++) {
+		ASSERT_EQ(0, bst_proc_send(&self->target, 'r'));
+		ASSERT_EQ(0, bst_proc_wait_line(&self->target, CT_LINE_DONE, 30000));
+	}
+	ASSERT_EQ(0, ops->get_methods(self->inl, record_hits, self->hits));
+	ASSERT_EQ(0, ops->mode_cmd(self->inl, BFT_CMD_STOP, &mode))
+		TH_LOG("stop: %s", ops->errmsg(self->inl));
+	ASSERT_EQ(0, ops->get_status(self->inl, &self->st));
+	ASSERT_EQ(0, bst_ops_collect(ops, self->inl, 300, 10000, &self->t))
+		TH_LOG("%s", self->t.err);
+	/* every rewritten byte is back as the file has it */
+	EXPECT_EQ(0, bst_text_matches_files(self->target.pid))
+		TH_LOG("code of process %d differs from its files after stop",
+		       self->target.pid);
+}
+
 /* Attach the probes of ps, trace NR_RUNS runs, stop, collect. */
 static void trace_runs(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(trace) *self, const struct probe_set *ps,
@@ -323,7 +380,12 @@ static void trace_runs(struct __test_metadata *_metadata,
 		EXPECT_EQ(f.offset + (cet ? BFT_ENDBR64_LEN : 0), probes[i].offset);
 		bft_elf_close(e);
 	}
-	if (self->bpf) {
+	if (self->inl) {
+		ASSERT_EQ(0, bft_backend_inline.attach(self->inl,
+					(uint32_t)self->target.pid, probes, n,
+					results))
+			TH_LOG("attach: %s", bft_backend_inline.errmsg(self->inl));
+	} else if (self->bpf) {
 		ASSERT_EQ(0, bft_bpf_attach(self->bpf, (uint32_t)self->target.pid,
 					    probes, n, results))
 			TH_LOG("attach: %s", bft_bpf_errmsg(self->bpf));
@@ -336,6 +398,10 @@ static void trace_runs(struct __test_metadata *_metadata,
 		ASSERT_EQ(0, results[i]) TH_LOG("probe %s", probes[i].name);
 	}
 
+	if (self->inl) {
+		trace_runs_inline(_metadata, self);
+		return;
+	}
 	if (self->bpf) {
 		trace_runs_bpf(_metadata, self);
 		return;
@@ -353,29 +419,48 @@ static void trace_runs(struct __test_metadata *_metadata,
 		TH_LOG("%s", self->t.err);
 }
 
-/* Nothing lost, and every event the kernel counted reached this reader. */
+/* The entry of st for ring cpu, or one of zeros (a ring not in use yet). */
+static struct bft_nl_cpu_stats cpu_of(const struct bft_nl_status *st,
+				      uint32_t cpu)
+{
+	for (uint32_t i = 0; i < st->nr_cpus; i++)
+		if (st->cpus[i].cpu == cpu)
+			return st->cpus[i];
+	return (struct bft_nl_cpu_stats){ .cpu = cpu };
+}
+
+/*
+ * Nothing lost, and every event the kernel counted reached this reader.
+ * The kernel backends report every CPU; the inline backend the streams
+ * its threads have used.
+ */
 static void expect_complete(struct __test_metadata *_metadata,
 			    FIXTURE_DATA(trace) *self)
 {
-	ASSERT_EQ(self->t.nr_cpus, self->st.nr_cpus);
-	ASSERT_EQ(self->st0.nr_cpus, self->st.nr_cpus);
+	if (!self->inl) {
+		ASSERT_EQ(self->t.nr_cpus, self->st.nr_cpus);
+		ASSERT_EQ(self->st0.nr_cpus, self->st.nr_cpus);
+	}
+	ASSERT_LT(0, self->st.nr_cpus);
 	for (uint32_t i = 0; i < self->st.nr_cpus; i++) {
 		const struct bft_nl_cpu_stats *c = &self->st.cpus[i];
-		const struct bft_nl_cpu_stats *c0 = &self->st0.cpus[i];
-		uint64_t produced = c->produced - c0->produced;
-		uint64_t written = c->written - c0->written;
+		const struct bft_nl_cpu_stats c0 = cpu_of(&self->st0, c->cpu);
+		uint64_t produced = c->produced - c0.produced;
+		uint64_t written = c->written - c0.written;
 
 		ASSERT_GT(self->t.nr_cpus, c->cpu);
-		ASSERT_EQ(c0->cpu, c->cpu);
-		EXPECT_EQ(c0->lost, c->lost) TH_LOG("cpu %u lost events", c->cpu);
+		EXPECT_EQ(c0.lost, c->lost) TH_LOG("cpu %u lost events", c->cpu);
 		EXPECT_EQ(produced, written) TH_LOG("cpu %u", c->cpu);
 		EXPECT_EQ(written, self->t.cpu[c->cpu].events)
 			TH_LOG("cpu %u: written %llu, decoded %llu", c->cpu,
 			       (unsigned long long)written,
 			       (unsigned long long)self->t.cpu[c->cpu].events);
 		EXPECT_EQ(0, self->t.cpu[c->cpu].lost);
-		EXPECT_LT(0, self->t.cpu[c->cpu].syncs)
-			TH_LOG("cpu %u: a stream starts with SYNC", c->cpu);
+		if (written) {
+			EXPECT_LT(0, self->t.cpu[c->cpu].syncs)
+				TH_LOG("cpu %u: a stream starts with SYNC",
+				       c->cpu);
+		}
 	}
 	EXPECT_EQ(0, self->t.orphans);
 	EXPECT_EQ(0, self->t.unbalanced);
@@ -496,7 +581,8 @@ static void check_trace(struct __test_metadata *_metadata,
 	size_t nth, workers;
 
 	ASSERT_NE(NULL, m);
-	ASSERT_EQ(BFT_URETPROBE_DEPTH, limit);
+	/* the kernel's limit, or the inline backend's own shadow stack */
+	ASSERT_EQ(self->inl ? BFI_SHADOW_DEPTH : BFT_URETPROBE_DEPTH, limit);
 
 	/* Every traced thread belongs to the target. */
 	for (size_t i = 0; i < self->t.nth; i++) {
@@ -593,6 +679,7 @@ TEST_F_TIMEOUT(trace, exact_trace_matches_call_structure, 90)
  * pending return probes: the entries beyond are ENTER_NORET, and every exit
  * must still close the frame it belongs to once NORET frames are closed at
  * their parent's exit.  Traced alone, so a mismatch points at the limit.
+ * The inline backend's limit is its shadow stack's (1024): no NORET here.
  */
 TEST_F_TIMEOUT(trace, deep_recursion_records_noret_past_depth_limit, 90)
 {
@@ -600,7 +687,7 @@ TEST_F_TIMEOUT(trace, deep_recursion_records_noret_past_depth_limit, 90)
 		[FN_EVEN] = FULL, [FN_ODD] = FULL,
 	} };
 	const struct bst_thread *main_th;
-	size_t noret = 0, enter = 0, exits = 0;
+	size_t noret = 0, enter = 0, exits = 0, limit, deep;
 
 	/* this harness runs the body after a SKIP in the setup */
 	if (_metadata->skip)
@@ -616,8 +703,10 @@ TEST_F_TIMEOUT(trace, deep_recursion_records_noret_past_depth_limit, 90)
 		enter += main_th->ev[i].kind == BST_ENTER;
 		exits += main_th->ev[i].kind == BST_EXIT;
 	}
-	EXPECT_EQ(NR_RUNS * BFT_URETPROBE_DEPTH, enter);
-	EXPECT_EQ(NR_RUNS * (CT_RECUR_DEPTH + 1 - BFT_URETPROBE_DEPTH), noret);
+	limit = self->s.caps.limits.uretprobe_depth;
+	deep = CT_RECUR_DEPTH + 1 < limit ? CT_RECUR_DEPTH + 1 : limit;
+	EXPECT_EQ(NR_RUNS * deep, enter);
+	EXPECT_EQ(NR_RUNS * (CT_RECUR_DEPTH + 1 - deep), noret);
 	EXPECT_EQ(enter, exits);
 	check_trace(_metadata, self, &ps, true);
 }
