@@ -485,11 +485,25 @@ static void rollback(struct ctl *c, pid_t pid, size_t before)
 		vlog(c, 1, "detached what had been attached to process %d", (int)pid);
 }
 
+/*
+ * Whether every probe that failed was refused alone: a function the
+ * backend cannot rewrite (-EOPNOTSUPP) or in a library not loaded yet
+ * (-ENOENT).
+ */
+static bool only_refusals(const int *results, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (results[i] && results[i] != -EOPNOTSUPP &&
+		    results[i] != -ENOENT)
+			return false;
+	return true;
+}
+
 int probes_attach(struct ctl *c, pid_t pid, struct probe_set *s)
 {
 	struct known_list known = { .tgid = (uint32_t)pid };
 	struct bft_nl_probe *probes;
-	size_t *row_of, n = 0, skipped = 0, ok = 0;
+	size_t *row_of, n = 0, skipped = 0, ok = 0, refused = 0;
 	uint32_t next_id;
 	int *results, rc, ret = EXIT_OK;
 
@@ -540,6 +554,15 @@ int probes_attach(struct ctl *c, pid_t pid, struct probe_set *s)
 		ok += results[i] == 0;
 	if (!rc && ok == n)
 		goto done;
+	if (!rc && ok && c->be->refusals_partial && only_refusals(results, n)) {
+		/* the backend cannot take some functions: the rest stay */
+		for (size_t i = 0; i < n; i++)
+			if (results[i])
+				vlog(c, 1, "not attached: %s: %s", probes[i].name,
+				     strerror(-results[i]));
+		refused = n - ok;
+		goto done;
+	}
 	if (rc)
 		ret = ctl_nl_fail(c, "attach", rc);
 	if (rc == -ESRCH)
@@ -563,7 +586,9 @@ int probes_attach(struct ctl *c, pid_t pid, struct probe_set *s)
 done:
 	out_begin();
 	out_u64("pid", "attached to process %llu: ", (uint64_t)pid);
-	out_u64("attached", "%llu probes", n);
+	out_u64("attached", "%llu probes", n - refused);
+	out_u64("refused", refused ? ", %llu refused by the backend (-v names them)" : NULL,
+		refused);
 	out_u64("already_attached", skipped ? ", %llu attached already" : NULL, skipped);
 	out_u64("hooks", s->nhooks ? " (%llu of them exception hooks)" : NULL, s->nhooks);
 	out_bool("entries_only_for_safety", s->fallback ? ", entries only" : NULL,
@@ -571,12 +596,12 @@ done:
 	out_text("\n");
 	out_arr_open("probes");
 	for (size_t i = 0; i < n; i++)
-		if (s->v[row_of[i]].f)
+		if (s->v[row_of[i]].f && !results[i])
 			print_row(&s->v[row_of[i]], true, c->verbose);
 	out_arr_close();
 	out_arr_open("hooks");
 	for (size_t i = 0; i < n; i++)
-		if (!s->v[row_of[i]].f)
+		if (!s->v[row_of[i]].f && !results[i])
 			print_row(&s->v[row_of[i]], true, c->verbose);
 	out_arr_close();
 	out_end();

@@ -47,6 +47,13 @@ struct bft_backend_ops {
 	 * opens nothing that could change it); 0: only get_caps() knows.
 	 */
 	uint64_t features;
+	/*
+	 * attach may refuse single functions (their results -EOPNOTSUPP, or
+	 * -ENOENT for a library not loaded yet) and keep the rest: the
+	 * inline backend cannot rewrite every function.  The kernel backends
+	 * take a batch whole or not at all.
+	 */
+	bool refusals_partial;
 
 	int (*open)(void **h, enum bft_backend_open how, char *err,
 		    size_t errlen);

@@ -573,6 +573,7 @@ static int inline_rings_status(void *h, struct bft_backend_rings *r,
 }
 
 const struct bft_backend_ops bft_backend_inline = {
+	.refusals_partial = true,
 	.name = "inline",
 	.label = "inline backend",
 	.what = "the inline backend",

@@ -36,10 +36,18 @@ static const char *const r11_live[] = {
 };
 
 struct planned {
-	size_t probe;		/* index into the request */
+	const struct bft_nl_probe *probe;	/* from the request, or ours */
+	int *result;
 	struct bfi_plan plan;	/* in the target's addresses */
 	uint64_t lo, hi;	/* the object's text in the target */
 	uint8_t mem[16];	/* the bytes in memory at plan.at */
+};
+
+/* The unwinder's stand-in hook (patch_unwinder_later). */
+struct fallback {
+	struct bft_nl_probe probe;
+	char path[4096];
+	int result;
 };
 
 struct patching {
@@ -53,6 +61,7 @@ struct patching {
 	size_t npl;
 	struct bfi_world *w;
 	struct bfi_patch_report *rep;
+	struct fallback fb;
 	char *err;
 	size_t errlen;
 };
@@ -114,9 +123,12 @@ static bool patch_known(const struct bfi_target *t, uint64_t at)
 	return false;
 }
 
-/* Plan probe i from its file; 0 planned, 1 refused (counted), -errno. */
+/*
+ * Plan probe p from its file: 0 planned, 1 refused (counted), 2 its object
+ * not loaded yet (counted), -errno.
+ */
 static int patch_plan_one(struct patching *pc, const struct bft_nl_probe *p,
-			  size_t i, int *result, pid_t pid)
+			  int *result, pid_t pid)
 {
 	struct bfi_object *o = patch_object(pc, p->path);
 	struct planned *pl = &pc->pl[pc->npl];
@@ -156,9 +168,12 @@ static int patch_plan_one(struct patching *pc, const struct bft_nl_probe *p,
 	}
 	rc = bfi_object_addr(o, pid, f.offset, &addr, &pl->lo, &pl->hi);
 	if (rc) {
-		snprintf(pc->err, pc->errlen, "%s: not mapped executable in "
-			 "process %d", o->path, (int)pid);
-		return rc;
+		/* a library it will load later: uprobes could wait for it,
+		 * a rewrite cannot (a library opened later: issue 33) */
+		patch_refuse(pc, BFI_REFUSE_NRULES, f.name,
+			     "its object is not loaded in the process yet");
+		*result = -ENOENT;
+		return 2;
 	}
 	/* the plan is in link-time addresses: move it to the target's */
 	delta = addr - f.addr;
@@ -174,7 +189,8 @@ static int patch_plan_one(struct patching *pc, const struct bft_nl_probe *p,
 			return 1;
 		}
 	}
-	pl->probe = i;
+	pl->probe = p;
+	pl->result = result;
 	pc->npl++;
 	return 0;
 }
@@ -382,6 +398,58 @@ static int patch_jumps(struct patching *pc)
 	return rc;
 }
 
+/*
+ * The unwinder's library (libgcc_s) is not loaded yet: glibc opens it in
+ * pthread_exit and pthread_cancel, the only ways a C program unwinds, and
+ * its hooks cannot be rewritten before it is there.  pthread_exit, in the
+ * C library that is loaded, stands in for them: at its entry the thread's
+ * returns are put back, as the FORCED hook does, before any unwinding.  A
+ * process that can cancel a thread (pthread_cancel: the cancelled thread
+ * unwinds with no call of its own to hook) gets no return probes.
+ */
+static int patch_unwinder_later(struct patching *pc, pid_t pid,
+				bool *hook_refused)
+{
+	struct bft_maps m;
+	bool cancel = false;
+	int rc;
+
+	rc = bft_maps_read(pid, &m, pc->err, pc->errlen);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < m.n; i++) {
+		const char *base = strrchr(m.obj[i].path, '/');
+		struct bfi_object o;
+		struct bft_elf_func f;
+		char e[64];
+
+		if (bfi_object_open(&o, m.obj[i].open_path, e, sizeof(e)))
+			continue;
+		cancel |= bfi_object_imports(&o, "pthread_cancel");
+		if (base && !strncmp(base + 1, "libc.so", 7) &&
+		    !pc->fb.probe.path &&
+		    !bft_elf_find_func(o.elf, "pthread_exit", &f)) {
+			snprintf(pc->fb.path, sizeof(pc->fb.path), "%s",
+				 m.obj[i].open_path);
+			pc->fb.probe = (struct bft_nl_probe){
+				.path = pc->fb.path, .offset = f.offset,
+				.flags = BFT_PF_HOOK_FORCED,
+				.name = "pthread_exit (for the unwinder)",
+			};
+		}
+		bfi_object_close(&o);
+	}
+	bft_maps_free(&m);
+	if (cancel || !pc->fb.probe.path) {
+		*hook_refused = true;
+		return 0;
+	}
+	rc = patch_plan_one(pc, &pc->fb.probe, &pc->fb.result, pid);
+	if (rc)
+		*hook_refused = true;
+	return rc == -ENOMEM ? rc : 0;
+}
+
 static void patch_free(struct patching *pc)
 {
 	for (size_t i = 0; i < pc->nobjs; i++)
@@ -464,7 +532,7 @@ int bfi_patch_apply(struct bfi_target *t, const struct bfi_patch_opts *o,
 			       .errlen = errlen };
 	pid_t pid = (pid_t)t->tgid;
 	uint64_t (*ranges)[2] = NULL;
-	bool hook_refused = false;
+	bool hook_refused = false, unwinder_later = false;
 	size_t in = 0;
 	int rc;
 
@@ -477,19 +545,32 @@ int bfi_patch_apply(struct bfi_target *t, const struct bfi_patch_opts *o,
 	rc = bft_entry_open(&pc.dec);
 	if (!rc)
 		rc = bfi_reloc_open(&pc.rel);
-	pc.pl = calloc(n ? n : 1, sizeof(*pc.pl));
+	pc.pl = calloc(n + 1, sizeof(*pc.pl));	/* + the fallback hook */
 	if (rc || !pc.pl) {
 		patch_free(&pc);
 		return rc ? rc : -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
-		rc = patch_plan_one(&pc, &p[i], i, &results[i], pid);
-		if (rc < 0) {
-			results[i] = rc;
+		rc = patch_plan_one(&pc, &p[i], &results[i], pid);
+		if (rc == -ENOMEM)
 			goto out;
+		if (rc < 0) {
+			/* this probe's file or function: the others go on */
+			patch_refuse(&pc, BFI_REFUSE_NRULES, p[i].name, err);
+			results[i] = rc;
+			err[0] = '\0';
 		}
-		if (rc > 0 && (p[i].flags & BFT_PF_HOOKS))
+		if (rc == 2 && (p[i].flags & (BFT_PF_HOOK_UNWIND |
+					      BFT_PF_HOOK_FORCED)))
+			unwinder_later = true;
+		else if (rc && (p[i].flags & BFT_PF_HOOKS))
 			hook_refused = true;
+	}
+	rc = 0;
+	if (unwinder_later) {
+		rc = patch_unwinder_later(&pc, pid, &hook_refused);
+		if (rc)
+			goto out;
 	}
 	if (!t->tid_off)
 		patch_tid_off(t, pid);
@@ -512,14 +593,14 @@ int bfi_patch_apply(struct bfi_target *t, const struct bfi_patch_opts *o,
 			goto out;
 	}
 	for (size_t k = 0; k < pc.npl; k++) {
-		size_t i = pc.pl[k].probe;
+		const struct bft_nl_probe *pr = pc.pl[k].probe;
 
-		rc = patch_stub(&pc, &pc.pl[k], &p[i], &results[i]);
+		rc = patch_stub(&pc, &pc.pl[k], pr, pc.pl[k].result);
 		if (rc < 0) {
-			results[i] = rc;
+			*pc.pl[k].result = rc;
 			goto out;
 		}
-		if (rc > 0 && (p[i].flags & BFT_PF_HOOKS))
+		if (rc > 0 && (pr->flags & BFT_PF_HOOKS))
 			hook_refused = true;
 		rc = 0;
 	}

@@ -223,3 +223,37 @@ int bfi_object_addr(const struct bfi_object *o, pid_t pid, uint64_t off,
 	fclose(f);
 	return rc;
 }
+
+bool bfi_object_imports(const struct bfi_object *o, const char *name)
+{
+	bool found = false;
+	Elf *e;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return false;
+	e = elf_begin(o->fd, ELF_C_READ_MMAP, NULL);
+	if (!e)
+		return false;
+	for (Elf_Scn *scn = NULL; !found && (scn = elf_nextscn(e, scn));) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM)
+			continue;
+		d = elf_getdata(scn, NULL);
+		n = d && sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+		for (size_t i = 0; i < n && !found; i++) {
+			GElf_Sym sym;
+			const char *nm;
+
+			if (!gelf_getsym(d, (int)i, &sym) ||
+			    sym.st_shndx != SHN_UNDEF)
+				continue;
+			nm = elf_strptr(e, sh.sh_link, sym.st_name);
+			found = nm && !strcmp(nm, name);
+		}
+	}
+	elf_end(e);
+	return found;
+}

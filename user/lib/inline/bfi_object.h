@@ -36,6 +36,8 @@ int bfi_object_read(const struct bfi_object *o, uint64_t off, void *buf,
 int bfi_object_targets(struct bfi_object *o, struct bft_entry *dec);
 /* glibc's thread id offset from the thread pointer; -ENOENT: not glibc. */
 int bfi_object_tid_off(const struct bfi_object *o, int64_t *off);
+/* Whether the file imports the function name (an undefined .dynsym). */
+bool bfi_object_imports(const struct bfi_object *o, const char *name);
 /*
  * Where file offset off is mapped in pid (executable mappings of this very
  * file, by device and inode), and the span of those mappings.  -ENOENT:

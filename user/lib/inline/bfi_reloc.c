@@ -27,7 +27,7 @@ static const char *const refusal_names[BFI_REFUSE_NRULES] = {
 	[BFI_REFUSE_UNDECODABLE] = "undecodable",
 	[BFI_REFUSE_INSN] = "unmovable",
 	[BFI_REFUSE_TARGET] = "branch-target",
-	[BFI_REFUSE_INDIRECT] = "indirect-jump",
+	[BFI_REFUSE_INDIRECT] = "jump-table",
 };
 
 static const char *const refusal_whys[BFI_REFUSE_NRULES] = {
@@ -36,8 +36,8 @@ static const char *const refusal_whys[BFI_REFUSE_NRULES] = {
 	[BFI_REFUSE_UNDECODABLE] = "its first bytes do not decode",
 	[BFI_REFUSE_INSN] = "an instruction the jump covers cannot move",
 	[BFI_REFUSE_TARGET] = "a branch lands inside the bytes the jump covers",
-	[BFI_REFUSE_INDIRECT] = "it has an indirect jump, which could land "
-				"inside the bytes the jump covers",
+	[BFI_REFUSE_INDIRECT] = "it has a jump table, whose targets could "
+				"land inside the bytes the jump covers",
 };
 
 const char *bfi_refusal_name(enum bfi_refusal r)
@@ -167,12 +167,34 @@ static const char *reloc_unmovable(struct bfi_reloc *r, const cs_insn *in,
 	return NULL;
 }
 
-/* Whether the function has a jmp through a register or memory. */
-static bool reloc_indirect(struct bfi_reloc *r, const uint8_t *code,
-			   size_t size, uint64_t addr)
+/* A memory operand with an index register: a table's entry. */
+static bool reloc_indexed(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	for (uint8_t i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM &&
+		    x->operands[i].mem.index != X86_REG_INVALID)
+			return true;
+	return false;
+}
+
+/*
+ * Whether the function has a jump table: a jmp through an indexed memory
+ * operand (jmp *table(,%rax,8)), or a jmp through a register within a few
+ * instructions of an indexed load (the position-independent form: movslq
+ * (%rdx,%rax,4),%rax; add %rdx,%rax; jmp *%rax).  A table's targets are
+ * case labels, which could be a loop head among the first instructions.
+ * Other indirect jumps (a tail call through a pointer, the unwinder's jump
+ * to a landing pad) go to other functions or past the code that computes
+ * them, never into the first bytes, and do not refuse.
+ */
+static bool reloc_jump_table(struct bfi_reloc *r, const uint8_t *code,
+			     size_t size, uint64_t addr)
 {
 	const uint8_t *p = code;
 	uint64_t a = addr;
+	int since_load = 99;
 
 	while (size) {
 		if (!cs_disasm_iter(r->cs, &p, &size, &a, r->insn)) {
@@ -180,11 +202,19 @@ static bool reloc_indirect(struct bfi_reloc *r, const uint8_t *code,
 			p++;
 			size--;
 			a++;
+			since_load = 99;
 			continue;
 		}
-		if (r->insn->id == X86_INS_JMP &&
-		    r->insn->detail->x86.op_count == 1 &&
-		    r->insn->detail->x86.operands[0].type != X86_OP_IMM)
+		since_load++;
+		if (r->insn->id != X86_INS_JMP) {
+			if (reloc_indexed(r->insn))
+				since_load = 0;
+			continue;
+		}
+		if (r->insn->detail->x86.op_count != 1 ||
+		    r->insn->detail->x86.operands[0].type == X86_OP_IMM)
+			continue;
+		if (reloc_indexed(r->insn) || since_load <= 4)
 			return true;
 	}
 	return false;
@@ -257,7 +287,7 @@ int bfi_reloc_plan(struct bfi_reloc *r, const uint8_t *code, size_t size,
 		plan->why = BFI_REFUSE_TARGET;
 		return 0;
 	}
-	if (reloc_indirect(r, code, size, addr)) {
+	if (reloc_jump_table(r, code, size, addr)) {
 		plan->why = BFI_REFUSE_INDIRECT;
 		return 0;
 	}

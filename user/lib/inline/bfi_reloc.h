@@ -36,7 +36,7 @@ enum bfi_refusal {
 	BFI_REFUSE_UNDECODABLE,	/* Capstone cannot decode the bytes */
 	BFI_REFUSE_INSN,	/* an instruction that cannot move */
 	BFI_REFUSE_TARGET,	/* a branch lands inside the displaced bytes */
-	BFI_REFUSE_INDIRECT,	/* the function has an indirect jump */
+	BFI_REFUSE_INDIRECT,	/* the function has a jump table */
 	BFI_REFUSE_NRULES
 };
 

@@ -24,6 +24,8 @@
 #define CALL_0	0xe8, 0x00, 0x00, 0x00, 0x00	/* call next */
 #define RET	0xc3
 #define JMP_RAX	0xff, 0xe0			/* jmp *%rax */
+#define MOVSLQ_TABLE	0x48, 0x63, 0x04, 0x82	/* movslq (%rdx,%rax,4),%rax */
+#define ADD_RDX_RAX	0x48, 0x01, 0xd0		/* add %rdx,%rax */
 
 struct reloc_case {
 	const char *name;
@@ -59,8 +61,11 @@ static const struct reloc_case cases[] = {
 	     RET, RET, RET),
 	CASE("endbr64 and too short", BFI_REFUSE_SHORT, 4, 0,
 	     ENDBR, PUSH_RBP, RET),
-	CASE("an indirect jump", BFI_REFUSE_INDIRECT, 0, 8,
+	CASE("a tail call through a register", BFI_REFUSE_NONE, 0, 8,
 	     PUSH_RBP, MOV_RSP_RBP, SUB_RSP, JMP_RAX),
+	CASE("a jump table", BFI_REFUSE_INDIRECT, 0, 8,
+	     PUSH_RBP, MOV_RSP_RBP, SUB_RSP, MOVSLQ_TABLE, ADD_RDX_RAX,
+	     JMP_RAX),
 	/* push %es: invalid in 64-bit mode */
 	CASE("undecodable", BFI_REFUSE_UNDECODABLE, 0, 0,
 	     0x06, 0x06, 0x06, 0x06, 0x06, RET),
