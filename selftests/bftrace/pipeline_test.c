@@ -42,6 +42,7 @@
 
 #include "kselftest_harness.h"
 #include "wire/bft_flow.h"
+#include "capture/bft_backend.h"
 #include "bft_selftest.h"
 #include "calltree_shape.h"
 #include "exc_shape.h"
@@ -178,6 +179,8 @@ static int match_thread(const struct calls *expect, bool taken[],
 
 /* The BPF backend's session in a bpf_ variant (one test per process). */
 static struct bft_bpf *bpf_session;
+/* The inline backend's session, while a test runs through it. */
+static void *inline_session;
 
 /* The mode, and the probes attached into *probes. */
 static int kernel_mode(struct bst_session *s, uint32_t *probes)
@@ -185,7 +188,9 @@ static int kernel_mode(struct bst_session *s, uint32_t *probes)
 	struct bft_nl_status st;
 	int mode;
 
-	if (bpf_session ? bft_bpf_get_status(bpf_session, &st) :
+	if (inline_session ?
+	    bft_backend_inline.get_status(inline_session, &st) :
+	    bpf_session ? bft_bpf_get_status(bpf_session, &st) :
 	    bft_nl_get_status(s->nl, &st))
 		return -1;
 	mode = st.mode;
@@ -1311,6 +1316,42 @@ TEST_F_TIMEOUT(pipeline, both_backends_write_identical_flow_files, 600)
 	}
 	free(kmod);
 	free(bpf);
+}
+
+/*
+ * The inline backend rewrites the target instead of trapping, and records
+ * the same calls: its .flow files, ids.properties and bfhq's call trees
+ * are those of the BPF backend, byte for byte.  Runs once, in the BPF
+ * backend's v1 variant (both run on the build machine, no module needed).
+ */
+TEST_F_TIMEOUT(pipeline, bpf_and_inline_write_identical_flow_files, 600)
+{
+	char why[512], *bpf = NULL, *inl = NULL, *dir = NULL;
+	int ret;
+
+	/* this harness runs the body after a SKIP in the setup */
+	if (_metadata->skip)
+		return;
+	if (!variant->bpf || strcmp(variant->senders, "1"))
+		SKIP(return, "runs once, in the BPF backend's v1 variant");
+	digest_run(_metadata, self, variant, "bpf", &bpf);
+	if (!_metadata->passed)
+		goto out;
+	ret = bst_inline_open(&inline_session, &dir, why, sizeof(why));
+	ASSERT_EQ(0, ret) TH_LOG("inline backend: %s", why);
+	setenv("BFT_BACKEND", "inline", 1);
+	digest_run(_metadata, self, variant, "inline", &inl);
+	setenv("BFT_BACKEND", "bpf", 1);
+	bst_inline_close(inline_session, dir);
+	inline_session = NULL;
+	if (bpf && inl) {
+		EXPECT_STREQ(bpf, inl);
+		EXPECT_LT(1 + CT_NR_THREADS, (int)strlen(bpf) / 64)
+			TH_LOG("too little to compare:\n%s", bpf);
+	}
+out:
+	free(bpf);
+	free(inl);
 }
 
 TEST_HARNESS_MAIN

@@ -53,7 +53,18 @@
 
 /* struct bfi_area.mode: enum bft_mode (bftrace.h). */
 
-/* struct bfi_method.flags: BFT_PF_* (bftrace.h) as attached. */
+/* struct bfi_method.flags: BFT_PF_* (bftrace.h) as attached, and: */
+/*
+ * The process is about to exit (the C library's exit()): its memory, the
+ * rings with it, is gone once it has.  The recorder waits there until a
+ * reader has taken every ring's bytes, at most BFI_DRAIN_MS; with no
+ * reader yet, at most BFI_DRAIN_NONE_MS (a reader looks for new targets
+ * every 100 ms).  Nothing is recorded for it.
+ */
+#define BFI_MF_DRAIN		(1u << 29)
+#define BFI_DRAIN_MS		1500u
+#define BFI_DRAIN_NONE_MS	300u
+
 struct bfi_method {
 	uint32_t id;		/* the id ENTER records carry */
 	uint32_t flags;		/* BFT_PF_* */
@@ -146,7 +157,10 @@ struct bfi_area {
 				 * alone */
 	uint64_t no_slot;	/* events of threads that found no slot
 				 * (locked add): lost, counted in status */
-	uint64_t reserved[32];
+	uint32_t reader;	/* the reader's pid while one reads this
+				 * area (bfi_rings.c); 0: none */
+	uint32_t pad;
+	uint64_t reserved[31];
 	/* then: struct bfi_live at BFI_LIVE_OFF,
 	 * struct bfi_method methods[BFI_MAX_METHODS] at BFI_METHODS_OFF,
 	 * struct bfi_thread threads[2 * nslots] at BFI_THREADS_OFF,

@@ -15,6 +15,7 @@ _Static_assert(BFI_MAGIC == 0x656e696c6e496642ULL && BFI_VERSION == 1,
 #define NR_EXIT_GROUP	231
 #define NR_GETTID	186
 #define NR_TGKILL	234
+#define NR_NANOSLEEP	35
 #define SIGABRT_NR	6
 /* a table entry whose thread found every slot taken */
 #define BFI_THREAD_NONE	(~0ull)
@@ -210,6 +211,42 @@ static void rec_entry_record(struct bfi_ctx *c, struct bfi_method *m,
 	bfi_ring_event(c, BFI_EV_ENTER, m->id, 0);
 }
 
+/* Whether every claimed slot's ring has been read to its head. */
+static int rec_all_read(struct bfi_area *a)
+{
+	for (uint32_t i = 0; i < rec_slots_count(a); i++) {
+		struct bfi_slot *s = rec_slot_get(a, i);
+
+		if (s->tp && bfi_load(&s->tail) != bfi_load(&s->head))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * exit(): the rings die with the process, so wait for a reader to take
+ * them (BFI_MF_DRAIN), a millisecond at a time, at most BFI_DRAIN_MS.
+ */
+static void rec_drain(struct bfi_area *a, uint64_t ctl)
+{
+	const struct { long sec, nsec; } ms = { 0, 1000000 };
+	uint64_t t0;
+
+	if (!bft_session_active(BFI_CTL_MODE(ctl)))
+		return;
+	t0 = bfi_clock(a);
+	for (;;) {
+		uint32_t reader = *(volatile uint32_t *)&a->reader;
+		uint64_t waited = bfi_clock(a) - t0;
+
+		if ((reader && rec_all_read(a)) ||
+		    waited >= (reader ? BFI_DRAIN_MS : BFI_DRAIN_NONE_MS) *
+			      1000000ull)
+			return;
+		bfi_syscall(NR_NANOSLEEP, (long)(uintptr_t)&ms, 0, 0);
+	}
+}
+
 void bfi_enter(uint32_t index, uint64_t *retslot, struct bfi_regs *regs)
 {
 	struct bfi_area *a = rec_area_get();
@@ -224,6 +261,10 @@ void bfi_enter(uint32_t index, uint64_t *retslot, struct bfi_regs *regs)
 		return;
 	m = (struct bfi_method *)bfi_at(a, BFI_METHODS_OFF) + index;
 	flags = m->flags;
+	if (flags & BFI_MF_DRAIN) {
+		rec_drain(a, ctl);
+		return;
+	}
 	/* a hook fixes the stack in every mode; a plain method costs this */
 	if (!active && !(flags & BFT_PF_HOOKS))
 		return;

@@ -376,7 +376,7 @@ static int inline_get_methods(void *h, bft_nl_method_cb cb, void *arg)
 			struct bft_nl_method m = {
 				.tgid = t->tgid, .method_id = r->id,
 				.path = r->path ? r->path : "",
-				.offset = r->offset, .flags = r->flags,
+				.offset = r->offset, .flags = r->flags & ~BFI_MF_DRAIN,
 				.name = r->name ? r->name : "",
 			};
 

@@ -61,7 +61,8 @@ struct patching {
 	size_t npl;
 	struct bfi_world *w;
 	struct bfi_patch_report *rep;
-	struct fallback fb;
+	struct fallback fb;	/* pthread_exit for the unwinder */
+	struct fallback drain;	/* exit(): wait for the reader */
 	char *err;
 	size_t errlen;
 };
@@ -450,6 +451,52 @@ static int patch_unwinder_later(struct patching *pc, pid_t pid,
 	return rc == -ENOMEM ? rc : 0;
 }
 
+/*
+ * The C library's exit(), once per target: the rings are in the process's
+ * memory, which its exit takes with it, so exit() waits there for the
+ * reader to take them (BFI_MF_DRAIN).  A process that ends otherwise
+ * (_exit, a fatal signal) loses what no reader took yet.
+ */
+static int patch_exit_drain(struct patching *pc, pid_t pid)
+{
+	struct bft_maps m;
+	int rc;
+
+	for (size_t i = 0; i < pc->t->nmethods; i++)
+		if (pc->t->methods[i].flags & BFI_MF_DRAIN)
+			return 0;
+	rc = bft_maps_read(pid, &m, pc->err, pc->errlen);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < m.n && !pc->drain.probe.path; i++) {
+		const char *base = strrchr(m.obj[i].path, '/');
+		struct bfi_object o;
+		struct bft_elf_func f;
+		char e[64];
+
+		/* libc, or a static executable that has its own exit() */
+		if (base && strncmp(base + 1, "libc.so", 7) && i)
+			continue;
+		if (bfi_object_open(&o, m.obj[i].open_path, e, sizeof(e)))
+			continue;
+		if (!bft_elf_find_func(o.elf, "exit", &f)) {
+			snprintf(pc->drain.path, sizeof(pc->drain.path), "%s",
+				 m.obj[i].open_path);
+			pc->drain.probe = (struct bft_nl_probe){
+				.path = pc->drain.path, .offset = f.offset,
+				.flags = BFI_MF_DRAIN,
+				.name = "exit (waits for the reader)",
+			};
+		}
+		bfi_object_close(&o);
+	}
+	bft_maps_free(&m);
+	if (!pc->drain.probe.path)
+		return 0;	/* no exit() to wait in: tails may be lost */
+	rc = patch_plan_one(pc, &pc->drain.probe, &pc->drain.result, pid);
+	return rc == -ENOMEM ? rc : 0;
+}
+
 static void patch_free(struct patching *pc)
 {
 	for (size_t i = 0; i < pc->nobjs; i++)
@@ -545,7 +592,8 @@ int bfi_patch_apply(struct bfi_target *t, const struct bfi_patch_opts *o,
 	rc = bft_entry_open(&pc.dec);
 	if (!rc)
 		rc = bfi_reloc_open(&pc.rel);
-	pc.pl = calloc(n + 1, sizeof(*pc.pl));	/* + the fallback hook */
+	/* + pthread_exit for the unwinder, exit() for the reader */
+	pc.pl = calloc(n + 2, sizeof(*pc.pl));
 	if (rc || !pc.pl) {
 		patch_free(&pc);
 		return rc ? rc : -ENOMEM;
@@ -566,7 +614,9 @@ int bfi_patch_apply(struct bfi_target *t, const struct bfi_patch_opts *o,
 		else if (rc && (p[i].flags & BFT_PF_HOOKS))
 			hook_refused = true;
 	}
-	rc = 0;
+	rc = patch_exit_drain(&pc, pid);
+	if (rc)
+		goto out;
 	if (unwinder_later) {
 		rc = patch_unwinder_later(&pc, pid, &hook_refused);
 		if (rc)

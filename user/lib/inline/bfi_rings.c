@@ -106,6 +106,14 @@ static void target_close_streams(struct bfi_rings *r, uint32_t index)
 		r->idle(index * BFI_NSLOTS + i, BFI_RINGS_END, r->arg);
 }
 
+/* struct bfi_area.reader of t's area: who reads it now. */
+static void rings_reader_mark(struct ring_target *t, uint32_t pid)
+{
+	if (pwrite(t->fd, &pid, sizeof(pid), (off_t)(t->geo.area +
+		   offsetof(struct bfi_area, reader))) != sizeof(pid))
+		return;	/* gone: nothing waits for us there */
+}
+
 static void rings_add(struct bfi_rings *r, const struct bfi_target *g)
 {
 	struct ring_target *t;
@@ -132,6 +140,8 @@ static void rings_add(struct bfi_rings *r, const struct bfi_target *g)
 		return;
 	}
 	r->t[g->index] = t;
+	/* a process that exits now waits for this reader (BFI_MF_DRAIN) */
+	rings_reader_mark(t, (uint32_t)getpid());
 	if (g->ring_size > r->buflen) {
 		uint8_t *b = realloc(r->buf, g->ring_size);
 
@@ -289,7 +299,8 @@ ssize_t bfi_rings_read(struct bfi_rings *r)
 {
 	ssize_t total = 0;
 
-	if (rings_now() - r->scan_ns >= 1000000000ull)
+	/* often: a process attached and soon done waits for us at exit */
+	if (rings_now() - r->scan_ns >= BFI_RINGS_SCAN_NS)
 		bfi_rings_rescan(r);
 	for (uint32_t b = 0; b < BFI_MAX_TARGETS; b++) {
 		ssize_t n;
@@ -348,6 +359,7 @@ void bfi_rings_close(struct bfi_rings *r)
 		return;
 	for (uint32_t b = 0; b < BFI_MAX_TARGETS; b++)
 		if (r->t[b]) {
+			rings_reader_mark(r->t[b], 0);
 			close(r->t[b]->fd);
 			free(r->t[b]);
 		}

@@ -28,6 +28,8 @@ struct bfi_rings;
 
 /* until_ns of a stream that ended (its target exited or exec'd). */
 #define BFI_RINGS_END	UINT64_MAX
+/* How often the reader looks for new targets in the registry. */
+#define BFI_RINGS_SCAN_NS	100000000ull
 
 /*
  * Stream s delivers nothing earlier than until_ns (CLOCK_MONOTONIC, the
