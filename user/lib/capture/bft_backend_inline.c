@@ -257,10 +257,13 @@ static int inline_get_status(void *h, struct bft_nl_status *st)
 	st->mode = s->st.mode;
 	st->owner = s->st.owner.tgid;
 	st->nr_probes = bfi_session_probes(s);
-	st->nr_targets = (uint32_t)s->ntargets;
 	reader = inline_reader_held(s);
-	for (size_t i = 0; i < s->ntargets; i++)
+	for (size_t i = 0; i < s->ntargets; i++) {
+		if (s->targets[i].gone)
+			continue;	/* kept for its methods' names */
+		st->nr_targets++;
 		status_target(&s->targets[i], reader, st);
+	}
 	st->have = ~0u;
 	bfi_session_unlock(s);
 	return 0;

@@ -73,6 +73,11 @@ int bfi_patch_attach(struct bfi_session *s, uint32_t tgid,
 			return -ENOMEM;
 	}
 	t = bfi_session_target(s, tgid);
+	if (t && t->gone) {
+		/* its pid names another process now: a new target */
+		bfi_session_target_drop(s, tgid);
+		t = NULL;
+	}
 	if (!t) {
 		struct bfi_target fresh = { .tgid = tgid,
 					    .index = BFI_NO_INDEX };

@@ -163,7 +163,8 @@ void bfi_rings_rescan(struct bfi_rings *r)
 	r->res_ns = s->st.opts[BFT_OPT_TIME_RES_NS];
 	r->flush_ns = s->st.opts[BFT_OPT_FLUSH_MS] * 1000000ull;
 	for (size_t i = 0; i < s->ntargets; i++)
-		rings_add(r, &s->targets[i]);
+		if (!s->targets[i].gone)
+			rings_add(r, &s->targets[i]);
 	bfi_session_close(s);
 }
 

@@ -307,10 +307,24 @@ static int target_load(struct bfi_session *s, const char *name)
 	if (e)
 		return bfi_session_err(s, e, "%s: %s", p, why);
 	if (target_gone(&t)) {
-		if (s->locked)
-			unlink(p);
-		bfi_target_free(&t);
-		return 0;
+		/*
+		 * Nothing of it is left to undo, but a collector names its
+		 * methods while it drains, often after the process ended:
+		 * the record stays, its patches gone, until the next start
+		 * (mode_forget_detached), as the module keeps a reaped
+		 * target's methods.  With nothing patched it goes now.
+		 */
+		if (!t.npatches) {
+			if (s->locked)
+				unlink(p);
+			bfi_target_free(&t);
+			return 0;
+		}
+		t.gone = true;
+		for (size_t i = 0; i < t.npatches; i++)
+			t.patches[i].live = 0;
+		for (size_t i = 0; i < t.nmethods; i++)
+			t.methods[i].flags |= BFT_PF_GONE;
 	}
 	n = realloc(s->targets, (s->ntargets + 1) * sizeof(*n));
 	if (!n) {

@@ -8,6 +8,7 @@
 #ifndef BFI_TARGET_H
 #define BFI_TARGET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -49,6 +50,7 @@ struct bfi_target {
 	uint64_t area_size;
 	uint32_t ring_size;
 	uint32_t nslots;
+	bool gone;		/* the process ended (not saved: found at load) */
 	int64_t tid_off;	/* struct bfi_area.tid_off */
 	uint32_t no_ret;	/* struct bfi_area.no_ret */
 	struct bfi_code_area *codes;
