@@ -157,6 +157,14 @@ static void rec_gen_check(struct bfi_ctx *c)
 		return;
 	s->gen = BFI_CTL_GEN(c->ctl);
 	s->owed |= BFI_OWE_SYNC | BFI_OWE_BREAK(BFI_CTL_BREAK(c->ctl));
+	/*
+	 * A start after a stop begins the stream a new reader starts at, as
+	 * the module's start resets its rings: a LOST still owed from the
+	 * last session would come before its SYNC.  That SYNC's seq counts
+	 * those events, and the slot's lost counter keeps them.
+	 */
+	if (BFI_CTL_BREAK(c->ctl) == BFT_BREAK_STOP)
+		s->lost_owed = 0;
 }
 
 static int rec_busy_take(struct bfi_slot *s)

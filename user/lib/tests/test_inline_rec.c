@@ -564,6 +564,43 @@ TEST(tiny_ring_overflows_with_exact_accounting)
 	rec_fini();
 }
 
+/*
+ * A session stops with its ring full: the next session's stream, read
+ * from where the last reader stopped, starts at its SYNC, with no LOST of
+ * the last session ahead of it.
+ */
+TEST(start_after_stop_opens_with_a_sync)
+{
+	struct bfi_slot *s;
+	struct decoded d;
+	uint64_t lost;
+	int i;
+
+	ASSERT_EQ(0, rec_init(256, 0));
+	live()->ctl = BFI_CTL(BFT_MODE_TRACING, 0, 1);
+	for (i = 0; i < 500; i++)
+		CALL(int (*)(int), M_LEAF)(i);
+	s = slot_of(my_tid());
+	ASSERT_NE(NULL, s);
+	ASSERT_LT(0, s->lost_owed);
+	lost = s->lost;
+	live()->ctl = BFI_CTL(BFT_MODE_SHUTTING_DOWN, 0, 2);
+	s->tail = s->head;	/* the last session's reader drains */
+	live()->ctl = BFI_CTL(BFT_MODE_TRACING, BFT_BREAK_STOP, 3);
+	CALL(int (*)(int), M_LEAF)(1);
+	EXPECT_EQ(0, s->lost_owed);
+	EXPECT_EQ(lost, s->lost);
+	ASSERT_EQ(0, decode_init(&d));	/* a new reader */
+	ASSERT_EQ(0, decode_feed(&d, s));
+	decode_end(&d);
+	EXPECT_EQ(0, bft_stream_stats(&d.s)->errors);
+	EXPECT_EQ(0, bft_stream_stats(&d.s)->lost);
+	EXPECT_EQ(1, bft_stream_stats(&d.s)->breaks);
+	EXPECT_EQ(s->produced, bft_stream_seq(&d.s));
+	decode_free(&d);
+	rec_fini();
+}
+
 TEST(recursion_past_the_shadow_stack)
 {
 	const struct bft_calltree_stats *st;
