@@ -61,6 +61,16 @@ int bst_proc_start(struct bst_proc *p, const char *name,
 int bst_proc_send(struct bst_proc *p, char c);
 /* Wait for the next line equal to want; -ETIMEDOUT, -EPIPE on EOF. */
 int bst_proc_wait_line(struct bst_proc *p, const char *want, int timeout_ms);
+/* The next line, whatever it says, cut to len - 1 bytes; errnos as above. */
+int bst_proc_read_line(struct bst_proc *p, char *buf, size_t len,
+		       int timeout_ms);
+/*
+ * Fork this test into a target that runs body(in, out, arg) and exits with
+ * its result: in is its end of bst_proc_send's pipe, out of the lines'.
+ * body writes "ready" first; this waits up to timeout_ms for it.
+ */
+int bst_proc_fork(struct bst_proc *p, int (*body)(int in, int out, void *arg),
+		  void *arg, int timeout_ms);
 /* Wait up to timeout_ms for the process to exit and reap it. */
 int bst_proc_wait_exit(struct bst_proc *p, int timeout_ms);
 /* SIGKILL (through SIGCONT in case it is stopped) and reap; no-op if gone. */

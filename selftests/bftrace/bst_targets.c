@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bst_targets: the programs the selftests trace (the header's "targets").
+ * bst_targets: the programs the selftests trace (the header's "targets"),
+ * and forks of a test that run its own functions as a target.
  * Starting one from build/selftests/targets/ with pipes on its stdin and
  * stdout, waiting for its lines, reading the spinner's progress page,
  * the states of its threads from /proc, and killing and reaping it.
@@ -138,7 +139,8 @@ int bst_proc_send(struct bst_proc *p, char c)
 	return write(p->in_fd, &c, 1) == 1 ? 0 : -errno;
 }
 
-int bst_proc_wait_line(struct bst_proc *p, const char *want, int timeout_ms)
+int bst_proc_read_line(struct bst_proc *p, char *buf, size_t len,
+		       int timeout_ms)
 {
 	uint64_t deadline = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 
@@ -146,15 +148,17 @@ int bst_proc_wait_line(struct bst_proc *p, const char *want, int timeout_ms)
 		char *nl = memchr(p->line, '\n', p->line_len);
 
 		if (nl) {
-			size_t len = (size_t)(nl - p->line);
-			bool match = len == strlen(want) &&
-				     !memcmp(p->line, want, len);
+			size_t n = (size_t)(nl - p->line);
 
-			p->line_len -= len + 1;
+			if (len) {
+				size_t k = n < len - 1 ? n : len - 1;
+
+				memcpy(buf, p->line, k);
+				buf[k] = '\0';
+			}
+			p->line_len -= n + 1;
 			memmove(p->line, nl + 1, p->line_len);
-			if (match)
-				return 0;
-			continue;
+			return 0;
 		}
 		if (p->line_len == sizeof(p->line))
 			p->line_len = 0;	/* an absurd line: drop it */
@@ -182,6 +186,72 @@ int bst_proc_wait_line(struct bst_proc *p, const char *want, int timeout_ms)
 		}
 		p->line_len += (size_t)n;
 	}
+}
+
+int bst_proc_wait_line(struct bst_proc *p, const char *want, int timeout_ms)
+{
+	uint64_t deadline = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	char got[sizeof(p->line) + 1];
+
+	for (;;) {
+		uint64_t now = bst_now_ns();
+		int r;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		r = bst_proc_read_line(p, got, sizeof(got),
+				       (int)((deadline - now) / 1000000ull) + 1);
+		if (r)
+			return r;
+		if (!strcmp(got, want))
+			return 0;
+	}
+}
+
+int bst_proc_fork(struct bst_proc *p, int (*body)(int in, int out, void *arg),
+		  void *arg, int timeout_ms)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err;
+
+	memset(p, 0, sizeof(*p));
+	p->in_fd = p->out_fd = -1;
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
+		err = -errno;
+		goto fail;
+	}
+	p->pid = fork();
+	if (p->pid < 0) {
+		err = -errno;
+		p->pid = 0;
+		goto fail;
+	}
+	if (p->pid == 0) {
+		/* The target must not outlive a test that dies. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(in[1]);
+		close(out[0]);
+		_exit(body(in[0], out[1], arg));
+	}
+	close(in[0]);
+	close(out[1]);
+	p->in_fd = in[1];
+	p->out_fd = out[0];
+	signal(SIGPIPE, SIG_IGN);
+	err = bst_proc_wait_line(p, "ready", timeout_ms);
+	if (err) {
+		LOG("forked target did not get ready: %s\n", strerror(-err));
+		bst_proc_kill(p);
+	}
+	return err;
+fail:
+	LOG("forking a target: %s\n", strerror(-err));
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
+		if (out[i] >= 0)
+			close(out[i]);
+	}
+	return err;
 }
 
 int bst_proc_wait_exit(struct bst_proc *p, int timeout_ms)
