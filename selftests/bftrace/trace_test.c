@@ -185,6 +185,7 @@ FIXTURE_VARIANT(trace) {
 	bool cet;			/* its functions start with endbr64 */
 	bool bpf;			/* through the BPF backend */
 	bool inl;			/* through the inline backend */
+	bool stat;			/* linked -static, its library inside */
 };
 
 FIXTURE_VARIANT_ADD(trace, plain) {
@@ -221,6 +222,14 @@ FIXTURE_VARIANT_ADD(trace, inline_cet) {
 	.inl = true,
 };
 
+/* No loader, no libc.so: the recorder depends on neither. */
+FIXTURE_VARIANT_ADD(trace, inline_static) {
+	.exe = "calltree_static",
+	.cet = false,
+	.inl = true,
+	.stat = true,
+};
+
 FIXTURE_SETUP(trace)
 {
 	const char *only = getenv("BFT_BACKEND");
@@ -228,7 +237,8 @@ FIXTURE_SETUP(trace)
 	char why[512];
 
 	self->exe = bst_target_path(variant->exe);
-	self->lib = bst_target_path("libbftgt.so");
+	self->lib = variant->stat ? bst_target_path(variant->exe) :
+				    bst_target_path("libbftgt.so");
 	ASSERT_NE(NULL, self->exe);
 	ASSERT_NE(NULL, self->lib);
 	if (variant->inl) {
