@@ -40,6 +40,9 @@ fi
 export BFT_KO=$ko
 # The guest is the tests' own: offline_test takes a CPU offline and back.
 export BFT_TEST_HOTPLUG=1
+# The inline backend needs no kernel feature: its stress test's 100
+# attach/stop cycles run natively, a few here.
+export BFT_INLINE_CYCLES=${BFT_INLINE_CYCLES:-10}
 
 loaded() { [[ -d /sys/module/bftrace ]]; }
 if loaded; then
