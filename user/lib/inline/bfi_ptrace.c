@@ -486,6 +486,54 @@ bool bfi_world_inside(const struct bfi_world *w, const uint64_t (*ranges)[2],
 	return false;
 }
 
+/*
+ * Single-step t, alone, until its rip leaves the ranges.  The recorder
+ * takes no lock another thread holds and makes no system call that
+ * blocks, so it leaves them in a few thousand instructions: a busy
+ * target, whose threads are inside it at almost every stop, is not
+ * refused for that.  Each step is waited for to its end, never
+ * interrupted: the SIGTRAP of a step that completed after an interrupt
+ * stop would stay pending and kill the thread once let go.  A signal that
+ * comes meanwhile is kept for release.  false: it did not leave within
+ * the bounds (it stands in a step's stop, which release lets go), or it
+ * died; the caller stops again instead.
+ */
+static bool world_step_out(struct bfi_tracee *t, const uint64_t (*ranges)[2],
+			   size_t n)
+{
+	int64_t deadline = bft_mono_ms() + BFI_STEP_OUT_MS;
+
+	if (t->state != BFI_T_STOPPED || t->stop == BFI_STOP_GROUP)
+		return false;
+	for (int steps = 0; world_rip_in(t->regs.rip, ranges, n); steps++) {
+		int st;
+		pid_t r;
+
+		if (steps >= BFI_STEP_OUT_MAX || bft_mono_ms() >= deadline ||
+		    ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
+			return false;
+		do
+			r = waitpid(t->tid, &st, __WALL);
+		while (r < 0 && errno == EINTR);
+		if (r != t->tid || !WIFSTOPPED(st)) {
+			t->state = BFI_T_GONE;
+			return false;
+		}
+		t->stop = BFI_STOP_STEPPED;
+		if (st >> 16 == 0 && WSTOPSIG(st) != SIGTRAP &&
+		    t->nkept < BFI_KEPT_SIGS) {
+			siginfo_t si;
+
+			memset(&si, 0, sizeof(si));
+			ptrace(PTRACE_GETSIGINFO, t->tid, 0, &si);
+			t->kept[t->nkept++] = si;
+		}
+		if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs))
+			return false;
+	}
+	return true;
+}
+
 int bfi_world_stop_clear(pid_t tgid, const uint64_t (*ranges)[2], size_t n,
 			 struct bfi_world **wp, char *err, size_t errlen)
 {
@@ -495,10 +543,14 @@ int bfi_world_stop_clear(pid_t tgid, const uint64_t (*ranges)[2], size_t n,
 	for (int i = 0; i < BFI_STOP_TRIES; i++) {
 		struct bfi_world *w;
 		int r = bfi_world_stop(tgid, &w, err, errlen);
+		bool out = true;
 
 		if (r)
 			return r;
-		if (!bfi_world_inside(w, ranges, n)) {
+		for (size_t k = 0; k < w->nown && out; k++)
+			if (world_rip_in(w->t[k].regs.rip, ranges, n))
+				out = world_step_out(&w->t[k], ranges, n);
+		if (out && !bfi_world_inside(w, ranges, n)) {
 			*wp = w;
 			return 0;
 		}

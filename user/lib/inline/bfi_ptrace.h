@@ -22,6 +22,9 @@ struct bfi_world;
 #define BFI_STOP_DEADLINE_MS	500
 /* bfi_world_stop_clear: stops tried before -EBUSY. */
 #define BFI_STOP_TRIES		20
+/* bfi_world_stop_clear: steps, and ms, to take a thread out of the ranges. */
+#define BFI_STEP_OUT_MAX	20000
+#define BFI_STEP_OUT_MS		100
 
 /*
  * Seize (PTRACE_O_TRACECLONE) and interrupt every thread of tgid but
@@ -43,8 +46,10 @@ int bfi_world_stop(pid_t tgid, struct bfi_world **wp, char *err,
 
 /*
  * Stop, and while a thread's rip lies in one of the n [lo, hi) ranges,
- * release and stop again (BFI_STOP_TRIES, 1 ms apart); -EBUSY if a thread
- * never leaves them, else as bfi_world_stop.
+ * single-step it alone out of them (BFI_STEP_OUT_MAX steps within
+ * BFI_STEP_OUT_MS); failing that, release and stop again (BFI_STOP_TRIES,
+ * 1 ms apart); -EBUSY if a thread never leaves them, else as
+ * bfi_world_stop.
  */
 int bfi_world_stop_clear(pid_t tgid, const uint64_t (*ranges)[2], size_t n,
 			 struct bfi_world **wp, char *err, size_t errlen);

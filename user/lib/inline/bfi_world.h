@@ -26,7 +26,7 @@ enum bfi_tstate {
 enum bfi_tstop {
 	BFI_STOP_INTERRUPT,	/* PTRACE_EVENT_STOP of our interrupt */
 	BFI_STOP_GROUP,		/* PTRACE_EVENT_STOP of a group stop */
-	BFI_STOP_STEPPED,	/* the SIGTRAP that ended an injected call */
+	BFI_STOP_STEPPED,	/* the SIGTRAP of a step: an injected call, a step out */
 };
 
 struct bfi_tracee {

@@ -479,6 +479,77 @@ TEST_F(kids, a_thread_that_never_stops_hits_the_deadline)
 }
 
 /* Cost of one stop, one injected call and one release, for the report. */
+/*
+ * A short loop that threads call again and again and are inside of at
+ * almost every stop, as busy threads are inside the recorder: its bounds
+ * are labels, so the test knows the range exactly.
+ */
+__asm__(".text\n"
+    ".globl bfi_test_busy_lo, bfi_test_busy_hi\n"
+    "bfi_test_busy_lo:\n"
+    "	mov $400, %ecx\n"
+    "1:	dec %ecx\n"
+    "	jnz 1b\n"
+    "	ret\n"
+    "bfi_test_busy_hi:\n");
+extern char bfi_test_busy_lo[], bfi_test_busy_hi[];
+
+static void *busy_fn(void *arg)
+{
+	volatile uint64_t *c = arg;
+
+	for (;;) {
+		/* past the red zone, which the call would overwrite */
+		__asm__ __volatile__("sub $128, %%rsp\n\t"
+				     "call bfi_test_busy_lo\n\t"
+				     "add $128, %%rsp" : : : "rcx", "memory");
+		(*c)++;
+	}
+	return NULL;
+}
+
+/* Threads inside the ranges at every stop are stepped out of them. */
+TEST_F(kids, threads_busy_in_a_range_are_stepped_out)
+{
+	const uint64_t r[1][2] = { { (uint64_t)(uintptr_t)bfi_test_busy_lo,
+				     (uint64_t)(uintptr_t)bfi_test_busy_hi } };
+	uint64_t before;
+	char err[256];
+
+	self->pid[0] = fork();
+	ASSERT_LE(0, self->pid[0]);
+	if (self->pid[0] == 0) {
+		pthread_t th[2];
+
+		for (int i = 0; i < 2; i++)
+			pthread_create(&th[i], NULL, busy_fn,
+				       (void *)&sh->spin[i]);
+		sh->ready = 1;
+		pause();
+		_exit(0);
+	}
+	wait_ready();
+	for (int i = 0; i < 50; i++) {
+		struct bfi_world *w;
+
+		ASSERT_EQ(0, bfi_world_stop_clear(self->pid[0], r, 1, &w, err,
+						  sizeof(err)))
+			TH_LOG("stop %d: %s", i, err);
+		EXPECT_EQ(3, bfi_world_nthreads(w));
+		for (size_t t = 0; t < bfi_world_nthreads(w); t++) {
+			uint64_t rip = bfi_world_rip(w, t);
+
+			EXPECT_TRUE(rip < r[0][0] || rip >= r[0][1])
+				TH_LOG("stop %d: thread %zu at %#llx", i, t,
+				       (unsigned long long)rip);
+		}
+		bfi_world_release(w);
+	}
+	before = sh->spin[0] + sh->spin[1];
+	usleep(20000);
+	EXPECT_LT(before, sh->spin[0] + sh->spin[1]);
+}
+
 TEST_F(kids, cycle_cost)
 {
 	long ret, args[6] = { 0 };
