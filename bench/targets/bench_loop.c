@@ -17,6 +17,15 @@
  *   thread=I cpu=C calls=N ns_per_call=X
  *   total threads=T calls=N ns_per_call=X calls_per_s=R elapsed_ns=E
  * ns_per_call in the total line is the mean over the threads.
+ *
+ * With BENCH_GO=PATH in the environment it first waits, before any call,
+ * until PATH exists: a tracer that attaches to a running process (the
+ * inline backend) attaches in that wait and then creates PATH.  With
+ * BENCH_END=PATH it waits again after printing, until PATH exists, so that
+ * the tracer's counters can be read while the process still lives.
+ *
+ * Built with -DBENCH_MCOUNT (and -pg), bench_work calls mcount after its
+ * frame is set up, as gcc -pg compiles a function: uftrace's entry point.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,6 +52,12 @@
 #else
 #define BENCH_ENDBR ""
 #endif
+#ifdef BENCH_MCOUNT
+/* mcount keeps the argument registers, as gcc -pg relies on */
+#define BENCH_PG "call mcount\n\t"
+#else
+#define BENCH_PG ""
+#endif
 unsigned long bench_work(unsigned long x);
 __asm__(".text\n\t"
 	".globl bench_work\n\t"
@@ -51,6 +66,7 @@ __asm__(".text\n\t"
 	BENCH_ENDBR
 	"push %rbp\n\t"
 	"mov %rsp, %rbp\n\t"
+	BENCH_PG
 	"imul $0x5bd1e995, %rdi, %rax\n\t"
 	"add $1, %rax\n\t"
 	"pop %rbp\n\t"
@@ -116,6 +132,18 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* BENCH_GO: polled, not a blocking wait, so an attach's stop is harmless. */
+static void wait_file(const char *var)
+{
+	const char *go = getenv(var);
+	struct timespec ms = { 0, 1000000 };
+
+	if (!go || !*go)
+		return;
+	while (access(go, F_OK))
+		nanosleep(&ms, NULL);
+}
+
 static int number(const char *s, const char *what, double max, double *out)
 {
 	char *end;
@@ -151,6 +179,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-loop: CALLS and THREADS must be at least 1\n");
 		return 2;
 	}
+	wait_file("BENCH_GO");
 	err = pthread_barrier_init(&start_line, NULL, (unsigned int)n);
 	if (err) {
 		fprintf(stderr, "bench-loop: barrier: %s\n", strerror(err));
@@ -185,5 +214,7 @@ int main(int argc, char **argv)
 	printf("total threads=%d calls=%lu ns_per_call=%.2f calls_per_s=%.0f elapsed_ns=%" PRIu64 "\n",
 	       n, (unsigned long)calls * (unsigned long)n, sum / n,
 	       calls * n * 1e9 / (double)(last - first), last - first);
+	fflush(stdout);
+	wait_file("BENCH_END");
 	return 0;
 }

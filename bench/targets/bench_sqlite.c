@@ -19,6 +19,12 @@
  * tens of per cent with what the emulator translates first; the median
  * round leaves that, and the process's start, out.  sum checks the rows
  * read in the last round.
+ *
+ * With BENCH_GO=PATH in the environment it first waits until PATH exists,
+ * so that a tracer attaching to a running process (the inline backend)
+ * sees every round; with BENCH_END=PATH it waits again after printing,
+ * until PATH exists, so that the tracer's counters can be read while the
+ * process still lives.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 static long long now_ns(void)
 {
@@ -110,6 +117,18 @@ static long count_of(const char *s)
 	return errno || end == s || *end || v <= 0 ? 0 : v;
 }
 
+/* BENCH_GO: polled, not a blocking wait, so an attach's stop is harmless. */
+static void wait_file(const char *var)
+{
+	const char *go = getenv(var);
+	struct timespec ms = { 0, 1000000 };
+
+	if (!go || !*go)
+		return;
+	while (access(go, F_OK))
+		nanosleep(&ms, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	long rows = argc > 1 ? count_of(argv[1]) : 0;
@@ -126,6 +145,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-sqlite: out of memory\n");
 		return 1;
 	}
+	wait_file("BENCH_GO");
 	t0 = now_ns();
 	for (r = 0; r < rounds; r++) {
 		long long start = now_ns();
@@ -141,5 +161,7 @@ int main(int argc, char **argv)
 	printf("total api_calls=%ld elapsed_ns=%lld round_ns=%lld rounds=%ld rows=%ld sum=%lld\n",
 	       calls, t1 - t0, took[(rounds - 1) / 2], rounds, rows, sum);
 	free(took);
+	fflush(stdout);
+	wait_file("BENCH_END");
 	return 0;
 }
