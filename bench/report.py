@@ -505,6 +505,13 @@ def native_report(path, profile_path):
         r["floor_seen_text"] = raw.get("floor_seen")
         r["floor_multi_seen_text"] = raw.get("floor_multi_seen")
     n["bpf_native_skip"] = info.get("bpf_native_skip")
+    n["inline_native"] = [{k: (v if k == "build"
+                               else [num(x) for x in v.split(",")] if k.startswith("reps_")
+                               else num(v))
+                           for k, v in r.items()} for r in res.get("inline_native", [])]
+    n["inline_sqlite"] = [{k: num(v) for k, v in r.items()} for r in res.get("inline_sqlite", [])]
+    n["inline_native_commands"] = {k: v for k, v in cmds.items()
+                                   if k.startswith(("inline_native.", "inline_sqlite."))}
     n["live_view"] = live_view_of(res, cmds)
     n["counters"] = counters_of(res, cmds)
     n["sqlite"] = sqlite_of(res, cmds, "sqlite.native")
@@ -684,6 +691,73 @@ def floor_native(n):
                       and is_below)}
 
 
+def inline_native(n):
+    """bench/inline-native.sh per build: the inline backend's cost per
+    traced call (traced minus untraced), its parts, and its ratios to
+    uftrace's and bpftrace's costs, each the median of the ratios within a
+    repetition, where all ran side by side."""
+    out = {}
+    cost = lambda a, b: a - b
+    for r in (n or {}).get("inline_native", []):
+        b = r.get("build")
+        d = {k: r.get(k) for k in ("calls", "untraced_ns", "inline_ns", "inline_cost_ns",
+                                   "inline_entry_cost_ns", "inline_init_cost_ns", "clock_ns",
+                                   "record_floor_ns", "floor_cost_ns", "bpftrace_empty_cost_ns",
+                                   "bpf_cost_ns", "uftrace_cost_ns", "pg_untraced_ns",
+                                   "bytes_per_call", "inline_seen", "inline_expect",
+                                   "inline_lost", "bpftrace_calls")}
+        costs = {}
+        for k in ("inline", "inline_entry", "inline_init", "floor", "bpftrace_empty", "bpf",
+                  "uftrace"):
+            w = within(r, k, "untraced", cost)
+            costs[k] = w
+        def rel(a, b):
+            pairs = [x / y for x, y in zip(costs.get(a) or [], costs.get(b) or [])
+                     if x is not None and y]
+            return (statistics.median(pairs) if pairs else ratio(d.get(a + "_cost_ns"),
+                                                                 d.get(b + "_cost_ns"))), pairs
+        d["vs_uftrace"], d["vs_uftrace_reps"] = rel("inline", "uftrace")
+        d["vs_bpftrace_empty"], d["vs_bpftrace_empty_reps"] = rel("inline", "bpftrace_empty")
+        d["vs_floor"], d["vs_floor_reps"] = rel("inline", "floor")
+        d["vs_bpf"], _ = rel("inline", "bpf")
+        # the parts: the stub and mode check (INITIALIZING), the return path
+        # (entry and return minus entries only), what is above the physical
+        # floor (two clock reads and the bytes stored, in a loop of its own)
+        # the least disturbed run of each (the machine is shared: a run
+        # next to another's load reads the clock 3x slower)
+        for k in ("inline", "inline_entry", "uftrace", "bpftrace_empty", "clock", "record_floor"):
+            got = [x for x in r.get("reps_" + k) or [] if x is not None]
+            d["best_" + k + "_ns"] = min(got) if got else None
+        d["return_path_ns"] = minus(d.get("inline_cost_ns"), d.get("inline_entry_cost_ns"))
+        d["above_record_floor_ns"] = minus(d.get("inline_ns"), d.get("record_floor_ns"))
+        out[b] = d
+    return out
+
+
+def inline_uftrace_claim(n):
+    d = inline_native(n).get("plain")
+    if not d or d.get("vs_uftrace") is None:
+        return None
+    c = inline_native(n).get("cet", {})
+    return {"value": d["vs_uftrace"],
+            "text": f"{fmt(d['inline_cost_ns'], 1)} ns against uftrace's {fmt(d['uftrace_cost_ns'], 1)} "
+                    f"(plain build, {fmt_ratio(d['vs_uftrace'])}"
+                    f"{ratio_range({'ratio_reps': d['vs_uftrace_reps']})}); CET build "
+                    f"{fmt_ratio(c.get('vs_uftrace'))}",
+            "holds": d["vs_uftrace"] <= 1.0 and (c.get("vs_uftrace") or 0) <= 1.0}
+
+
+def inline_bpftrace_claim(n):
+    d = inline_native(n).get("plain")
+    if not d or d.get("vs_bpftrace_empty") is None:
+        return None
+    return {"value": d["vs_bpftrace_empty"],
+            "text": f"{fmt(d['inline_cost_ns'], 1)} ns against bpftrace's "
+                    f"{fmt(d['bpftrace_empty_cost_ns'], 1)} (plain build, 1/"
+                    f"{fmt(1 / d['vs_bpftrace_empty'] if d['vs_bpftrace_empty'] else None, 1)})",
+            "holds": d["vs_bpftrace_empty"] <= 0.05}
+
+
 # the issue's real library: what bfctl's placement is for
 def sqlite_claim(g):
     q = g.get("sqlite")
@@ -812,6 +886,12 @@ CLAIMS = (
     Claim("the same, the BPF backend natively",
           "native: counters.10hz, counters.none, counters.floor.*",
           None, if_measured("counters", counters_claim)),
+    Claim("inline backend: no more than uftrace's cost per traced call (-pg build)",
+          "native: inline_native plain and cet (inline, uftrace, untraced ns, reps_*)",
+          None, inline_uftrace_claim),
+    Claim("inline backend: at most 1/20 of bpftrace's empty probes per traced call",
+          "native: inline_native plain (inline, bpftrace_empty, untraced ns, reps_*)",
+          None, inline_bpftrace_claim),
     Claim("live viewer: a call on the page within 2x the flush interval (200 ms)",
           "live_view (delay_ms per run, scripts/live-view-test.py)",
           live_view_claim, if_measured("live_view", live_view_claim)),
@@ -1412,6 +1492,76 @@ def md_bpf_native(n, doc):
     return L
 
 
+def md_inline_native(n, doc):
+    """inline_native, inline_sqlite: the inline backend natively (bench/inline-native.sh)."""
+    d = inline_native(n)
+    if not d:
+        return []
+    cmds = n.get("inline_native_commands", {})
+    L = ["\n### The inline backend, native (bench/inline-native.sh)\n",
+         "One thread calling `bench_work` flat out on CPU 0, bfcollector on CPU 1, every tool "
+         "once in each repetition; medians. Cost = traced minus untraced ns per call (entry "
+         "and return); a ratio is the median of the ratios within each repetition.\n"]
+    for b, r in d.items():
+        cid = f"inline_native.{b}."
+        rows = [
+            ["untraced", fmt(r["untraced_ns"], 1), "", code(cmds.get(cid + "untraced", ""))],
+            ["inline backend, entry and return", fmt(r["inline_cost_ns"], 1),
+             f"{fmt(r['inline_seen'])} of {fmt(r['inline_expect'])} events, {fmt(r['inline_lost'])} lost, "
+             f"{fmt(r['bytes_per_call'], 2)} ring bytes/call", code(cmds.get(cid + "inline", ""))],
+            ["inline backend, entries only", fmt(r["inline_entry_cost_ns"], 1), "",
+             code(cmds.get(cid + "inline_entry", ""))],
+            ["inline backend, patched, INITIALIZING (stub + mode check)",
+             fmt(r["inline_init_cost_ns"], 1), "", code(cmds.get(cid + "inline_init", ""))],
+            ["uftrace record, -pg build", fmt(r["uftrace_cost_ns"], 1),
+             f"inline / uftrace {fmt_ratio(r['vs_uftrace'])}"
+             f"{ratio_range({'ratio_reps': r['vs_uftrace_reps']})}; the -pg loop untraced: "
+             f"{fmt(r['pg_untraced_ns'], 1)} ns", code(cmds.get(cid + "uftrace", ""))],
+            ["bpftrace, empty uprobe + uretprobe", fmt(r["bpftrace_empty_cost_ns"], 1),
+             f"inline / bpftrace {fmt_ratio(r['vs_bpftrace_empty'])}"
+             + (f" ({fmt(r['bpftrace_calls'])} calls: single-steps endbr64)" if b == "cet" else ""),
+             code(cmds.get(cid + "bpftrace_empty", ""))],
+            ["the floor: empty BPF uprobe + uretprobe", fmt(r["floor_cost_ns"], 1),
+             f"inline / floor {fmt_ratio(r['vs_floor'])}", code(cmds.get(cid + "floor", ""))],
+            ["BPF backend", fmt(r["bpf_cost_ns"], 1), f"inline / BPF {fmt_ratio(r['vs_bpf'])}",
+             code(cmds.get(cid + "bpf", ""))],
+        ]
+        L += [f"\n{b} build, {fmt(r['calls'])} calls:\n",
+              md_table(rows, ["", "cost ns/call", "", "command"]),
+              f"\nParts: one vDSO clock read {fmt(r['clock_ns'], 1)} ns (a loop of its own, "
+              f"{code(cmds.get(cid + 'clock', ''))}); the physical floor, two reads and the bytes "
+              f"stored, {fmt(r['record_floor_ns'], 1)} ns ({code(cmds.get(cid + 'record_floor', ''))}); "
+              f"the traced call is {fmt(r['above_record_floor_ns'], 1)} ns above it. The stub and "
+              f"mode check alone {fmt(r['inline_init_cost_ns'], 1)} ns; the return path (entry "
+              f"and return minus entries only) {fmt(r['return_path_ns'], 1)} ns. The least "
+              f"disturbed run of each (the minimum over the repetitions): inline "
+              f"{fmt(r['best_inline_ns'], 1)} ns, entries only {fmt(r['best_inline_entry_ns'], 1)}, "
+              f"uftrace {fmt(r['best_uftrace_ns'], 1)}, bpftrace {fmt(r['best_bpftrace_empty_ns'], 1)}, "
+              f"one clock read {fmt(r['best_clock_ns'], 1)}, the physical floor "
+              f"{fmt(r['best_record_floor_ns'], 1)}.\n"]
+    q = n.get("inline_sqlite") or []
+    if q:
+        def m(k):
+            v = [r.get(k) for r in q if r.get(k) is not None]
+            return statistics.median(v) if v else None
+        u, i, e, bp, cpr = (m("untraced_ns"), m("inline_ns"), m("bpftrace_empty_ns"),
+                            m("bpf_ns"), m("calls_per_round"))
+        per = lambda x: (x - u) / cpr if x is not None and u is not None and cpr else None
+        L += ["libsqlite3's API (the workload of `bench/sqlite-api.sh`, "
+              f"{fmt(m('probes'))} functions, {fmt(cpr)} traced calls per round, "
+              f"{fmt(m('inline_attached'))} rewritten inline), median round:\n",
+              md_table([["untraced", fmt(u / 1e3 if u else None, 1), "",
+                         code(cmds.get("inline_sqlite.untraced", ""))],
+                        ["inline backend", fmt(i / 1e3 if i else None, 1), fmt(per(i), 1),
+                         code(cmds.get("inline_sqlite.inline", ""))],
+                        ["bpftrace, empty", fmt(e / 1e3 if e else None, 1), fmt(per(e), 1),
+                         code(cmds.get("inline_sqlite.bpftrace_empty", ""))],
+                        ["BPF backend", fmt(bp / 1e3 if bp else None, 1), fmt(per(bp), 1),
+                         code(cmds.get("inline_sqlite.bpf", ""))]],
+                       ["", "round µs", "cost ns/call", "command"]), ""]
+    return L
+
+
 def md_codec(n, doc):
     """@codec: bench_codec's own output, verbatim."""
     if not n["codec"]:
@@ -1466,7 +1616,7 @@ MD_LAYOUT = (
     ("doc", (md_preamble, md_targets, native_floor_md, sqlite_md)),
     ("kernel", (md_per_call, md_cet, md_size, md_throws, md_scaling, md_loss,
                 md_bpf_guest, md_profile)),
-    ("native", (md_collector, hq_large_md, md_bpf_native, live_view_md, md_codec,
+    ("native", (md_collector, hq_large_md, md_bpf_native, md_inline_native, live_view_md, md_codec,
                 md_collector_profile, md_collector_cpu)),
 )
 
