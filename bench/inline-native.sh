@@ -229,9 +229,10 @@ for build in plain cet; do
 		fi
 		if ((have_uftrace)); then
 			rm -rf "$tmp/uft"
-			uft+=("$(taskset -c 1 uftrace record -d "$tmp/uft" "$pg" "$calls" 1 2>/dev/null | ns_of)")
+			uft+=("$(cd "$tmp" && taskset -c 1 uftrace record -d "$tmp/uft" "$pg" "$calls" 1 2>/dev/null | ns_of)")
 		fi
-		pgu+=("$(taskset -c 0 "$pg" "$calls" 1 | ns_of)")
+		# a -pg program writes gmon.out where it runs: not in the tree
+		pgu+=("$(cd "$tmp" && taskset -c 0 "$pg" "$calls" 1 | ns_of)")
 	done
 	b0=$(med "${base[@]}")
 	t=$(med "${tr[@]}") e=$(med "${en[@]}") i0=$(med "${ini[@]}")
