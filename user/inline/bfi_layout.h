@@ -160,7 +160,11 @@ struct bfi_area {
 	uint32_t reader;	/* the reader's pid while one reads this
 				 * area (bfi_rings.c); 0: none */
 	uint32_t pad;
-	uint64_t reserved[31];
+	uint64_t exit_addr;	/* the exit_common every swapped return slot
+				 * holds: the first recorder copy to swap one
+				 * sets it (cmpxchg), so a hook running in
+				 * another object's copy knows the slots */
+	uint64_t reserved[30];
 	/* then: struct bfi_live at BFI_LIVE_OFF,
 	 * struct bfi_method methods[BFI_MAX_METHODS] at BFI_METHODS_OFF,
 	 * struct bfi_thread threads[2 * nslots] at BFI_THREADS_OFF,

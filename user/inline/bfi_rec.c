@@ -209,7 +209,7 @@ static void rec_entry_record(struct bfi_ctx *c, struct bfi_method *m,
 		return;
 	m->hits++;
 	if (!(m->flags & BFT_PF_RETURN) || a->no_ret || depth >= cap ||
-	    *retslot == bfi_exit_addr()) {
+	    *retslot == bfi_exit_addr(a)) {
 		/* no room, or a tail call whose caller's exit is pending */
 		bfi_ring_event(c, BFI_EV_NORET, m->id, 0);
 		return;
@@ -220,7 +220,7 @@ static void rec_entry_record(struct bfi_ctx *c, struct bfi_method *m,
 	bfi_barrier();
 	s->depth = depth + 1;
 	bfi_barrier();
-	*retslot = bfi_exit_addr();
+	*retslot = bfi_exit_addr(a);
 	bfi_ring_event(c, BFI_EV_ENTER, m->id, 0);
 }
 

@@ -103,10 +103,22 @@ static inline struct bfi_frame *bfi_shadow(const struct bfi_slot *s)
 	return (struct bfi_frame *)((uint8_t *)s + BFI_SHADOW_OFF);
 }
 
-/* exit_common's address here: what a swapped return slot holds. */
-static inline uint64_t bfi_exit_addr(void)
+/*
+ * What a swapped return slot holds: one exit_common for the whole target,
+ * though each object's code area has its copy, so that every copy (a
+ * hook in libgcc_s, a method in the executable) tells swapped slots alike.
+ */
+static inline uint64_t bfi_exit_addr(struct bfi_area *a)
 {
-	return (uint64_t)(uintptr_t)bfi_exit_common;
+	uint64_t mine = (uint64_t)(uintptr_t)bfi_exit_common;
+	uint64_t v = __atomic_load_n(&a->exit_addr, __ATOMIC_RELAXED);
+
+	if (v)
+		return v;
+	if (__atomic_compare_exchange_n(&a->exit_addr, &v, mine, 0,
+					__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return mine;
+	return v;
 }
 
 static inline uint8_t *bfi_at(const struct bfi_area *a, uint64_t off)

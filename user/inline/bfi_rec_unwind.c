@@ -62,7 +62,7 @@ static void unwind_restore(struct bfi_ctx *c, uint64_t sp)
 	for (i = 0; i < c->slot->depth; i++) {
 		uint64_t *slot = (uint64_t *)(uintptr_t)sh[i].slot;
 
-		if ((uint64_t)(uintptr_t)slot > sp && *slot == bfi_exit_addr())
+		if ((uint64_t)(uintptr_t)slot > sp && *slot == bfi_exit_addr(c->area))
 			*slot = sh[i].ret;
 	}
 }
@@ -103,7 +103,7 @@ static void unwind_catch_close(struct bfi_ctx *c, uint64_t sp,
 		if ((uint64_t)(uintptr_t)slot > sp &&
 		    (uint64_t)(uintptr_t)slot >= floor &&
 		    *slot == sh[i].ret)
-			*slot = bfi_exit_addr();
+			*slot = bfi_exit_addr(c->area);
 	}
 	bfi_unwind_close(c, n, BFT_UNWIND_CATCH);
 }
