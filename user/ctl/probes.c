@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "capture/bft_backend.h"
 #include "symbols/bft_entry.h"
 #include "symbols/bft_symclass.h"
 #include "output.h"

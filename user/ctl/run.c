@@ -42,6 +42,7 @@
 #include <unistd.h>
 #include <elf.h>
 
+#include "capture/bft_backend.h"
 #include "output.h"
 #include "probes.h"
 #include "run.h"
@@ -450,7 +451,8 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 		  .help = "a session started here outlives bfctl" },
 		{ .name = "no-follow", .kind = ARG_FLAG, .dest = &no_follow,
 		  .help = "trace the command's first program only, not the "
-			  "processes and programs it starts" },
+			  "processes and programs it starts (always so with "
+			  "--backend inline)" },
 		ARG_END
 	};
 	struct strlist cmdline = { 0 };
@@ -460,6 +462,8 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	char **child_argv = NULL;
 	pid_t pid;
 	int rc, pipefd[2], st, gone, child_errno = 0;
+	struct run_park park = { 0 };
+	bool inline_be = false;
 
 	rc = cmd_args(c, current_cmd, defs, argc, argv, ARGS_STOP_AT_POSITIONAL,
 		      &cmdline, NULL);
@@ -484,6 +488,14 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 		rc = ctl_connect(c, BFT_FEAT_ENTRY | (r.suspended ? BFT_FEAT_SUSPEND : 0));
 		if (rc)
 			goto out;
+		/* the backend seizes each target itself: bfctl cannot stay
+		 * the tracer of the process tree */
+		inline_be = c->be == &bft_backend_inline;
+		if (inline_be && r.follow) {
+			vlog(c, 1, "run: the inline backend traces the command's first program only (--no-follow)");
+			r.follow = false;
+			o.quiet_nomatch = false;
+		}
 	}
 	child_argv = calloc(cmdline.n + 1, sizeof(*child_argv));
 	if (!child_argv || pipe2(pipefd, O_CLOEXEC)) {
@@ -548,10 +560,28 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	 * unless it is JSON that a script asked for. */
 	if (!c->json)
 		out_init(stderr, false);
+	if (inline_be && run_inline_park(pid, &park)) {
+		run_kill(pid);
+		rc = EXIT_FAIL;
+		goto out;
+	}
 	rc = run_attach(&r, pid);
 	if (rc && !(r.follow && rc == EXIT_NOMATCH)) {
 		run_kill(pid);
 		goto out;
+	}
+	if (inline_be) {
+		if (run_inline_unpark(pid, &park)) {
+			run_kill(pid);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		signal(SIGINT, SIG_IGN);
+		signal(SIGQUIT, SIG_IGN);
+		if (r.persist)
+			ctl_close(c);
+		vlog(c, 1, "run: process %d released", (int)pid);
+		goto wait;
 	}
 	/* Like system(3): the terminal's signals are the child's business. */
 	signal(SIGINT, SIG_IGN);
@@ -575,6 +605,7 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 		if (rc)
 			goto out;
 	}
+wait:
 	while (!r.follow && waitpid(pid, &st, 0) < 0) {
 		if (errno != EINTR) {
 			err_msg("run: waiting for process %d: %s", (int)pid, strerror(errno));

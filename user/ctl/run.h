@@ -6,6 +6,7 @@
 #ifndef BFCTL_RUN_H
 #define BFCTL_RUN_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "probes.h"
@@ -47,6 +48,24 @@ int run_attach(struct run *r, pid_t pid);
  * exit code for a failure of bfctl's own.
  */
 int run_follow(struct run *r, pid_t leader, bool traced, int *status);
+
+/* A held child parked on a `jmp .` so another tracer can seize it. */
+struct run_park {
+	uint64_t rip;
+	uint8_t saved[2];
+};
+
+/*
+ * Write `jmp .` at the held child's rip and let go of it (it spins);
+ * 0 or -errno, the message out.  The caller kills the child on failure.
+ */
+int run_inline_park(pid_t pid, struct run_park *p);
+
+/*
+ * Stop the parked child's world, put its two bytes back, let it run:
+ * 0 or -errno, the message out.  The caller kills the child on failure.
+ */
+int run_inline_unpark(pid_t pid, const struct run_park *p);
 
 /* SIGKILL pid and wait for it: returns its wait status. */
 int run_kill(pid_t pid);
