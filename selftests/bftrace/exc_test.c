@@ -352,10 +352,13 @@ FIXTURE(exc) {
 	char *exe, *lib, *bfctl;
 	struct run plain, traced;
 	bool static_glibc;	/* exe is linked statically */
+	bool inl;		/* bfctl run --backend inline */
+	char *inl_dir;		/* its registry, this test's own */
 };
 
 FIXTURE_VARIANT(exc) {
 	const char *exe;
+	bool inl;
 };
 
 FIXTURE_VARIANT_ADD(exc, plain) {
@@ -366,19 +369,50 @@ FIXTURE_VARIANT_ADD(exc, cet) {
 	.exe = "exc_cet",
 };
 
+/*
+ * The inline variants: bfctl run patches the target itself, and the rings
+ * live in the target's memory, gone when it exits; so these check what
+ * the user sees (exit status, stdout, stderr), not the trace.
+ */
+FIXTURE_VARIANT_ADD(exc, inline_plain) {
+	.exe = "exc", .inl = true,
+};
+
+FIXTURE_VARIANT_ADD(exc, inline_cet) {
+	.exe = "exc_cet", .inl = true,
+};
+
 FIXTURE_SETUP(exc)
 {
+	const char *only = getenv("BFT_BACKEND");
 	struct bft_nl_opt depth;
 
+	self->bfctl = tool_path("bfctl");
+	ASSERT_NE(NULL, self->bfctl);
+	ASSERT_EQ(0, access(self->bfctl, X_OK)) TH_LOG("%s: build user/ first", self->bfctl);
+	if (variant->inl) {
+		char tmpl[] = "/tmp/exc-inline-XXXXXX";
+
+		if (only && *only && strcmp(only, "inline") && strcmp(only, "auto"))
+			SKIP(return, "BFT_BACKEND=%s: the inline variants do not run", only);
+		/* a registry of this test's own: 16 targets at most each */
+		ASSERT_NE(NULL, mkdtemp(tmpl));
+		self->inl_dir = strdup(tmpl);
+		ASSERT_NE(NULL, self->inl_dir);
+		setenv("BFT_INLINE_DIR", self->inl_dir, 1);
+		self->inl = true;
+		self->exe = bst_target_path(variant->exe);
+		ASSERT_NE(NULL, self->exe);
+		return;
+	}
+	if (only && (!strcmp(only, "bpf") || !strcmp(only, "inline")))
+		SKIP(return, "BFT_BACKEND=%s: the module's variants do not run", only);
 	ASSERT_EQ(0, bst_session_open(&self->s));
 	if (!(self->s.caps.features & BFT_FEAT_UNWIND))
 		SKIP(return, "the module has no exception hooks (feature 'unwind')");
 	self->exe = bst_target_path(variant->exe);
 	self->lib = bst_target_path("libbftexc.so");
-	self->bfctl = tool_path("bfctl");
 	ASSERT_NE(NULL, self->exe);
-	ASSERT_NE(NULL, self->bfctl);
-	ASSERT_EQ(0, access(self->bfctl, X_OK)) TH_LOG("%s: build user/ first", self->bfctl);
 	/* the deep case must not be cut by BFT_OPT_MAX_DEPTH (0: no limit) */
 	ASSERT_EQ(0, bft_nl_get_opt(self->s.nl, BFT_OPT_MAX_DEPTH, &depth));
 	if (depth.value && depth.value <= EX_DEEP_DEPTH + 8)
@@ -390,7 +424,17 @@ FIXTURE_TEARDOWN(exc)
 {
 	run_free(&self->plain);
 	run_free(&self->traced);
-	bst_session_close(&self->s);
+	if (self->inl_dir) {
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", self->inl_dir);
+		if (system(cmd))
+			TH_LOG("could not remove %s", self->inl_dir);
+		unsetenv("BFT_INLINE_DIR");
+		free(self->inl_dir);
+	} else if (self->s.nl) {
+		bst_session_close(&self->s);
+	}
 	bst_trace_free(&self->t);
 	names_free(&self->nm);
 	bft_nl_status_free(&self->st0);
@@ -402,11 +446,15 @@ FIXTURE_TEARDOWN(exc)
 
 /* bfctl run with return probes on every ex_* function of exe and the lib. */
 static void traced_argv(const char **argv, const char *bfctl, const char *exe,
-			const char *tcase, const char *extra)
+			const char *tcase, const char *extra, bool inl)
 {
 	int n = 0;
 
 	argv[n++] = bfctl;
+	if (inl) {
+		argv[n++] = "--backend";
+		argv[n++] = "inline";
+	}
 	argv[n++] = "run";
 	argv[n++] = "-p";
 	argv[n++] = "exc*:ex_*";
@@ -504,6 +552,8 @@ static void check_case(struct __test_metadata *_metadata,
 	const char *only = getenv("BFT_EXC_ONLY");
 	char *e0, *e1;
 
+	if (!self->inl && !self->s.nl)
+		return;		/* skipped at setup */
 	/* BFT_EXC_ONLY=case,case... runs only those (for debugging) */
 	if (only && !strstr(only, tcase))
 		SKIP(return, "not in BFT_EXC_ONLY");
@@ -511,8 +561,9 @@ static void check_case(struct __test_metadata *_metadata,
 	run_finish(&self->plain, RUN_TIMEOUT_MS);
 	ASSERT_LE(0, self->plain.status);
 
-	ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &self->st0));
-	traced_argv(targv, self->bfctl, self->exe, tcase, NULL);
+	if (!self->inl)
+		ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &self->st0));
+	traced_argv(targv, self->bfctl, self->exe, tcase, NULL, self->inl);
 	ASSERT_EQ(0, run_start(&self->traced, targv, false));
 	run_finish(&self->traced, RUN_TIMEOUT_MS);
 	e0 = target_lines(self->plain.err, NULL, NULL);
@@ -523,6 +574,8 @@ static void check_case(struct __test_metadata *_metadata,
 	EXPECT_STREQ(e0, e1);
 	free(e0);
 	free(e1);
+	if (self->inl)
+		return;
 	/* bfctl put the hooks in: the unwinder, the catch */
 	stop_and_collect(_metadata, self);
 	EXPECT_LT(0, self->nm.hooked_unwind);
@@ -623,8 +676,12 @@ TEST_F_TIMEOUT(exc, loop_of_1000_throws_loses_and_leaks_nothing, 900)
 	pid_t pid;
 	uint32_t probes1;
 
+	if (self->inl)
+		SKIP(return, "module only: it compares the module counters between rounds");
+	if (!self->s.nl)
+		return;		/* skipped at setup */
 	ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &self->st0));
-	traced_argv(targv, self->bfctl, self->exe, "loop", NULL);
+	traced_argv(targv, self->bfctl, self->exe, "loop", NULL, false);
 	ASSERT_EQ(0, run_start(&self->traced, targv, true));
 	ASSERT_EQ(0, run_wait_line(&self->traced, EX_LINE_READY, 120000));
 	pid = child_of(self->traced.pid);
@@ -672,12 +729,16 @@ TEST_F_TIMEOUT(exc, unknown_unwinder_warns_and_records_entries_only, 600)
 	char *e0, *e1;
 	size_t enters = 0;
 
+	if (self->inl)
+		SKIP(return, "module only: it reads the trace, gone with the target under inline");
+	if (!self->s.nl)
+		return;		/* skipped at setup */
 	ASSERT_NE(NULL, stripped);
 	pargv[0] = stripped;
 	ASSERT_EQ(0, run_start(&self->plain, pargv, false));
 	ASSERT_EQ(0, run_finish(&self->plain, RUN_TIMEOUT_MS));
 
-	traced_argv(targv, self->bfctl, stripped, "catch3", NULL);
+	traced_argv(targv, self->bfctl, stripped, "catch3", NULL, false);
 	ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &self->st0));
 	ASSERT_EQ(0, run_start(&self->traced, targv, false));
 	run_finish(&self->traced, RUN_TIMEOUT_MS);
@@ -715,7 +776,7 @@ TEST_F_TIMEOUT(exc, unknown_unwinder_warns_and_records_entries_only, 600)
 	bst_trace_free(&self->t);
 	names_free(&self->nm);
 	bft_nl_status_free(&self->st);
-	traced_argv(targv, self->bfctl, stripped, "catch3", "--force");
+	traced_argv(targv, self->bfctl, stripped, "catch3", "--force", false);
 	ASSERT_EQ(0, run_start(&self->traced, targv, false));
 	run_finish(&self->traced, RUN_TIMEOUT_MS);
 	EXPECT_EQ(128 + SIGABRT, self->traced.status)
