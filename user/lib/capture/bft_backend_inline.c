@@ -397,7 +397,26 @@ static int inline_get_methods(void *h, bft_nl_method_cb cb, void *arg)
 	return e;
 }
 
-/* The area's table: names the recorder copied in, no pointer followed. */
+struct exc_relay {
+	uint32_t tgid;
+	bft_nl_exception_cb cb;
+	void *arg;
+};
+
+static int exc_relay_one(uint32_t id, const char *name, void *arg)
+{
+	const struct exc_relay *x = arg;
+	struct bft_nl_exception ex = { .tgid = x->tgid, .id = id,
+				       .name = name };
+
+	return x->cb(&ex, x->arg);
+}
+
+/*
+ * The area's table: names the recorder copied in, no pointer followed.
+ * A target that ended: the names this process's reader copied while it
+ * lived.
+ */
 static int inline_get_exceptions(void *h, bft_nl_exception_cb cb, void *arg)
 {
 	struct bfi_session *s = h;
@@ -407,7 +426,14 @@ static int inline_get_exceptions(void *h, bft_nl_exception_cb cb, void *arg)
 		return e;
 	for (size_t i = 0; !e && i < s->ntargets; i++) {
 		const struct bfi_target *t = &s->targets[i];
-		int fd = mem_open(t->tgid);
+		int fd = t->gone ? -1 : mem_open(t->tgid);
+
+		if (fd < 0) {
+			struct exc_relay x = { t->tgid, cb, arg };
+
+			e = bfi_rings_exc_names(t->tgid, exc_relay_one, &x);
+			continue;
+		}
 
 		for (uint32_t j = 0; fd >= 0 && !e && j < BFI_MAX_EXC; j++) {
 			struct bfi_exc x;

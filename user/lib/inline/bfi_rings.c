@@ -35,7 +35,56 @@ struct ring_target {
 	bool stuck_told[BFI_NSLOTS];
 	struct ring_slot slots[BFI_NSLOTS];
 	bool told;		/* its hostility was said once */
+	uint32_t nexc;		/* exception types copied to the names */
 };
+
+/*
+ * The exception types' names, copied while each target lives: the
+ * collector names a THROW after reading it, often once the process has
+ * ended and its area with it.  This process's own, for
+ * bfi_rings_exc_names().
+ */
+struct exc_name {
+	uint32_t tgid, id;
+	char name[BFI_EXC_NAME];
+};
+static struct exc_name *exc_names;
+static size_t exc_nnames;
+
+/* The types the recorder finished naming since the last look. */
+static void target_exc_copy(struct ring_target *t)
+{
+	while (t->nexc < BFI_MAX_EXC) {
+		struct bfi_exc x;
+		struct exc_name *n;
+
+		if (pread(t->fd, &x, sizeof(x), (off_t)(t->geo.area + BFI_EXC_OFF +
+			  t->nexc * (uint64_t)sizeof(x))) != (ssize_t)sizeof(x) ||
+		    !x.tinfo || x.ready != 1)
+			return;	/* claimed in order: none after it yet */
+		n = realloc(exc_names, (exc_nnames + 1) * sizeof(*n));
+		if (!n)
+			return;
+		exc_names = n;
+		n = &exc_names[exc_nnames++];
+		n->tgid = t->geo.tgid;
+		n->id = ++t->nexc;
+		memcpy(n->name, x.name, sizeof(n->name));
+		n->name[sizeof(n->name) - 1] = '\0';
+	}
+}
+
+int bfi_rings_exc_names(uint32_t tgid,
+			int (*cb)(uint32_t id, const char *name, void *arg),
+			void *arg)
+{
+	int e = 0;
+
+	for (size_t i = 0; !e && i < exc_nnames; i++)
+		if (exc_names[i].tgid == tgid)
+			e = cb(exc_names[i].id, exc_names[i].name, arg);
+	return e;
+}
 
 struct bfi_rings {
 	bft_rings_cb cb;
@@ -293,6 +342,8 @@ static ssize_t target_read(struct bfi_rings *r, struct ring_target *t)
 		target_close_streams(r, t->geo.index);
 		return total;
 	}
+	if (!e)
+		target_exc_copy(t);
 	return e ? e : total;
 }
 

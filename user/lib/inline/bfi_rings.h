@@ -65,4 +65,13 @@ uint64_t bfi_rings_stuck(const struct bfi_rings *r);
 extern void (*bfi_rings_pread_hook)(uint32_t tgid, uint64_t addr,
 				    size_t len);
 
+/*
+ * The exception types' names the reader copied from tgid's area while it
+ * lived (ids from 1, as THROW records carry them); cb's non-zero return
+ * stops and is returned.  Empty in a process that reads no rings.
+ */
+int bfi_rings_exc_names(uint32_t tgid,
+			int (*cb)(uint32_t id, const char *name, void *arg),
+			void *arg);
+
 #endif /* BFI_RINGS_H */
