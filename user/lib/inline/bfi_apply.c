@@ -399,6 +399,67 @@ static int patch_jumps(struct patching *pc)
 	return rc;
 }
 
+/* What attach needs of the target's C library, from one look at its maps. */
+struct libc_facts {
+	char path[4096];	/* libc, or the static executable */
+	bool exit_found, pexit_found;
+	struct bft_elf_func exit_fn, pexit_fn;
+	int64_t tid_off;
+	bool cancel;		/* some object imports pthread_cancel */
+};
+
+/* The C library's exit(), pthread_exit() and thread id offset. */
+static void patch_scan_object(struct bfi_object *o, const char *path,
+			      struct libc_facts *lf)
+{
+	snprintf(lf->path, sizeof(lf->path), "%s", path);
+	lf->exit_found = !bft_elf_find_func(o->elf, "exit", &lf->exit_fn);
+	lf->pexit_found = !bft_elf_find_func(o->elf, "pthread_exit",
+					     &lf->pexit_fn);
+	bfi_object_tid_off(o, &lf->tid_off);
+}
+
+/*
+ * The C library: a shared object named libc, or the executable itself
+ * when it is static (the first object, when no libc is mapped).  With
+ * need_cancel, every object is asked whether it imports pthread_cancel.
+ * One read of the maps, one open of each object looked at.
+ */
+static int patch_scan(struct patching *pc, pid_t pid, bool need_cancel,
+		      struct libc_facts *lf)
+{
+	struct bft_maps m;
+	bool libc_seen = false;
+	int rc;
+
+	memset(lf, 0, sizeof(*lf));
+	rc = bft_maps_read(pid, &m, pc->err, pc->errlen);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < m.n; i++) {
+		const char *base = strrchr(m.obj[i].path, '/');
+		bool libc = base && !strncmp(base + 1, "libc", 4) &&
+			    (base[5] == '.' || base[5] == '-');
+		struct bfi_object o;
+		char e[64];
+
+		if (!libc && i && !need_cancel)
+			continue;
+		if (bfi_object_open(&o, m.obj[i].open_path, e, sizeof(e)))
+			continue;
+		if (need_cancel)
+			lf->cancel |= bfi_object_imports(&o, "pthread_cancel");
+		/* the executable first; a libc after it takes its place */
+		if ((libc && !libc_seen) || i == 0) {
+			patch_scan_object(&o, m.obj[i].open_path, lf);
+			libc_seen |= libc;
+		}
+		bfi_object_close(&o);
+	}
+	bft_maps_free(&m);
+	return 0;
+}
+
 /*
  * The unwinder's library (libgcc_s) is not loaded yet: glibc opens it in
  * pthread_exit and pthread_cancel, the only ways a C program unwinds, and
@@ -409,42 +470,21 @@ static int patch_jumps(struct patching *pc)
  * unwinds with no call of its own to hook) gets no return probes.
  */
 static int patch_unwinder_later(struct patching *pc, pid_t pid,
+				const struct libc_facts *lf,
 				bool *hook_refused)
 {
-	struct bft_maps m;
-	bool cancel = false;
 	int rc;
 
-	rc = bft_maps_read(pid, &m, pc->err, pc->errlen);
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < m.n; i++) {
-		const char *base = strrchr(m.obj[i].path, '/');
-		struct bfi_object o;
-		struct bft_elf_func f;
-		char e[64];
-
-		if (bfi_object_open(&o, m.obj[i].open_path, e, sizeof(e)))
-			continue;
-		cancel |= bfi_object_imports(&o, "pthread_cancel");
-		if (base && !strncmp(base + 1, "libc.so", 7) &&
-		    !pc->fb.probe.path &&
-		    !bft_elf_find_func(o.elf, "pthread_exit", &f)) {
-			snprintf(pc->fb.path, sizeof(pc->fb.path), "%s",
-				 m.obj[i].open_path);
-			pc->fb.probe = (struct bft_nl_probe){
-				.path = pc->fb.path, .offset = f.offset,
-				.flags = BFT_PF_HOOK_FORCED,
-				.name = "pthread_exit (for the unwinder)",
-			};
-		}
-		bfi_object_close(&o);
-	}
-	bft_maps_free(&m);
-	if (cancel || !pc->fb.probe.path) {
+	if (lf->cancel || !lf->pexit_found) {
 		*hook_refused = true;
 		return 0;
 	}
+	snprintf(pc->fb.path, sizeof(pc->fb.path), "%s", lf->path);
+	pc->fb.probe = (struct bft_nl_probe){
+		.path = pc->fb.path, .offset = lf->pexit_fn.offset,
+		.flags = BFT_PF_HOOK_FORCED,
+		.name = "pthread_exit (for the unwinder)",
+	};
 	rc = patch_plan_one(pc, &pc->fb.probe, &pc->fb.result, pid);
 	if (rc)
 		*hook_refused = true;
@@ -457,42 +497,22 @@ static int patch_unwinder_later(struct patching *pc, pid_t pid,
  * reader to take them (BFI_MF_DRAIN).  A process that ends otherwise
  * (_exit, a fatal signal) loses what no reader took yet.
  */
-static int patch_exit_drain(struct patching *pc, pid_t pid)
+static int patch_exit_drain(struct patching *pc, pid_t pid,
+			    const struct libc_facts *lf)
 {
-	struct bft_maps m;
 	int rc;
 
 	for (size_t i = 0; i < pc->t->nmethods; i++)
 		if (pc->t->methods[i].flags & BFI_MF_DRAIN)
 			return 0;
-	rc = bft_maps_read(pid, &m, pc->err, pc->errlen);
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < m.n && !pc->drain.probe.path; i++) {
-		const char *base = strrchr(m.obj[i].path, '/');
-		struct bfi_object o;
-		struct bft_elf_func f;
-		char e[64];
-
-		/* libc, or a static executable that has its own exit() */
-		if (base && strncmp(base + 1, "libc.so", 7) && i)
-			continue;
-		if (bfi_object_open(&o, m.obj[i].open_path, e, sizeof(e)))
-			continue;
-		if (!bft_elf_find_func(o.elf, "exit", &f)) {
-			snprintf(pc->drain.path, sizeof(pc->drain.path), "%s",
-				 m.obj[i].open_path);
-			pc->drain.probe = (struct bft_nl_probe){
-				.path = pc->drain.path, .offset = f.offset,
-				.flags = BFI_MF_DRAIN,
-				.name = "exit (waits for the reader)",
-			};
-		}
-		bfi_object_close(&o);
-	}
-	bft_maps_free(&m);
-	if (!pc->drain.probe.path)
+	if (!lf->exit_found)
 		return 0;	/* no exit() to wait in: tails may be lost */
+	snprintf(pc->drain.path, sizeof(pc->drain.path), "%s", lf->path);
+	pc->drain.probe = (struct bft_nl_probe){
+		.path = pc->drain.path, .offset = lf->exit_fn.offset,
+		.flags = BFI_MF_DRAIN,
+		.name = "exit (waits for the reader)",
+	};
 	rc = patch_plan_one(pc, &pc->drain.probe, &pc->drain.result, pid);
 	return rc == -ENOMEM ? rc : 0;
 }
@@ -505,39 +525,6 @@ static void patch_free(struct patching *pc)
 	free(pc->pl);
 	bft_entry_close(pc->dec);
 	bfi_reloc_close(pc->rel);
-}
-
-/*
- * Where the target's C library keeps a thread's id (glibc's descriptor
- * for libthread_db), so the recorder tells a new thread from a finished
- * one that left it its thread block.  The C library is a shared object
- * named libc, or the executable itself when it is static.  Not found:
- * threads are told apart by their thread pointer alone.
- */
-static void patch_tid_off(struct bfi_target *t, pid_t pid)
-{
-	struct bft_maps m;
-
-	if (bft_maps_read(pid, &m, NULL, 0))
-		return;
-	for (int pass = 0; pass < 2 && !t->tid_off; pass++) {
-		for (size_t i = 0; i < m.n && !t->tid_off; i++) {
-			const char *base = strrchr(m.obj[i].path, '/');
-			bool libc = base && !strncmp(base + 1, "libc", 4) &&
-				    (base[5] == '.' || base[5] == '-');
-			struct bfi_object o;
-			char e[64];
-
-			/* libc first; then any object (a static program) */
-			if (pass == 0 ? !libc : libc)
-				continue;
-			if (bfi_object_open(&o, m.obj[i].open_path, e, sizeof(e)))
-				continue;
-			bfi_object_tid_off(&o, &t->tid_off);
-			bfi_object_close(&o);
-		}
-	}
-	bft_maps_free(&m);
 }
 
 /* The process facts that decide what may be done to it. */
@@ -580,6 +567,7 @@ int bfi_patch_apply(struct bfi_target *t, const struct bfi_patch_opts *o,
 	pid_t pid = (pid_t)t->tgid;
 	uint64_t (*ranges)[2] = NULL;
 	bool hook_refused = false, unwinder_later = false;
+	struct libc_facts lf;
 	size_t in = 0;
 	int rc;
 
@@ -614,16 +602,20 @@ int bfi_patch_apply(struct bfi_target *t, const struct bfi_patch_opts *o,
 		else if (rc && (p[i].flags & BFT_PF_HOOKS))
 			hook_refused = true;
 	}
-	rc = patch_exit_drain(&pc, pid);
+	rc = patch_scan(&pc, pid, unwinder_later, &lf);
+	if (!rc)
+		rc = patch_exit_drain(&pc, pid, &lf);
+	if (!rc && unwinder_later)
+		rc = patch_unwinder_later(&pc, pid, &lf, &hook_refused);
 	if (rc)
 		goto out;
-	if (unwinder_later) {
-		rc = patch_unwinder_later(&pc, pid, &hook_refused);
-		if (rc)
-			goto out;
-	}
+	/*
+	 * Where the C library keeps a thread's id (glibc's descriptor for
+	 * libthread_db), so the recorder tells a new thread from a finished
+	 * one that left it its thread block; not found: by %fs:0 alone.
+	 */
 	if (!t->tid_off)
-		patch_tid_off(t, pid);
+		t->tid_off = lf.tid_off;
 	ranges = calloc(pc.npl ? pc.npl : 1, sizeof(*ranges));
 	if (!ranges) {
 		rc = -ENOMEM;
