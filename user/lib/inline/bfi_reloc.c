@@ -134,6 +134,41 @@ static bool reloc_rel_call(const cs_insn *in, uint64_t *target)
 	return true;
 }
 
+/*
+ * Where the ModRM byte of an indirect call (ff /2) is, past its prefixes
+ * and REX, when the call can become a jmp (ff /4) that reaches the same
+ * target after a push: its operand is a register or memory addressed
+ * without %rsp (which the push moves) or %rip (which the move changes).
+ * -1 otherwise.
+ */
+static int reloc_ind_call_modrm(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+	const cs_x86_op *op = &x->operands[0];
+	int i;
+
+	if (in->id != X86_INS_CALL || x->op_count != 1)
+		return -1;
+	if (op->type == X86_OP_REG ? op->reg == X86_REG_RSP :
+	    op->type != X86_OP_MEM || op->mem.base == X86_REG_RSP ||
+	    op->mem.base == X86_REG_RIP || op->mem.index == X86_REG_RSP)
+		return -1;
+	for (i = 0; i + 1 < in->size; i++) {
+		uint8_t b = in->bytes[i];
+
+		if (b == 0xff)
+			break;
+		/* segment, operand and address size, lock/rep, REX */
+		if (!(b == 0x26 || b == 0x2e || b == 0x36 || b == 0x3e ||
+		      b == 0x64 || b == 0x65 || b == 0x66 || b == 0x67 ||
+		      b == 0xf2 || b == 0xf3 || (b & 0xf0) == 0x40))
+			return -1;
+	}
+	if (i + 1 >= in->size || ((in->bytes[i + 1] >> 3) & 7) != 2)
+		return -1;
+	return i + 1;
+}
+
 /* Why one displaced instruction cannot move, or NULL. */
 static const char *reloc_unmovable(struct bfi_reloc *r, const cs_insn *in,
 				   bool last)
@@ -146,8 +181,11 @@ static const char *reloc_unmovable(struct bfi_reloc *r, const cs_insn *in,
 	/* the last one: its return address can be the original's */
 	if (reloc_rel_call(in, &t))
 		return last ? NULL : "a call before the jump's end";
-	if (reloc_in_group(r->cs, in, X86_GRP_CALL))
-		return "an indirect call";
+	if (reloc_in_group(r->cs, in, X86_GRP_CALL)) {
+		if (reloc_ind_call_modrm(in) < 0)
+			return "an indirect call through %rsp or %rip";
+		return last ? NULL : "a call before the jump's end";
+	}
 	if (reloc_in_group(r->cs, in, X86_GRP_JUMP) ||
 	    reloc_in_group(r->cs, in, X86_GRP_BRANCH_RELATIVE))
 		return "a branch that cannot be moved";
@@ -317,6 +355,31 @@ int bfi_stub_jump(uint64_t from, uint64_t to, uint8_t out[BFI_JMP_LEN])
 	return 0;
 }
 
+/*
+ * The push of a call, as the original would make it: its return address
+ * is the original next instruction, so the callee, unwinders and our own
+ * exits see the function itself.  lea -8(%rsp),%rsp; movl $lo,(%rsp);
+ * movl $hi,4(%rsp): no register, no flag changed.  20 bytes.
+ */
+static size_t reloc_push_return(const cs_insn *in, uint8_t *buf)
+{
+	uint64_t next = in->address + in->size;
+	uint32_t lo = (uint32_t)next, hi = (uint32_t)(next >> 32);
+	static const uint8_t lea[5] = { 0x48, 0x8d, 0x64, 0x24, 0xf8 };
+
+	memcpy(buf, lea, sizeof(lea));
+	buf[5] = 0xc7;
+	buf[6] = 0x04;
+	buf[7] = 0x24;
+	memcpy(buf + 8, &lo, 4);
+	buf[12] = 0xc7;
+	buf[13] = 0x44;
+	buf[14] = 0x24;
+	buf[15] = 0x04;
+	memcpy(buf + 16, &hi, 4);
+	return 20;
+}
+
 /* One displaced instruction, moved from its place to buf at b. */
 static int reloc_move(const cs_insn *in, uint64_t b, uint8_t *buf,
 		      size_t *n)
@@ -324,36 +387,26 @@ static int reloc_move(const cs_insn *in, uint64_t b, uint8_t *buf,
 	const cs_x86 *x = &in->detail->x86;
 	uint64_t t;
 	int32_t d = 0;
+	size_t k;
 	bool jcc;
-	int rc;
+	int rc, m;
 
 	if (reloc_rel_call(in, &t)) {
-		/*
-		 * The call, as the original would make it: its return
-		 * address is the original next instruction, so the callee,
-		 * unwinders and our own exits see the function itself.
-		 * lea -8(%rsp),%rsp; movl $lo,(%rsp); movl $hi,4(%rsp);
-		 * jmp target: no register, no flag changed.
-		 */
-		uint64_t next = in->address + in->size;
-		uint32_t lo = (uint32_t)next, hi = (uint32_t)(next >> 32);
-		static const uint8_t lea[5] = { 0x48, 0x8d, 0x64, 0x24, 0xf8 };
-
-		memcpy(buf, lea, sizeof(lea));
-		buf[5] = 0xc7;
-		buf[6] = 0x04;
-		buf[7] = 0x24;
-		memcpy(buf + 8, &lo, 4);
-		buf[12] = 0xc7;
-		buf[13] = 0x44;
-		buf[14] = 0x24;
-		buf[15] = 0x04;
-		memcpy(buf + 16, &hi, 4);
-		rc = reloc_rel32(b + 25, t, &d);
-		buf[20] = 0xe9;
-		memcpy(buf + 21, &d, sizeof(d));
-		*n = 25;
+		k = reloc_push_return(in, buf);
+		rc = reloc_rel32(b + k + 5, t, &d);
+		buf[k] = 0xe9;
+		memcpy(buf + k + 1, &d, sizeof(d));
+		*n = k + 5;
 		return rc;
+	}
+	m = reloc_ind_call_modrm(in);
+	if (m >= 0) {
+		/* the same bytes as a jmp: ff /2 becomes ff /4 */
+		k = reloc_push_return(in, buf);
+		memcpy(buf + k, in->bytes, in->size);
+		buf[k + m] = (uint8_t)((buf[k + m] & ~0x38) | (4 << 3));
+		*n = k + in->size;
+		return 0;
 	}
 	if (reloc_rel_branch(in, &t, &jcc)) {
 		uint8_t op = x->opcode[0] == 0x0f ? x->opcode[1] : x->opcode[0];
@@ -422,7 +475,7 @@ int bfi_stub_build(struct bfi_reloc *r, const struct bfi_plan *plan,
 	while (left) {
 		if (!cs_disasm_iter(r->cs, &p, &left, &a, r->insn))
 			return -EINVAL;
-		if (n + 32 > cap)
+		if (n + 40 > cap)
 			return -EINVAL;
 		rc = reloc_move(r->insn, stub + n, buf + n, &k);
 		if (rc)

@@ -26,6 +26,11 @@
 #define JMP_RAX	0xff, 0xe0			/* jmp *%rax */
 #define MOVSLQ_TABLE	0x48, 0x63, 0x04, 0x82	/* movslq (%rdx,%rax,4),%rax */
 #define ADD_RDX_RAX	0x48, 0x01, 0xd0		/* add %rdx,%rax */
+#define CALL_RDI	0xff, 0xd7			/* call *%rdi */
+#define CALL_R8	0x41, 0xff, 0xd0		/* call *%r8 */
+#define CALL_RAX_8	0xff, 0x50, 0x08		/* call *8(%rax) */
+#define CALL_RSP_AT	0xff, 0x14, 0x24		/* call *(%rsp) */
+#define CALL_RIP_AT	0xff, 0x15, 0x10, 0x00, 0x00, 0x00 /* call *0x10(%rip) */
 
 struct reloc_case {
 	const char *name;
@@ -66,6 +71,16 @@ static const struct reloc_case cases[] = {
 	CASE("a jump table", BFI_REFUSE_INDIRECT, 0, 8,
 	     PUSH_RBP, MOV_RSP_RBP, SUB_RSP, MOVSLQ_TABLE, ADD_RDX_RAX,
 	     JMP_RAX),
+	CASE("an indirect call as the last", BFI_REFUSE_NONE, 0, 6,
+	     SUB_RSP, CALL_RDI, RET),
+	CASE("an indirect call through memory as the last", BFI_REFUSE_NONE,
+	     0, 7, SUB_RSP, CALL_RAX_8, RET),
+	CASE("an indirect call before the jump ends", BFI_REFUSE_INSN, 0, 2,
+	     CALL_RDI, SUB_RSP, RET),
+	CASE("an indirect call through (%rsp)", BFI_REFUSE_INSN, 0, 7,
+	     SUB_RSP, CALL_RSP_AT, RET),
+	CASE("an indirect call through (%rip)", BFI_REFUSE_INSN, 0, 10,
+	     SUB_RSP, CALL_RIP_AT, RET),
 	/* push %es: invalid in 64-bit mode */
 	CASE("undecodable", BFI_REFUSE_UNDECODABLE, 0, 0,
 	     0x06, 0x06, 0x06, 0x06, 0x06, RET),
@@ -110,8 +125,10 @@ TEST(branch_target_inside_is_refused)
 	bfi_reloc_close(r);
 }
 
+/* tail: the stub ends in the moved instruction, with no jump back */
 static void build(struct __test_metadata *_metadata, const uint8_t *code,
-		  size_t size, uint64_t stub, uint8_t *buf, size_t *len)
+		  size_t size, uint64_t stub, uint8_t *buf, size_t *len,
+		  bool tail)
 {
 	struct bfi_reloc *r;
 	struct bfi_plan p;
@@ -132,7 +149,7 @@ static void build(struct __test_metadata *_metadata, const uint8_t *code,
 	memcpy(&d, buf + 7, 4);
 	EXPECT_EQ(stub + 0x100, stub + 11 + (uint64_t)(int64_t)d);
 	/* a stub beyond rel32 reach of the code is refused */
-	EXPECT_EQ(-ERANGE, bfi_stub_build(r, &p, BASE + (3ULL << 31), 7,
+	EXPECT_EQ(tail ? 0 : -ERANGE, bfi_stub_build(r, &p, BASE + (3ULL << 31), 7,
 					  BASE + (3ULL << 31), far,
 					  sizeof(far), &flen));
 	bfi_reloc_close(r);
@@ -147,7 +164,7 @@ TEST(stub_moves_rip_relative)
 	size_t len;
 	int32_t d;
 
-	build(_metadata, code, sizeof(code), stub, buf, &len);
+	build(_metadata, code, sizeof(code), stub, buf, &len, false);
 	EXPECT_EQ(0x48, buf[11]);
 	memcpy(&d, buf + 14, 4);
 	EXPECT_EQ(BASE + 7 + 0x10, stub + 11 + 7 + (uint64_t)(int64_t)d);
@@ -167,7 +184,7 @@ TEST(stub_moves_short_jcc)
 	size_t len;
 	int32_t d;
 
-	build(_metadata, code, sizeof(code), stub, buf, &len);
+	build(_metadata, code, sizeof(code), stub, buf, &len, false);
 	EXPECT_EQ(0x55, buf[11]);
 	EXPECT_EQ(0x85, buf[12]);
 	EXPECT_EQ(0x0f, buf[14]);
@@ -190,7 +207,7 @@ TEST(stub_moves_call)
 	size_t len;
 	int32_t d;
 
-	build(_metadata, code, sizeof(code), stub, buf, &len);
+	build(_metadata, code, sizeof(code), stub, buf, &len, false);
 	EXPECT_EQ(0x55, buf[11]);
 	/* lea -8(%rsp),%rsp; movl lo; movl hi: the original next address */
 	EXPECT_EQ(0x48, buf[12]);
@@ -202,6 +219,28 @@ TEST(stub_moves_call)
 	memcpy(&d, buf + 33, 4);
 	EXPECT_EQ(BASE + 6, stub + 37 + (uint64_t)(int64_t)d);
 	EXPECT_EQ(37, len);
+}
+
+/* A moved indirect call: the same push, then a jmp through its operand. */
+TEST(stub_moves_indirect_call)
+{
+	const uint8_t code[] = { SUB_RSP, CALL_R8, RET };
+	const uint64_t stub = BASE + 0x20000000;
+	uint8_t buf[BFI_STUB_MAX];
+	uint64_t ret;
+	size_t len;
+
+	build(_metadata, code, sizeof(code), stub, buf, &len, true);
+	EXPECT_EQ(0, memcmp(buf + 11, code, 4));
+	EXPECT_EQ(0x48, buf[15]);
+	memcpy(&ret, buf + 23, 4);
+	memcpy((uint8_t *)&ret + 4, buf + 31, 4);
+	EXPECT_EQ(BASE + 7, ret);
+	/* jmp *%r8, and nothing after: the callee returns into the code */
+	EXPECT_EQ(0x41, buf[35]);
+	EXPECT_EQ(0xff, buf[36]);
+	EXPECT_EQ(0xe0, buf[37]);
+	EXPECT_EQ(38, len);
 }
 
 TEST_HARNESS_MAIN
