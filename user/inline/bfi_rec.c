@@ -205,6 +205,10 @@ static void rec_entry_record(struct bfi_ctx *c, struct bfi_method *m,
 		s->suspended++;
 		return;
 	}
+	if (m->flags & BFT_PF_RETURN) {
+		bfi_found_close(c, (uint64_t)(uintptr_t)retslot);
+		depth = s->depth;
+	}
 	if (a->max_depth && depth >= a->max_depth)
 		return;
 	m->hits++;

@@ -63,6 +63,7 @@ BFI_HIDDEN uint64_t bfi_clock(const struct bfi_area *area);
 BFI_HIDDEN void bfi_hook(struct bfi_ctx *c, uint32_t flags, uint64_t sp,
 			 const struct bfi_regs *regs);
 BFI_HIDDEN void bfi_evict(struct bfi_ctx *c, uint32_t from);
+BFI_HIDDEN void bfi_found_close(struct bfi_ctx *c, uint64_t retslot);
 BFI_HIDDEN void bfi_unwind_close(struct bfi_ctx *c, uint32_t n,
 				 uint32_t reason);
 

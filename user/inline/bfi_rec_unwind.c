@@ -53,6 +53,27 @@ static uint32_t unwind_keep_count(struct bfi_ctx *c, uint64_t limit,
 	return i;
 }
 
+/*
+ * The entry of a method with a return: entries whose slot is not above
+ * this call's are of frames something no hook saw has left (a landing
+ * pad's cleanup runs in the frame that caught, before any hook).  They
+ * are closed with one UNWIND (FOUND), where the module closes the
+ * kernel's return instances that it drops at the same point.  A tail
+ * call's caller shares the slot and lives on.
+ */
+void bfi_found_close(struct bfi_ctx *c, uint64_t retslot)
+{
+	int chained = *(const uint64_t *)(uintptr_t)retslot ==
+		      bfi_exit_addr(c->area);
+	uint32_t keep = unwind_keep_count(c, retslot, !chained);
+	uint32_t n = c->slot->depth - keep;
+
+	if (!n)
+		return;
+	bfi_evict(c, keep);
+	bfi_unwind_close(c, n, BFT_UNWIND_FOUND);
+}
+
 /* Before an unwinder walks the stack: the real callers back in place. */
 static void unwind_restore(struct bfi_ctx *c, uint64_t sp)
 {

@@ -62,7 +62,7 @@ struct patching {
 	struct bfi_world *w;
 	struct bfi_patch_report *rep;
 	struct fallback fb;	/* pthread_exit for the unwinder */
-	struct fallback drain;	/* exit(): wait for the reader */
+	struct fallback drain[2]; /* exit(), abort(): wait for the reader */
 	char *err;
 	size_t errlen;
 };
@@ -402,18 +402,19 @@ static int patch_jumps(struct patching *pc)
 /* What attach needs of the target's C library, from one look at its maps. */
 struct libc_facts {
 	char path[4096];	/* libc, or the static executable */
-	bool exit_found, pexit_found;
-	struct bft_elf_func exit_fn, pexit_fn;
+	bool exit_found, pexit_found, abort_found;
+	struct bft_elf_func exit_fn, pexit_fn, abort_fn;
 	int64_t tid_off;
 	bool cancel;		/* some object imports pthread_cancel */
 };
 
-/* The C library's exit(), pthread_exit() and thread id offset. */
+/* The C library's exit(), abort(), pthread_exit(), thread id offset. */
 static void patch_scan_object(struct bfi_object *o, const char *path,
 			      struct libc_facts *lf)
 {
 	snprintf(lf->path, sizeof(lf->path), "%s", path);
 	lf->exit_found = !bft_elf_find_func(o->elf, "exit", &lf->exit_fn);
+	lf->abort_found = !bft_elf_find_func(o->elf, "abort", &lf->abort_fn);
 	lf->pexit_found = !bft_elf_find_func(o->elf, "pthread_exit",
 					     &lf->pexit_fn);
 	bfi_object_tid_off(o, &lf->tid_off);
@@ -492,29 +493,44 @@ static int patch_unwinder_later(struct patching *pc, pid_t pid,
 }
 
 /*
- * The C library's exit(), once per target: the rings are in the process's
- * memory, which its exit takes with it, so exit() waits there for the
- * reader to take them (BFI_MF_DRAIN).  A process that ends otherwise
- * (_exit, a fatal signal) loses what no reader took yet.
+ * The C library's exit() and abort() (std::terminate, a failed assert),
+ * once per target: the rings are in the process's memory, which its end
+ * takes with it, so these wait there for the reader to take them
+ * (BFI_MF_DRAIN).  A process that ends otherwise (_exit, another fatal
+ * signal) loses what no reader took yet.
  */
 static int patch_exit_drain(struct patching *pc, pid_t pid,
 			    const struct libc_facts *lf)
 {
+	const struct {
+		bool found;
+		const struct bft_elf_func *fn;
+		const char *name;
+	} ends[2] = {
+		{ lf->exit_found, &lf->exit_fn, "exit (waits for the reader)" },
+		{ lf->abort_found, &lf->abort_fn,
+		  "abort (waits for the reader)" },
+	};
 	int rc;
 
 	for (size_t i = 0; i < pc->t->nmethods; i++)
 		if (pc->t->methods[i].flags & BFI_MF_DRAIN)
 			return 0;
-	if (!lf->exit_found)
-		return 0;	/* no exit() to wait in: tails may be lost */
-	snprintf(pc->drain.path, sizeof(pc->drain.path), "%s", lf->path);
-	pc->drain.probe = (struct bft_nl_probe){
-		.path = pc->drain.path, .offset = lf->exit_fn.offset,
-		.flags = BFI_MF_DRAIN,
-		.name = "exit (waits for the reader)",
-	};
-	rc = patch_plan_one(pc, &pc->drain.probe, &pc->drain.result, pid);
-	return rc == -ENOMEM ? rc : 0;
+	for (size_t k = 0; k < 2; k++) {
+		struct fallback *d = &pc->drain[k];
+
+		if (!ends[k].found)
+			continue;	/* nothing to wait in: tails may be lost */
+		snprintf(d->path, sizeof(d->path), "%s", lf->path);
+		d->probe = (struct bft_nl_probe){
+			.path = d->path, .offset = ends[k].fn->offset,
+			.flags = BFI_MF_DRAIN, .name = ends[k].name,
+		};
+		rc = patch_plan_one(pc, &d->probe, &d->result, pid);
+		if (rc == -ENOMEM)
+			return rc;
+	}
+	return 0;
 }
 
 static void patch_free(struct patching *pc)
@@ -580,8 +596,8 @@ int bfi_patch_apply(struct bfi_target *t, const struct bfi_patch_opts *o,
 	rc = bft_entry_open(&pc.dec);
 	if (!rc)
 		rc = bfi_reloc_open(&pc.rel);
-	/* + pthread_exit for the unwinder, exit() for the reader */
-	pc.pl = calloc(n + 2, sizeof(*pc.pl));
+	/* + pthread_exit for the unwinder, exit() and abort() for the reader */
+	pc.pl = calloc(n + 3, sizeof(*pc.pl));
 	if (rc || !pc.pl) {
 		patch_free(&pc);
 		return rc ? rc : -ENOMEM;
