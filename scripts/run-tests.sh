@@ -225,12 +225,15 @@ if ((selftests_ok && user_ok)); then
 	done
 	# The inline backend needs no kernel feature at all: trace_test,
 	# fork_test and pipeline_test above ran its variants too; inline_test
-	# is its own (a target's life, 100 attach/stop cycles under load).
-	test_step "inline backend: inline_test (native)" env BFT_BACKEND=inline \
-		build/selftests/inline_test
-	if ((step_rc != 0 && step_nok == 0)); then
-		fail "inline backend: inline_test (native): exit $step_rc with no failing test reported"
-	fi
+	# is its own (a target's life, 100 attach/stop cycles under load);
+	# exc_test's inline variants trace the exception cases under bfctl run.
+	for t in inline_test exc_test; do
+		test_step "inline backend: $t (native)" env BFT_BACKEND=inline \
+			"build/selftests/$t"
+		if ((step_rc != 0 && step_nok == 0)); then
+			fail "inline backend: $t (native): exit $step_rc with no failing test reported"
+		fi
+	done
 	# bfctl as a newcomer uses it, on the BPF backend (the module's half
 	# runs in the guests)
 	test_step "bfctl checks (native, bpf)" env BFT_BFCTL_BACKENDS=bpf \

@@ -17,44 +17,96 @@
 #include "bft_selftest.h"
 #include "bst_internal.h"
 
-int bst_ops_collect(const struct bft_backend_ops *ops, void *h, int quiet_ms,
-		    int max_ms, struct bst_trace *t)
+int bst_reader_open(struct bst_reader *rd, const struct bft_backend_ops *ops,
+		    void *h)
 {
-	struct bft_backend_rings *r = NULL;
 	struct bft_nl_caps caps;
-	struct bst_bufs bb;
-	char err[256] = "";
-	ssize_t got;
+	int rc;
+
+	memset(rd, 0, sizeof(*rd));
+	rd->ops = ops;
+	rc = ops->get_caps(h, &caps);
+	if (rc) {
+		snprintf(rd->err, sizeof(rd->err), "caps: %s", ops->errmsg(h));
+		return rc;
+	}
+	rd->nr_cpus = caps.nr_cpus;
+	rd->bb = calloc(1, sizeof(struct bst_bufs));
+	if (!rd->bb)
+		return -ENOMEM;
+	rc = bst_bufs_init(rd->bb, caps.nr_cpus);
+	if (!rc)
+		rc = ops->rings_open(h, &rd->r, NULL, caps.nr_cpus,
+				     bst_bufs_append, rd->bb, rd->err,
+				     sizeof(rd->err));
+	if (rc) {
+		char why[sizeof(rd->err)];
+
+		snprintf(why, sizeof(why), "%s", rd->err);
+		snprintf(rd->err, sizeof(rd->err), "%.40s: %.200s",
+			 ops->rings_name, why);
+		bst_reader_free(rd);
+	}
+	return rc;
+}
+
+ssize_t bst_reader_poll(struct bst_reader *rd, int timeout_ms)
+{
+	ssize_t got = rd->ops->rings_poll(rd->r, timeout_ms);
+
+	if (got < 0 && !rd->failed) {
+		rd->failed = (int)got;
+		snprintf(rd->err, sizeof(rd->err), "reading the %s: %s",
+			 rd->ops->rings_name, rd->ops->rings_errmsg(rd->r));
+	}
+	return got;
+}
+
+int bst_reader_finish(struct bst_reader *rd, int quiet_ms, int max_ms,
+		      struct bst_trace *t)
+{
+	ssize_t got = rd->failed;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
-	rc = ops->get_caps(h, &caps);
-	if (rc) {
-		snprintf(t->err, sizeof(t->err), "caps: %s", ops->errmsg(h));
-		return rc;
-	}
-	rc = bst_bufs_init(&bb, caps.nr_cpus);
-	if (rc)
-		return rc;
-	rc = ops->rings_open(h, &r, NULL, caps.nr_cpus, bst_bufs_append, &bb,
-			     err, sizeof(err));
-	if (rc) {
-		snprintf(t->err, sizeof(t->err), "%s: %s", ops->rings_name,
-			 err);
-	} else {
-		got = ops->rings_drain(r, quiet_ms, max_ms);
-		if (got < 0) {
-			rc = (int)got;
-			snprintf(t->err, sizeof(t->err), "draining the %s: %s",
-				 ops->rings_name, ops->rings_errmsg(r));
-		}
-		ops->rings_close(r);
-	}
-	if (!rc)
-		rc = bst_decode(t, caps.nr_cpus,
-				(const uint8_t *const *)bb.data, bb.len);
-	bst_bufs_free(&bb);
+	if (!got)
+		got = rd->ops->rings_drain(rd->r, quiet_ms, max_ms);
+	if (got < 0 && !rd->failed)
+		snprintf(rd->err, sizeof(rd->err), "draining the %s: %s",
+			 rd->ops->rings_name, rd->ops->rings_errmsg(rd->r));
+	rc = got < 0 ? (int)got :
+	     bst_decode(t, rd->nr_cpus, (const uint8_t *const *)rd->bb->data,
+			rd->bb->len);
+	if (got < 0)
+		snprintf(t->err, sizeof(t->err), "%s", rd->err);
+	bst_reader_free(rd);
 	return rc;
+}
+
+void bst_reader_free(struct bst_reader *rd)
+{
+	if (rd->r)
+		rd->ops->rings_close(rd->r);
+	rd->r = NULL;
+	if (rd->bb) {
+		bst_bufs_free(rd->bb);
+		free(rd->bb);
+	}
+	rd->bb = NULL;
+}
+
+int bst_ops_collect(const struct bft_backend_ops *ops, void *h, int quiet_ms,
+		    int max_ms, struct bst_trace *t)
+{
+	struct bst_reader rd;
+	int rc = bst_reader_open(&rd, ops, h);
+
+	if (rc) {
+		memset(t, 0, sizeof(*t));
+		snprintf(t->err, sizeof(t->err), "%s", rd.err);
+		return rc;
+	}
+	return bst_reader_finish(&rd, quiet_ms, max_ms, t);
 }
 
 int bst_inline_open(void **hp, char **dirp, char *why, size_t len)

@@ -31,6 +31,7 @@
 #include "kselftest_harness.h"
 #include "bft_selftest.h"
 #include "exc_shape.h"
+#include "capture/bft_backend.h"
 
 #define RUN_TIMEOUT_MS	240000
 
@@ -108,8 +109,11 @@ static int run_wait_line(struct run *r, const char *want, int timeout_ms)
 	return bst_proc_wait_line(&p, want, timeout_ms);
 }
 
-/* Wait for the end (killing it after timeout_ms); collect its output. */
-static int run_finish(struct run *r, int timeout_ms)
+/*
+ * Wait for the end (killing it after timeout_ms); collect its output.
+ * rd: rings to read meanwhile (the inline backend's die with the target).
+ */
+static int run_finish(struct run *r, int timeout_ms, struct bst_reader *rd)
 {
 	uint64_t end = bst_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	int st = 0, efd = atoi(r->err_path + strlen("/proc/self/fd/"));
@@ -125,7 +129,10 @@ static int run_finish(struct run *r, int timeout_ms)
 			r->status = -ETIMEDOUT;
 			break;
 		}
-		bst_sleep_ms(10);
+		if (rd)
+			bst_reader_poll(rd, 10);
+		else
+			bst_sleep_ms(10);
 	}
 	if (w == r->pid)
 		r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -354,6 +361,9 @@ FIXTURE(exc) {
 	bool static_glibc;	/* exe is linked statically */
 	bool inl;		/* bfctl run --backend inline */
 	char *inl_dir;		/* its registry, this test's own */
+	void *inl_h;		/* the inline backend, open on it */
+	struct bst_reader rd;	/* its rings, read while the target runs */
+	unsigned int depth;	/* the backend's pending returns, at most */
 };
 
 FIXTURE_VARIANT(exc) {
@@ -371,8 +381,8 @@ FIXTURE_VARIANT_ADD(exc, cet) {
 
 /*
  * The inline variants: bfctl run patches the target itself, and the rings
- * live in the target's memory, gone when it exits; so these check what
- * the user sees (exit status, stdout, stderr), not the trace.
+ * live in the target's memory, gone when it exits: the test reads them
+ * while it runs, and the target's exit waits for that reader.
  */
 FIXTURE_VARIANT_ADD(exc, inline_plain) {
 	.exe = "exc", .inl = true,
@@ -391,15 +401,19 @@ FIXTURE_SETUP(exc)
 	ASSERT_NE(NULL, self->bfctl);
 	ASSERT_EQ(0, access(self->bfctl, X_OK)) TH_LOG("%s: build user/ first", self->bfctl);
 	if (variant->inl) {
-		char tmpl[] = "/tmp/exc-inline-XXXXXX";
+		struct bft_nl_caps caps;
+		char why[256];
 
 		if (only && *only && strcmp(only, "inline") && strcmp(only, "auto"))
 			SKIP(return, "BFT_BACKEND=%s: the inline variants do not run", only);
 		/* a registry of this test's own: 16 targets at most each */
-		ASSERT_NE(NULL, mkdtemp(tmpl));
-		self->inl_dir = strdup(tmpl);
-		ASSERT_NE(NULL, self->inl_dir);
-		setenv("BFT_INLINE_DIR", self->inl_dir, 1);
+		ASSERT_EQ(0, bst_inline_open(&self->inl_h, &self->inl_dir, why,
+					     sizeof(why))) TH_LOG("%s", why);
+		ASSERT_EQ(0, bft_backend_inline.get_caps(self->inl_h, &caps));
+		self->depth = caps.limits.uretprobe_depth;
+		/* the test owns the session: bfctl run's end does not end it */
+		ASSERT_EQ(0, bft_backend_inline.start(self->inl_h, false, NULL))
+			TH_LOG("%s", bft_backend_inline.errmsg(self->inl_h));
 		self->inl = true;
 		self->exe = bst_target_path(variant->exe);
 		ASSERT_NE(NULL, self->exe);
@@ -410,6 +424,7 @@ FIXTURE_SETUP(exc)
 	ASSERT_EQ(0, bst_session_open(&self->s));
 	if (!(self->s.caps.features & BFT_FEAT_UNWIND))
 		SKIP(return, "the module has no exception hooks (feature 'unwind')");
+	self->depth = self->s.caps.limits.uretprobe_depth;
 	self->exe = bst_target_path(variant->exe);
 	self->lib = bst_target_path("libbftexc.so");
 	ASSERT_NE(NULL, self->exe);
@@ -424,14 +439,9 @@ FIXTURE_TEARDOWN(exc)
 {
 	run_free(&self->plain);
 	run_free(&self->traced);
+	bst_reader_free(&self->rd);
 	if (self->inl_dir) {
-		char cmd[128];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", self->inl_dir);
-		if (system(cmd))
-			TH_LOG("could not remove %s", self->inl_dir);
-		unsetenv("BFT_INLINE_DIR");
-		free(self->inl_dir);
+		bst_inline_close(self->inl_h, self->inl_dir);
 	} else if (self->s.nl) {
 		bst_session_close(&self->s);
 	}
@@ -507,6 +517,49 @@ static void expect_complete(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, self->t.unbalanced);
 }
 
+/*
+ * The inline rings, read while bfctl run ran; the names of the ended
+ * target, which its registry keeps until the next start.
+ */
+static void inline_collect(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(exc) *self)
+{
+	const struct bft_backend_ops *ops = &bft_backend_inline;
+
+	ASSERT_EQ(0, bst_reader_finish(&self->rd, 300, 20000, &self->t))
+		TH_LOG("%s", self->t.err);
+	ASSERT_EQ(0, ops->get_status(self->inl_h, &self->st))
+		TH_LOG("%s", ops->errmsg(self->inl_h));
+	ASSERT_EQ(0, ops->get_methods(self->inl_h, name_cb, &self->nm))
+		TH_LOG("%s", ops->errmsg(self->inl_h));
+	ASSERT_LE(0, ops->get_exceptions(self->inl_h, exc_cb, &self->nm))
+		TH_LOG("%s", ops->errmsg(self->inl_h));
+}
+
+/*
+ * The same for the inline backend, whose counters are per thread slot and
+ * end with the target: nothing lost in the status nor in the records.
+ */
+static void expect_complete_inline(struct __test_metadata *_metadata,
+				   FIXTURE_DATA(exc) *self)
+{
+	for (uint32_t i = 0; i < self->st.nr_cpus; i++) {
+		EXPECT_EQ(0, self->st.cpus[i].lost)
+			TH_LOG("slot %u lost events", self->st.cpus[i].cpu);
+	}
+	for (uint32_t i = 0; i < self->t.nr_cpus; i++)
+		EXPECT_EQ(0, self->t.cpu[i].lost);
+	for (size_t i = 0; i < self->t.nmarks; i++) {
+		EXPECT_EQ(BFT_REC_BREAK, self->t.marks[i].kind)
+			TH_LOG("a %s record in ring %u",
+			       bft_rec_kind_name(self->t.marks[i].kind),
+			       self->t.marks[i].cpu);
+	}
+	EXPECT_EQ(0, self->t.orphans);
+	EXPECT_EQ(0, self->t.unbalanced);
+	EXPECT_LT(0, self->t.nth);
+}
+
 /* Every model thread has its trace thread, equal to it; no other thread. */
 static void expect_model(struct __test_metadata *_metadata,
 			 FIXTURE_DATA(exc) *self, const char *tcase,
@@ -515,8 +568,7 @@ static void expect_model(struct __test_metadata *_metadata,
 	struct exm_case mc = { 0 };
 	uint32_t tgid = 0;
 
-	ASSERT_EQ(0, exm_build(&mc, tcase, self->s.caps.limits.uretprobe_depth,
-			       rounds));
+	ASSERT_EQ(0, exm_build(&mc, tcase, self->depth, rounds));
 	/* a static glibc's own longjmp is hooked: it closes what a forced
 	 * unwind leaves, before the thread's exit hook could */
 	for (unsigned int k = 0; self->static_glibc && k < mc.nth; k++)
@@ -558,14 +610,18 @@ static void check_case(struct __test_metadata *_metadata,
 	if (only && !strstr(only, tcase))
 		SKIP(return, "not in BFT_EXC_ONLY");
 	ASSERT_EQ(0, run_start(&self->plain, pargv, false));
-	run_finish(&self->plain, RUN_TIMEOUT_MS);
+	run_finish(&self->plain, RUN_TIMEOUT_MS, NULL);
 	ASSERT_LE(0, self->plain.status);
 
-	if (!self->inl)
+	if (self->inl) {
+		ASSERT_EQ(0, bst_reader_open(&self->rd, &bft_backend_inline,
+					     self->inl_h)) TH_LOG("%s", self->rd.err);
+	} else {
 		ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &self->st0));
+	}
 	traced_argv(targv, self->bfctl, self->exe, tcase, NULL, self->inl);
 	ASSERT_EQ(0, run_start(&self->traced, targv, false));
-	run_finish(&self->traced, RUN_TIMEOUT_MS);
+	run_finish(&self->traced, RUN_TIMEOUT_MS, self->inl ? &self->rd : NULL);
 	e0 = target_lines(self->plain.err, NULL, NULL);
 	e1 = target_lines(self->traced.err, NULL, NULL);
 	EXPECT_EQ(self->plain.status, self->traced.status)
@@ -575,12 +631,16 @@ static void check_case(struct __test_metadata *_metadata,
 	free(e0);
 	free(e1);
 	if (self->inl)
-		return;
+		inline_collect(_metadata, self);
+	else
+		stop_and_collect(_metadata, self);
 	/* bfctl put the hooks in: the unwinder, the catch */
-	stop_and_collect(_metadata, self);
 	EXPECT_LT(0, self->nm.hooked_unwind);
 	EXPECT_LT(0, self->nm.hooked_catch);
-	expect_complete(_metadata, self);
+	if (self->inl)
+		expect_complete_inline(_metadata, self);
+	else
+		expect_complete(_metadata, self);
 	expect_model(_metadata, self, tcase, 1);
 }
 
@@ -710,7 +770,7 @@ TEST_F_TIMEOUT(exc, loop_of_1000_throws_loses_and_leaks_nothing, 900)
 	       m2.rss_kb, m1.threads, m2.threads);
 	bft_nl_status_free(&mid);
 	ASSERT_EQ(1, write(self->traced.in_fd, "q", 1));
-	EXPECT_EQ(0, run_finish(&self->traced, RUN_TIMEOUT_MS))
+	EXPECT_EQ(0, run_finish(&self->traced, RUN_TIMEOUT_MS, NULL))
 		TH_LOG("%s", self->traced.err);
 
 	stop_and_collect(_metadata, self);
@@ -736,12 +796,12 @@ TEST_F_TIMEOUT(exc, unknown_unwinder_warns_and_records_entries_only, 600)
 	ASSERT_NE(NULL, stripped);
 	pargv[0] = stripped;
 	ASSERT_EQ(0, run_start(&self->plain, pargv, false));
-	ASSERT_EQ(0, run_finish(&self->plain, RUN_TIMEOUT_MS));
+	ASSERT_EQ(0, run_finish(&self->plain, RUN_TIMEOUT_MS, NULL));
 
 	traced_argv(targv, self->bfctl, stripped, "catch3", NULL, false);
 	ASSERT_EQ(0, bft_nl_get_status(self->s.nl, &self->st0));
 	ASSERT_EQ(0, run_start(&self->traced, targv, false));
-	run_finish(&self->traced, RUN_TIMEOUT_MS);
+	run_finish(&self->traced, RUN_TIMEOUT_MS, NULL);
 	e0 = target_lines(self->plain.err, NULL, NULL);
 	e1 = target_lines(self->traced.err, &warned, "cannot all be found");
 	free(target_lines(self->traced.err, &fell_back, "recording entries only"));
@@ -778,7 +838,7 @@ TEST_F_TIMEOUT(exc, unknown_unwinder_warns_and_records_entries_only, 600)
 	bft_nl_status_free(&self->st);
 	traced_argv(targv, self->bfctl, stripped, "catch3", "--force", false);
 	ASSERT_EQ(0, run_start(&self->traced, targv, false));
-	run_finish(&self->traced, RUN_TIMEOUT_MS);
+	run_finish(&self->traced, RUN_TIMEOUT_MS, NULL);
 	EXPECT_EQ(128 + SIGABRT, self->traced.status)
 		TH_LOG("bfctl said: %s", self->traced.err);
 	EXPECT_NE(NULL, strstr(self->traced.err, "terminate called"));
