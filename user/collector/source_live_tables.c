@@ -118,7 +118,11 @@ void live_look_at_methods(struct coll *c)
 	}
 	/* the counters' samples may have read it just now */
 	if (coll_now_ms() - s->st_ms >= STATUS_FRESH_MS) {
-		if (live_get_status(s, &st)) {
+		int e = live_get_status(s, &st);
+
+		if (e == -EWOULDBLOCK)
+			return;		/* the backend is busy: next time */
+		if (e) {
 			live_refresh_methods(c);
 			return;
 		}

@@ -464,7 +464,12 @@ static int inline_flush(void *h, bool heartbeat)
 	int e;
 
 	(void)heartbeat;	/* the reader declares idle rings itself */
-	e = bfi_session_lock(s);	/* loading reaps the dead */
+	/* loading reaps the dead; an attach holding the lock: next time */
+	s->nowait = true;
+	e = bfi_session_lock(s);
+	s->nowait = false;
+	if (e == -EWOULDBLOCK)
+		return 0;
 	if (e)
 		return e;
 	bfi_session_unlock(s);
@@ -594,11 +599,23 @@ static ssize_t inline_rings_drain(struct bft_backend_rings *r, int quiet_ms,
 	}
 }
 
+/*
+ * The reader's look, every 100 ms: it must not stall behind an attach,
+ * which holds the registry's lock while it patches (seconds for a
+ * thousand functions), or the rings it reads meanwhile fill and its HQ
+ * misses heartbeats.  -EWOULDBLOCK then: look again later.
+ */
 static int inline_rings_status(void *h, struct bft_backend_rings *r,
 			       struct bft_nl_status *st)
 {
+	struct bfi_session *s = h;
+	int e;
+
 	(void)r;
-	return inline_get_status(h, st);
+	s->nowait = true;
+	e = inline_get_status(h, st);
+	s->nowait = false;
+	return e;
 }
 
 const struct bft_backend_ops bft_backend_inline = {

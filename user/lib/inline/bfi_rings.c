@@ -207,7 +207,8 @@ void bfi_rings_rescan(struct bfi_rings *r)
 	char err[256];
 
 	r->scan_ns = rings_now();
-	if (bfi_session_open(&s, false, err, sizeof(err)))
+	/* an attach holds the lock: look again in BFI_RINGS_SCAN_NS */
+	if (bfi_session_open_nowait(&s, err, sizeof(err)))
 		return;
 	r->res_ns = s->st.opts[BFT_OPT_TIME_RES_NS];
 	r->flush_ns = s->st.opts[BFT_OPT_FLUSH_MS] * 1000000ull;

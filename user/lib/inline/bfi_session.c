@@ -80,8 +80,8 @@ static void session_path(const struct bfi_session *s, char *p, size_t len,
 		p[0] = 0;
 }
 
-int bfi_session_open(struct bfi_session **sp, bool create, char *err,
-		     size_t errlen)
+static int session_open(struct bfi_session **sp, bool create, bool nowait,
+			char *err, size_t errlen)
 {
 	struct bfi_session *s = calloc(1, sizeof(*s));
 	char p[PATH_MAX];
@@ -98,6 +98,7 @@ int bfi_session_open(struct bfi_session **sp, bool create, char *err,
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s", bfi_session_dir());
 	s->lock_fd = -1;
+	s->nowait = nowait;
 	if (create && (e = session_mkdir(s->dir))) {
 		snprintf(err, errlen, "cannot make %s: %s", s->dir,
 			 strerror(-e));
@@ -135,8 +136,21 @@ int bfi_session_open(struct bfi_session **sp, bool create, char *err,
 		bfi_session_close(s);
 		return e;
 	}
+	s->nowait = false;
 	*sp = s;
 	return 0;
+}
+
+int bfi_session_open(struct bfi_session **sp, bool create, char *err,
+		     size_t errlen)
+{
+	return session_open(sp, create, false, err, errlen);
+}
+
+int bfi_session_open_nowait(struct bfi_session **sp, char *err,
+			    size_t errlen)
+{
+	return session_open(sp, false, true, err, errlen);
 }
 
 static void session_targets_free(struct bfi_session *s)
@@ -166,7 +180,7 @@ int bfi_session_lock(struct bfi_session *s)
 
 	if (s->locked++)
 		return 0;
-	while (flock(s->lock_fd, LOCK_EX)) {
+	while (flock(s->lock_fd, LOCK_EX | (s->nowait ? LOCK_NB : 0))) {
 		if (errno != EINTR) {
 			s->locked--;
 			return bfi_session_err(s, -errno, "locking %s: %s",

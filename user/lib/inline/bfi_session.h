@@ -43,6 +43,7 @@ struct bfi_session {
 	char dir[PATH_MAX];
 	int lock_fd;		/* the lock file, open for the handle's life */
 	int locked;		/* depth of bfi_session_lock() */
+	bool nowait;		/* lock: -EWOULDBLOCK rather than wait */
 	bool own;		/* this handle started the session (owner) */
 	struct bfi_state st;
 	struct bfi_target *targets;	/* as last loaded, by tgid */
@@ -61,6 +62,13 @@ const char *bfi_session_dir(void);
  */
 int bfi_session_open(struct bfi_session **sp, bool create, char *err,
 		     size_t errlen);
+/*
+ * The same for a reader that must not stall behind an attach, which holds
+ * the lock while it patches (seconds for a thousand functions): when the
+ * lock is taken, -EWOULDBLOCK at once.
+ */
+int bfi_session_open_nowait(struct bfi_session **sp, char *err,
+			    size_t errlen);
 void bfi_session_close(struct bfi_session *s);
 const char *bfi_session_errmsg(const struct bfi_session *s);
 /* Fill s->err with the formatted reason; returns e. */
