@@ -544,8 +544,8 @@ static void patch_free(struct patching *pc)
 }
 
 /* The process facts that decide what may be done to it. */
-static int patch_vet(struct bfi_target *t, pid_t pid, char *err,
-		     size_t errlen)
+static int patch_vet(struct bfi_target *t, pid_t pid, bool *shstk,
+		     char *err, size_t errlen)
 {
 	struct bfi_proc_info pi;
 	int rc = bfi_proc_probe(pid, &pi, err, errlen);
@@ -571,6 +571,7 @@ static int patch_vet(struct bfi_target *t, pid_t pid, char *err,
 	t->start = pi.start;
 	if (pi.shstk)
 		t->no_ret = 1;
+	*shstk = pi.shstk;
 	return 0;
 }
 
@@ -582,7 +583,7 @@ int bfi_patch_apply(struct bfi_target *t, const struct bfi_patch_opts *o,
 			       .errlen = errlen };
 	pid_t pid = (pid_t)t->tgid;
 	uint64_t (*ranges)[2] = NULL;
-	bool hook_refused = false, unwinder_later = false;
+	bool hook_refused = false, unwinder_later = false, shstk = false;
 	struct libc_facts lf;
 	size_t in = 0;
 	int rc;
@@ -590,12 +591,14 @@ int bfi_patch_apply(struct bfi_target *t, const struct bfi_patch_opts *o,
 	memset(rep, 0, sizeof(*rep));
 	for (size_t i = 0; i < n; i++)
 		results[i] = -EOPNOTSUPP;
-	rc = patch_vet(t, pid, err, errlen);
+	rc = patch_vet(t, pid, &shstk, err, errlen);
 	if (rc)
 		return rc;
 	rc = bft_entry_open(&pc.dec);
 	if (!rc)
 		rc = bfi_reloc_open(&pc.rel);
+	if (!rc)
+		bfi_reloc_shstk(pc.rel, shstk);
 	/* + pthread_exit for the unwinder, exit() and abort() for the reader */
 	pc.pl = calloc(n + 3, sizeof(*pc.pl));
 	if (rc || !pc.pl) {

@@ -4,8 +4,10 @@
  * The rules are an allow-list: an instruction moves as it is unless
  * Capstone puts it in a group whose meaning depends on where it runs
  * (jumps, calls, returns, interrupts, relative branches) or it names RIP;
- * of those, only a RIP-relative memory operand and a final relative jmp,
- * jcc or call are rewritten.
+ * of those, only a RIP-relative memory operand, a final relative jmp, jcc
+ * or call, and a final call through a register or memory are rewritten.
+ * A call moves as a push and a jump, which a CET shadow stack would not
+ * see: under one (bfi_reloc_shstk), no call moves.
  */
 #include <capstone/capstone.h>
 #include <errno.h>
@@ -19,6 +21,7 @@
 struct bfi_reloc {
 	csh cs;
 	cs_insn *insn;
+	bool shstk;		/* the target runs with a CET shadow stack */
 };
 
 static const char *const refusal_names[BFI_REFUSE_NRULES] = {
@@ -73,6 +76,11 @@ int bfi_reloc_open(struct bfi_reloc **rp)
 	return 0;
 }
 
+void bfi_reloc_shstk(struct bfi_reloc *r, bool on)
+{
+	r->shstk = on;
+}
+
 void bfi_reloc_close(struct bfi_reloc *r)
 {
 	if (!r)
@@ -111,6 +119,16 @@ static bool reloc_rel_branch(const cs_insn *in, uint64_t *target, bool *jcc)
 	return true;
 }
 
+static bool reloc_mem_operand(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	for (uint8_t i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM)
+			return true;
+	return false;
+}
+
 static bool reloc_rip_operand(const cs_insn *in)
 {
 	const cs_x86 *x = &in->detail->x86;
@@ -137,9 +155,11 @@ static bool reloc_rel_call(const cs_insn *in, uint64_t *target)
 /*
  * Where the ModRM byte of an indirect call (ff /2) is, past its prefixes
  * and REX, when the call can become a jmp (ff /4) that reaches the same
- * target after a push: its operand is a register or memory addressed
- * without %rsp (which the push moves) or %rip (which the move changes).
- * -1 otherwise.
+ * target after a push: a 64-bit call whose operand is a register or
+ * memory addressed with 64-bit registers other than %rsp (which the push
+ * moves) and %rip (which the move changes).  -1 otherwise.  (Memory just
+ * below %rsp reached through another register would be read after the
+ * push, not before: no compiler addresses the red zone so.)
  */
 static int reloc_ind_call_modrm(const cs_insn *in)
 {
@@ -147,7 +167,8 @@ static int reloc_ind_call_modrm(const cs_insn *in)
 	const cs_x86_op *op = &x->operands[0];
 	int i;
 
-	if (in->id != X86_INS_CALL || x->op_count != 1)
+	if (in->id != X86_INS_CALL || x->op_count != 1 || op->size != 8 ||
+	    x->addr_size != 8)
 		return -1;
 	if (op->type == X86_OP_REG ? op->reg == X86_REG_RSP :
 	    op->type != X86_OP_MEM || op->mem.base == X86_REG_RSP ||
@@ -158,10 +179,13 @@ static int reloc_ind_call_modrm(const cs_insn *in)
 
 		if (b == 0xff)
 			break;
-		/* segment, operand and address size, lock/rep, REX */
+		/*
+		 * segment (3e: notrack), bnd or rep, REX; not 66, which AMD
+		 * takes for a 16-bit call, nor 67 (a 32-bit address)
+		 */
 		if (!(b == 0x26 || b == 0x2e || b == 0x36 || b == 0x3e ||
-		      b == 0x64 || b == 0x65 || b == 0x66 || b == 0x67 ||
-		      b == 0xf2 || b == 0xf3 || (b & 0xf0) == 0x40))
+		      b == 0x64 || b == 0x65 || b == 0xf2 || b == 0xf3 ||
+		      (b & 0xf0) == 0x40))
 			return -1;
 	}
 	if (i + 1 >= in->size || ((in->bytes[i + 1] >> 3) & 7) != 2)
@@ -179,11 +203,12 @@ static const char *reloc_unmovable(struct bfi_reloc *r, const cs_insn *in,
 	if (reloc_rel_branch(in, &t, &jcc))
 		return last ? NULL : "a branch before the jump's end";
 	/* the last one: its return address can be the original's */
-	if (reloc_rel_call(in, &t))
-		return last ? NULL : "a call before the jump's end";
-	if (reloc_in_group(r->cs, in, X86_GRP_CALL)) {
-		if (reloc_ind_call_modrm(in) < 0)
-			return "an indirect call through %rsp or %rip";
+	if (reloc_in_group(r->cs, in, X86_GRP_CALL) ||
+	    reloc_rel_call(in, &t)) {
+		if (r->shstk)
+			return "a call, which cannot move under a CET shadow stack";
+		if (!reloc_rel_call(in, &t) && reloc_ind_call_modrm(in) < 0)
+			return "an indirect call that cannot become a jump";
 		return last ? NULL : "a call before the jump's end";
 	}
 	if (reloc_in_group(r->cs, in, X86_GRP_JUMP) ||
@@ -200,6 +225,8 @@ static const char *reloc_unmovable(struct bfi_reloc *r, const cs_insn *in,
 	    in->id == X86_INS_UD2 || in->id == X86_INS_HLT ||
 	    in->id == X86_INS_XBEGIN)
 		return "a trap, system call or transaction";
+	if (in->detail->x86.addr_size != 8 && reloc_mem_operand(in))
+		return "a 32-bit address (an address-size prefix)";
 	if (reloc_rip_operand(in) && !in->detail->x86.encoding.disp_offset)
 		return "a RIP-relative operand Capstone does not locate";
 	return NULL;

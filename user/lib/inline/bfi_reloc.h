@@ -5,20 +5,22 @@
  * bytes past any endbr64; the whole instructions it covers are displaced.
  * They move when they mean the same wherever they run, or when the meaning
  * that depends on their place is one the stub builder rewrites: a
- * RIP-relative memory operand, and a relative jmp, jcc or call as the last
- * of them (the call pushes the original next instruction's address, so
- * the callee returns into the function, not the stub), or a ret as the
- * last (a function of 5 bytes or so returns from the stub).  Everything
- * else
- * that depends on its place (a call before the last, whose return would
- * land in the stub for unwinders and our own exits to see; an indirect
- * call; ret, loop, jrcxz, system calls, traps) refuses the function.
+ * RIP-relative memory operand, and a relative jmp, jcc or call, or a call
+ * through a register or memory, as the last of them (the call pushes the
+ * original next instruction's address, so the callee returns into the
+ * function, not the stub), or a ret as the last (a function of 5 bytes or
+ * so returns from the stub).  Everything else that depends on its place
+ * (a call before the last, whose return would land in the stub for
+ * unwinders and our own exits to see; an indirect call through %rsp or
+ * %rip; any call under a CET shadow stack; a 32-bit address; ret, loop,
+ * jrcxz, system calls, traps) refuses the function.
  *
  * Decoding is Capstone's.  Functions return 0 or -errno.
  */
 #ifndef BFI_RELOC_H
 #define BFI_RELOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +62,8 @@ struct bfi_reloc;	/* a decoder with details on */
 
 int bfi_reloc_open(struct bfi_reloc **rp);
 void bfi_reloc_close(struct bfi_reloc *r);
+/* The target runs with a CET shadow stack: refuse to move any call. */
+void bfi_reloc_shstk(struct bfi_reloc *r, bool on);
 
 /*
  * Plan the function of size bytes at code, loaded at addr.  others: every

@@ -31,6 +31,8 @@
 #define CALL_RAX_8	0xff, 0x50, 0x08		/* call *8(%rax) */
 #define CALL_RSP_AT	0xff, 0x14, 0x24		/* call *(%rsp) */
 #define CALL_RIP_AT	0xff, 0x15, 0x10, 0x00, 0x00, 0x00 /* call *0x10(%rip) */
+#define CALL_ESP_AT	0x67, 0xff, 0x14, 0x24		/* call *(%esp) */
+#define CALL_DI	0x66, 0xff, 0xd7		/* callw *%di */
 
 struct reloc_case {
 	const char *name;
@@ -81,6 +83,10 @@ static const struct reloc_case cases[] = {
 	     SUB_RSP, CALL_RSP_AT, RET),
 	CASE("an indirect call through (%rip)", BFI_REFUSE_INSN, 0, 10,
 	     SUB_RSP, CALL_RIP_AT, RET),
+	CASE("an indirect call through a 32-bit address", BFI_REFUSE_INSN,
+	     0, 8, SUB_RSP, CALL_ESP_AT, RET),
+	CASE("a 16-bit indirect call", BFI_REFUSE_INSN, 0, 7,
+	     SUB_RSP, CALL_DI, RET),
 	/* push %es: invalid in 64-bit mode */
 	CASE("undecodable", BFI_REFUSE_UNDECODABLE, 0, 0,
 	     0x06, 0x06, 0x06, 0x06, 0x06, RET),
@@ -219,6 +225,29 @@ TEST(stub_moves_call)
 	memcpy(&d, buf + 33, 4);
 	EXPECT_EQ(BASE + 6, stub + 37 + (uint64_t)(int64_t)d);
 	EXPECT_EQ(37, len);
+}
+
+/* Under a CET shadow stack no call moves: the push would not be its. */
+TEST(shadow_stack_refuses_every_call)
+{
+	const uint8_t rel[] = { PUSH_RBP, CALL_0, RET };
+	const uint8_t ind[] = { SUB_RSP, CALL_RDI, RET };
+	const uint8_t none[] = { PUSH_RBP, MOV_RSP_RBP, SUB_RSP, RET };
+	struct bfi_reloc *r;
+	struct bfi_plan p;
+
+	ASSERT_EQ(0, bfi_reloc_open(&r));
+	bfi_reloc_shstk(r, true);
+	ASSERT_EQ(0, bfi_reloc_plan(r, rel, sizeof(rel), BASE, NULL, &p));
+	EXPECT_EQ(BFI_REFUSE_INSN, p.why);
+	ASSERT_EQ(0, bfi_reloc_plan(r, ind, sizeof(ind), BASE, NULL, &p));
+	EXPECT_EQ(BFI_REFUSE_INSN, p.why);
+	ASSERT_EQ(0, bfi_reloc_plan(r, none, sizeof(none), BASE, NULL, &p));
+	EXPECT_EQ(BFI_REFUSE_NONE, p.why);
+	bfi_reloc_shstk(r, false);
+	ASSERT_EQ(0, bfi_reloc_plan(r, ind, sizeof(ind), BASE, NULL, &p));
+	EXPECT_EQ(BFI_REFUSE_NONE, p.why);
+	bfi_reloc_close(r);
 }
 
 /* A moved indirect call: the same push, then a jmp through its operand. */
