@@ -12,6 +12,17 @@
  */
 #include "bfi_rec.h"
 
+#define NR_SIGALTSTACK		131
+#define BFI_SS_ONSTACK		1
+
+/* The kernel's stack_t on x86-64. */
+struct bfi_stack {
+	uint64_t sp;
+	int32_t flags;
+	int32_t pad;
+	uint64_t size;
+};
+
 /* glibc's x86-64 jmp_buf: rsp is word 6, mangled as rol(sp ^ guard, 17). */
 #define BFI_JB_RSP		6
 #define BFI_TCB_POINTER_GUARD	0x30
@@ -54,6 +65,31 @@ static uint32_t unwind_keep_count(struct bfi_ctx *c, uint64_t limit,
 }
 
 /*
+ * A signal handler on an alternate stack mapped above the thread's own:
+ * the interrupted frames are below this call's slot, yet live.  When this
+ * call runs on the alternate stack, only entries on it can be gone.  Its
+ * own frame, not on the recording path's: the recorder's stack is bounded.
+ */
+static __attribute__((noinline)) uint32_t
+unwind_altstack_keep(struct bfi_ctx *c, uint64_t retslot, int chained,
+		     uint32_t keep)
+{
+	struct bfi_frame *sh = bfi_shadow(c->slot);
+	struct bfi_stack ss;
+	uint32_t i = c->slot->depth;
+
+	if (bfi_syscall(NR_SIGALTSTACK, 0, (long)(uintptr_t)&ss, 0) ||
+	    !(ss.flags & BFI_SS_ONSTACK) || retslot < ss.sp ||
+	    retslot - ss.sp >= ss.size)
+		return keep;
+	while (i && sh[i - 1].slot >= ss.sp && sh[i - 1].slot - ss.sp < ss.size &&
+	       (sh[i - 1].slot < retslot ||
+		(!chained && sh[i - 1].slot == retslot)))
+		i--;
+	return i;
+}
+
+/*
  * The entry of a method with a return: entries whose slot is not above
  * this call's are of frames something no hook saw has left (a landing
  * pad's cleanup runs in the frame that caught, before any hook).  They
@@ -68,6 +104,10 @@ void bfi_found_close(struct bfi_ctx *c, uint64_t retslot)
 	uint32_t keep = unwind_keep_count(c, retslot, !chained);
 	uint32_t n = c->slot->depth - keep;
 
+	if (!n)
+		return;
+	keep = unwind_altstack_keep(c, retslot, chained, keep);
+	n = c->slot->depth - keep;
 	if (!n)
 		return;
 	bfi_evict(c, keep);
