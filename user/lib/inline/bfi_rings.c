@@ -331,6 +331,13 @@ static ssize_t target_read(struct bfi_rings *r, struct ring_target *t)
 	e = target_pread(t, t->geo.area, &magic, sizeof(magic));
 	if (!e && magic != BFI_MAGIC)
 		e = -ESRCH;	/* exec'd: the area is gone */
+	/*
+	 * The names before the records: a type's name is in the area before
+	 * its first THROW is written, and a target that waits at exit may
+	 * end as soon as its rings are read.
+	 */
+	if (!e)
+		target_exc_copy(t);
 	for (unsigned int i = 0; !e && i < t->geo.nslots; i++) {
 		ssize_t n = slot_read(r, t, i);
 
@@ -343,8 +350,6 @@ static ssize_t target_read(struct bfi_rings *r, struct ring_target *t)
 		target_close_streams(r, t->geo.index);
 		return total;
 	}
-	if (!e)
-		target_exc_copy(t);
 	return e ? e : total;
 }
 

@@ -181,6 +181,10 @@ int bfi_session_lock(struct bfi_session *s)
 	if (s->locked++)
 		return 0;
 	while (flock(s->lock_fd, LOCK_EX | (s->nowait ? LOCK_NB : 0))) {
+		if (errno == EWOULDBLOCK && s->nowait) {
+			s->locked--;
+			return -EWOULDBLOCK;	/* no error: a later turn */
+		}
 		if (errno != EINTR) {
 			s->locked--;
 			return bfi_session_err(s, -errno, "locking %s: %s",
