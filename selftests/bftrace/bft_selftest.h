@@ -377,22 +377,29 @@ int bst_ops_collect(const struct bft_backend_ops *ops, void *h, int quiet_ms,
 /*
  * The same in steps, for rings that must be read while a target runs
  * (the inline backend's die with their process): open before the target
- * starts, poll while it runs, finish (drain, decode, free) after.  The
- * first error is kept and finish returns it, with the reason in t->err.
+ * starts, poll while it runs (each poll also keeps the status, whose
+ * counters end with the target too), finish (drain, decode, free) after.
+ * The first error is kept and finish returns it, with the reason in
+ * t->err.
  */
 struct bst_bufs;
 struct bft_backend_rings;
 struct bst_reader {
 	const struct bft_backend_ops *ops;
+	void *h;
 	struct bft_backend_rings *r;
 	struct bst_bufs *bb;
 	uint32_t nr_cpus;
 	int failed;
 	char err[256];
+	/* the last status with rings in it, taken at a poll (polls > 0) */
+	struct bft_nl_status st;
+	unsigned int polls;
 };
 int bst_reader_open(struct bst_reader *rd, const struct bft_backend_ops *ops,
 		    void *h);
 ssize_t bst_reader_poll(struct bst_reader *rd, int timeout_ms);
+/* finish keeps rd->st; free releases everything, and may follow finish */
 int bst_reader_finish(struct bst_reader *rd, int quiet_ms, int max_ms,
 		      struct bst_trace *t);
 void bst_reader_free(struct bst_reader *rd);

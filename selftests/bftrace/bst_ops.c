@@ -17,6 +17,8 @@
 #include "bft_selftest.h"
 #include "bst_internal.h"
 
+static void reader_close(struct bst_reader *rd);
+
 int bst_reader_open(struct bst_reader *rd, const struct bft_backend_ops *ops,
 		    void *h)
 {
@@ -25,6 +27,7 @@ int bst_reader_open(struct bst_reader *rd, const struct bft_backend_ops *ops,
 
 	memset(rd, 0, sizeof(*rd));
 	rd->ops = ops;
+	rd->h = h;
 	rc = ops->get_caps(h, &caps);
 	if (rc) {
 		snprintf(rd->err, sizeof(rd->err), "caps: %s", ops->errmsg(h));
@@ -32,8 +35,10 @@ int bst_reader_open(struct bst_reader *rd, const struct bft_backend_ops *ops,
 	}
 	rd->nr_cpus = caps.nr_cpus;
 	rd->bb = calloc(1, sizeof(struct bst_bufs));
-	if (!rd->bb)
+	if (!rd->bb) {
+		snprintf(rd->err, sizeof(rd->err), "out of memory");
 		return -ENOMEM;
+	}
 	rc = bst_bufs_init(rd->bb, caps.nr_cpus);
 	if (!rc)
 		rc = ops->rings_open(h, &rd->r, NULL, caps.nr_cpus,
@@ -52,9 +57,25 @@ int bst_reader_open(struct bst_reader *rd, const struct bft_backend_ops *ops,
 
 ssize_t bst_reader_poll(struct bst_reader *rd, int timeout_ms)
 {
-	ssize_t got = rd->ops->rings_poll(rd->r, timeout_ms);
+	struct bft_nl_status st = { 0 };
+	ssize_t got;
 
-	if (got < 0 && !rd->failed) {
+	if (rd->failed || !rd->r)
+		return rd->failed ? rd->failed : -EINVAL;
+	/*
+	 * The status first: a target that waits at exit for its rings to
+	 * be read is still there, and the read below may let it go.  Busy
+	 * (an attach holds the registry) or no rings: keep the last one.
+	 */
+	if (!rd->ops->rings_status(rd->h, rd->r, &st) && st.nr_cpus) {
+		bft_nl_status_free(&rd->st);
+		rd->st = st;
+		rd->polls++;
+	} else {
+		bft_nl_status_free(&st);
+	}
+	got = rd->ops->rings_poll(rd->r, timeout_ms);
+	if (got < 0) {
 		rd->failed = (int)got;
 		snprintf(rd->err, sizeof(rd->err), "reading the %s: %s",
 			 rd->ops->rings_name, rd->ops->rings_errmsg(rd->r));
@@ -69,6 +90,10 @@ int bst_reader_finish(struct bst_reader *rd, int quiet_ms, int max_ms,
 	int rc;
 
 	memset(t, 0, sizeof(*t));
+	if (!rd->r) {
+		snprintf(t->err, sizeof(t->err), "no reader: %.200s", rd->err);
+		return -EINVAL;
+	}
 	if (!got)
 		got = rd->ops->rings_drain(rd->r, quiet_ms, max_ms);
 	if (got < 0 && !rd->failed)
@@ -79,11 +104,12 @@ int bst_reader_finish(struct bst_reader *rd, int quiet_ms, int max_ms,
 			rd->bb->len);
 	if (got < 0)
 		snprintf(t->err, sizeof(t->err), "%s", rd->err);
-	bst_reader_free(rd);
+	reader_close(rd);
 	return rc;
 }
 
-void bst_reader_free(struct bst_reader *rd)
+/* The rings and their bytes; the status stays for the caller. */
+static void reader_close(struct bst_reader *rd)
 {
 	if (rd->r)
 		rd->ops->rings_close(rd->r);
@@ -93,6 +119,12 @@ void bst_reader_free(struct bst_reader *rd)
 		free(rd->bb);
 	}
 	rd->bb = NULL;
+}
+
+void bst_reader_free(struct bst_reader *rd)
+{
+	reader_close(rd);
+	bft_nl_status_free(&rd->st);
 }
 
 int bst_ops_collect(const struct bft_backend_ops *ops, void *h, int quiet_ms,
