@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "bft_util.h"
 #include "output.h"
 
 #define MAX_DEPTH 16
@@ -30,67 +31,14 @@ bool out_is_json(void)
 	return out.json;
 }
 
-/*
- * Strings are escaped as RFC 8259 asks; a byte that is not part of valid
- * UTF-8 becomes U+FFFD, so the document always parses.
- */
-static size_t utf8_len(const unsigned char *s)
+static void put_out(const char *p, size_t n, void *arg)
 {
-	size_t n, i;
-	unsigned int cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		n = 2, cp = s[0] & 0x1f;
-	else if ((s[0] & 0xf0) == 0xe0)
-		n = 3, cp = s[0] & 0x0f;
-	else if ((s[0] & 0xf8) == 0xf0)
-		n = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
-	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
+	fwrite(p, 1, n, arg);
 }
 
 static void json_string(const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	fputc('"', out.f);
-	while (*p) {
-		size_t n;
-		const char *esc = *p == '"' ? "\\\"" : *p == '\\' ? "\\\\" :
-				  *p == '\n' ? "\\n" : *p == '\t' ? "\\t" :
-				  *p == '\r' ? "\\r" : NULL;
-
-		if (esc) {
-			fputs(esc, out.f);
-			p++;
-			continue;
-		}
-		if (*p < 0x20) {
-			fprintf(out.f, "\\u%04x", *p++);
-			continue;
-		}
-		n = utf8_len(p);
-		if (!n) {
-			fputs("\\ufffd", out.f);
-			p++;
-			continue;
-		}
-		fwrite(p, 1, n, out.f);
-		p += n;
-	}
-	fputc('"', out.f);
+	bft_json_string(s, put_out, out.f);
 }
 
 /* Comma and key before a value at the current level. */

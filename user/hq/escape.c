@@ -3,10 +3,11 @@
  * The escaping of names and marker text in bfhq's text files (the live
  * copy's names and markers, the summary, the log), and its inverse: one
  * file, so that what is written and what is read back cannot drift
- * apart.
+ * apart.  JSON strings too, as the library writes them for every tool.
  */
 #include <stdlib.h>
 
+#include "bft_util.h"
 #include "escape.h"
 
 void hq_escape(struct bft_buf *b, const char *s, size_t n)
@@ -67,4 +68,14 @@ void live_unescape(const char *s, size_t n, char *out)
 		}
 	}
 	*out = 0;
+}
+
+static void put_buf(const char *p, size_t n, void *arg)
+{
+	bft_buf_append(arg, p, n);
+}
+
+void hq_json_string(struct bft_buf *b, const char *s)
+{
+	bft_json_string(s, put_buf, b);
 }

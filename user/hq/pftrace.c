@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "wire/bft_varint.h"
+#include "intern.h"
 #include "pftrace.h"
 
 /* Trace */
@@ -65,18 +66,12 @@
 #define UUID_MARKERS		(1ULL << 17)
 #define UUID_PROCESS(pid)	((1ULL << 18) + (pid))
 
-struct name {
-	char *s;
-	uint64_t iid;
-};
-
 struct pftrace {
 	FILE *f;
 	int err;
 	/* a buffer per nesting level: packet, its message, that one's */
 	struct bft_buf lv[4];
-	struct name *names;	/* open addressing on the string */
-	size_t ncap, ncount;
+	struct intern names;
 	uint32_t *pids;		/* processes with a track */
 	size_t npids, pids_cap;
 };
@@ -138,65 +133,26 @@ static void emit(struct pftrace *p)
 	p->lv[0].len = 0;
 }
 
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-	return h;
-}
-
-static int grow_names(struct pftrace *p)
-{
-	size_t cap = p->ncap ? p->ncap * 2 : 256, i;
-	struct name *t = calloc(cap, sizeof(*t));
-
-	if (!t)
-		return -ENOMEM;
-	for (i = 0; i < p->ncap; i++) {
-		size_t k;
-
-		if (!p->names[i].s)
-			continue;
-		for (k = hash(p->names[i].s) & (cap - 1); t[k].s;
-		     k = (k + 1) & (cap - 1))
-			;
-		t[k] = p->names[i];
-	}
-	free(p->names);
-	p->names = t;
-	p->ncap = cap;
-	return 0;
-}
-
 /*
  * The iid of name; a name not seen before goes into the packet being built
  * (level 0) as InternedData, which must come before its TrackEvent.
  */
 static uint64_t intern(struct pftrace *p, const char *name)
 {
-	size_t k;
+	bool fresh;
+	uint64_t iid = intern_id(&p->names, name, &fresh);
 
-	if (p->ncount * 2 >= p->ncap && grow_names(p)) {
+	if (!iid) {
 		p->err = -ENOMEM;
 		return 0;
 	}
-	for (k = hash(name) & (p->ncap - 1); p->names[k].s;
-	     k = (k + 1) & (p->ncap - 1))
-		if (!strcmp(p->names[k].s, name))
-			return p->names[k].iid;
-	p->names[k].s = strdup(name);
-	if (!p->names[k].s) {
-		p->err = -ENOMEM;
-		return 0;
+	if (fresh) {
+		put_uint(p, &p->lv[2], EN_IID, iid);
+		put_str(p, &p->lv[2], EN_NAME, name);
+		close_level(p, 2, ID_EVENT_NAMES);
+		close_level(p, 1, TP_INTERNED_DATA);
 	}
-	p->names[k].iid = ++p->ncount;
-	put_uint(p, &p->lv[2], EN_IID, p->names[k].iid);
-	put_str(p, &p->lv[2], EN_NAME, name);
-	close_level(p, 2, ID_EVENT_NAMES);
-	close_level(p, 1, TP_INTERNED_DATA);
-	return p->names[k].iid;
+	return iid;
 }
 
 struct pftrace *pft_open(const char *path)
@@ -335,9 +291,7 @@ int pft_close(struct pftrace *p)
 	if (fclose(p->f) && !p->err)
 		p->err = -errno;
 	err = p->err;
-	for (i = 0; i < p->ncap; i++)
-		free(p->names[i].s);
-	free(p->names);
+	intern_free(&p->names);
 	free(p->pids);
 	for (i = 0; i < 4; i++)
 		bft_buf_free(&p->lv[i]);

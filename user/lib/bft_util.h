@@ -6,6 +6,7 @@
 #define BFT_UTIL_H
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -27,6 +28,21 @@ static inline int64_t bft_mono_ms(void)
 {
 	return (int64_t)(bft_mono_ns() / 1000000);
 }
+
+/*
+ * The bytes of the valid UTF-8 character s starts with (NUL-ended s), or 0
+ * if s[0] does not start one: a JSON writer puts U+FFFD in its place.
+ */
+size_t bft_utf8_len(const unsigned char *s);
+
+/*
+ * s as a quoted JSON string, through put: escaped as RFC 8259 asks, and a
+ * byte that is not part of valid UTF-8 as U+FFFD, so the document always
+ * parses.
+ */
+void bft_json_string(const char *s,
+		     void (*put)(const char *p, size_t n, void *arg),
+		     void *arg);
 
 /* One line on stderr: "prog: message\n". */
 void bft_vlog(const char *prog, const char *fmt, va_list ap);
