@@ -420,6 +420,10 @@ struct route *route_new(const struct trace *t, const char *dir)
 	r->pft = pft_open(path);
 	if (!r->pft)
 		hq_log("cannot write %s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), "%s/trace.speedscope.json", dir);
+	r->ssc = speedscope_open(path, dir);
+	if (!r->ssc)
+		hq_log("cannot write %s: %s", path, strerror(errno));
 	return r;
 }
 
@@ -461,6 +465,7 @@ void route_free(struct route *r)
 	if (r->chrome)
 		fclose(r->chrome);
 	pft_close(r->pft);
+	speedscope_close(r->ssc);
 	spill_close(&r->spill);
 	free(r);
 }

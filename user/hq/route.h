@@ -6,7 +6,8 @@
  *                   where it goes; holding and spilling; setup
  *   route_tree.c    frames entered and left: tree.txt's and calls.txt's
  *                   text, the folded-stack trie, throws
- *   route_chrome.c  trace.json's and trace.pftrace's events
+ *   route_chrome.c  trace.json's, trace.pftrace's and
+ *                   trace.speedscope.json's events
  *   route_noret.c   entries-only methods, grouped into instants
  *   route_out.c     the output files, written when the trace ends
  *
@@ -25,6 +26,8 @@
  *                per throw, and per group of an entries-only method's calls
  *   trace.pftrace  the same as Perfetto's protobuf (pftrace.c), with an
  *                instant for each data break too
+ *   trace.speedscope.json  the calls as speedscope's evented profiles, a
+ *                profile per thread (speedscope.c), no instants
  *   folded.txt   "thread;a;b;c <self us>" lines for flamegraph.pl
  *   flame.svg    folded.txt drawn (flame.c)
  *   summary.txt  calls, threads, methods, losses, data breaks, top methods
@@ -52,6 +55,7 @@
 
 #include "hq.h"
 #include "pftrace.h"
+#include "speedscope.h"
 #include "spill.h"
 
 #define NO_NODE UINT32_MAX
@@ -148,6 +152,7 @@ struct route {
 	bool chrome_first;
 	uint64_t chrome_bytes;	/* written to it so far */
 	struct pftrace *pft;
+	struct speedscope *ssc;
 	/* tree.txt's and calls.txt's text held in memory, in all threads;
 	 * past route_hold_max it goes to the spill file */
 	size_t held;
@@ -199,7 +204,8 @@ struct rthread *thread_at(const struct route *r, uint16_t id);
 int chrome_put(const char *p, size_t n, void *arg);
 /* One event to trace.json; ev is released. */
 void chrome_event(struct route *r, json_t *ev);
-/* trace.json's M event and trace.pftrace's track for th. */
+/* trace.json's M event, trace.pftrace's track and the speedscope
+ * profile's name for th. */
 void chrome_name(struct route *r, struct rthread *th);
 json_int_t chrome_ts(const struct route *r, uint64_t us);
 uint64_t pft_ns(const struct route *r, uint64_t us);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * trace.json's Chrome trace events and trace.pftrace's (pftrace.c) as the
- * route writes them: a thread named, a call begun and ended, times from
+ * trace.json's Chrome trace events, trace.pftrace's (pftrace.c) and
+ * trace.speedscope.json's (speedscope.c) as the route writes them: a thread named, a call begun and ended, times from
  * the trace's first event.
  */
 #include <inttypes.h>
@@ -40,6 +40,7 @@ void chrome_name(struct route *r, struct rthread *th)
 				  "tid", (json_int_t)th->tid, "args", "name",
 				  th->name));
 	pft_thread(r->pft, th->id, th->pid, th->tid, th->name);
+	speedscope_thread(r->ssc, th->id, th->name);
 	th->named_in_json = true;
 }
 
@@ -64,8 +65,12 @@ void chrome_slice(struct route *r, struct rthread *th, const char *ph,
 				  "ph", ph, "ts", chrome_ts(r, us),
 				  "pid", (json_int_t)th->pid,
 				  "tid", (json_int_t)th->tid));
-	if (*ph == 'B')
+	if (*ph == 'B') {
 		pft_begin(r->pft, th->id, pft_ns(r, us), name);
-	else
+		speedscope_begin(r->ssc, th->id, (uint64_t)chrome_ts(r, us),
+				 name);
+	} else {
 		pft_end(r->pft, th->id, pft_ns(r, us));
+		speedscope_end(r->ssc, th->id, (uint64_t)chrome_ts(r, us));
+	}
 }

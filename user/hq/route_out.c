@@ -309,6 +309,12 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 	if (err)
 		hq_log("cannot write %s: %s", out_path(r, "trace.pftrace", &p1),
 		       strerror(-err));
+	err = speedscope_close(r->ssc);
+	r->ssc = NULL;
+	if (err)
+		hq_log("cannot write %s: %s",
+		       out_path(r, "trace.speedscope.json", &p1),
+		       strerror(-err));
 	if (r->nthreads)	/* no order allocated yet */
 		memcpy(sorted, r->order, r->nthreads * sizeof(*sorted));
 	qsort_r(sorted, r->nthreads, sizeof(*sorted), cmp_thread_name, r);

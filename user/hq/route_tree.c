@@ -192,6 +192,7 @@ static void frame_leave_exc(struct route *r, struct rthread *th,
 					  "tid", (json_int_t)th->tid,
 					  "args", "unwound by", exc));
 		pft_end(r->pft, th->id, pft_ns(r, time));
+		speedscope_end(r->ssc, th->id, (uint64_t)chrome_ts(r, time));
 	}
 	sig_put(f.bname);
 }

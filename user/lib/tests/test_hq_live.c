@@ -385,11 +385,11 @@ TEST_F(live, a_finished_trace_replays_to_the_same_outputs)
 			      .str2 = "3", .str2_len = 1 };
 	static const char *const files[] = { "calls.txt", "tree.txt",
 		"folded.txt", "flame.svg", "methods.txt",
-		"exceptions.txt" };
+		"exceptions.txt", "trace.speedscope.json" };
 	struct bfp_msg hb = { .id = BFP_HEARTBEAT, .mode = BFP_MODE_TRACING };
 	struct bfp_msg cls = { .id = BFP_CLASS_TRANSFORMED, .str = "prog",
 			       .str_len = 4 };
-	char out[PATH_MAX + 32], *a, *b;
+	char out[PATH_MAX + 32], cmd[2 * PATH_MAX + 128], *a, *b;
 
 	map(self, BFP_MAP_METHOD, 1, "main");
 	map(self, BFP_MAP_METHOD, 2, "thrower\twith a tab");
@@ -420,6 +420,11 @@ TEST_F(live, a_finished_trace_replays_to_the_same_outputs)
 	ASSERT_EQ(0, hq_replay(self->live, out));
 	same_outputs(_metadata, self->dir, out, files,
 		     sizeof(files) / sizeof(files[0]), 0);
+	/* the speedscope file of a throw, a bubble, a break and a gap is
+	 * still well nested and has calls.txt's calls */
+	snprintf(cmd, sizeof(cmd), "python3 %s/../../../../scripts/"
+		 "speedscope-check.py %s >&2", BFT_TEST_VECTORS, out);
+	EXPECT_EQ(0, system(cmd));
 	/* and the summary, counters included */
 	a = file_in(self->dir, "trace-1/summary.txt");
 	b = file_in(out, "summary.txt");
@@ -770,15 +775,17 @@ TEST_HARNESS_MAIN
 /*
  * A trace whose call text outgrows the route's memory goes through the
  * spill file: tree.txt and calls.txt come out as the replay (which keeps
- * it all in memory) writes them.
+ * it all in memory) writes them; trace.speedscope.json, which spills its
+ * own, too.
  */
 TEST_F(live, text_past_the_memory_bound_is_spilled_and_written_whole)
 {
 	static const char *const files[] = { "calls.txt", "tree.txt",
-					     "folded.txt" };
+					     "folded.txt",
+					     "trace.speedscope.json" };
 	uint64_t before = spill_bytes_total;
 	size_t hold = route_hold_max;
-	char out[PATH_MAX + 32];
+	char out[PATH_MAX + 32], cmd[2 * PATH_MAX + 128];
 	uint32_t seq = 0, i;
 
 	map(self, BFP_MAP_METHOD, 1, "outer");
@@ -803,4 +810,10 @@ TEST_F(live, text_past_the_memory_bound_is_spilled_and_written_whole)
 	ASSERT_EQ(0, hq_replay(self->live, out));
 	same_outputs(_metadata, self->dir, out, files,
 		     sizeof(files) / sizeof(files[0]), 10000);
+	/* each thread's 190 KB of speedscope events, spilled past 64 KiB,
+	 * come back whole and in order */
+	snprintf(cmd, sizeof(cmd), "python3 %s/../../../../scripts/"
+		 "speedscope-check.py %s/trace-1 >&2", BFT_TEST_VECTORS,
+		 self->dir);
+	EXPECT_EQ(0, system(cmd));
 }

@@ -657,50 +657,49 @@ static void map_thread(struct hq *hq, struct conn *c, uint16_t id,
 }
 
 /*
- * trace.pftrace: a reader of its own (scripts/pftrace-check.py) rebuilds
- * each thread's calls and finds those of calls.txt; and the bytes are the
- * golden file's, names with <, >, " and UTF-8 included.
+ * The fixed trace of the golden files: names with <, >, " and UTF-8;
+ * thread 1: 1 { 2 { 3 } 3 }; thread 2: 2 { 3 (left open).
  */
-TEST_F(hq, the_perfetto_trace_has_every_call_and_the_golden_bytes)
+static void golden_trace(struct hq *hq, struct conn *c)
 {
 	static const uint8_t seq1[] = { 1, 2, 3, 3, 2, 3, 3, 1 };
-	char path[256], cmd[600], *golden, *got;
 	uint32_t seq = 0, i;
-	size_t glen = 0, len = 0;
-	FILE *f;
 
-	map_thread(&self->hq, self->data, 1, "main (42/42)");
-	map_thread(&self->hq, self->data, 2, "w\xc3\xb6rker \"q\" (42/43)");
-	map_method(&self->hq, self->data, 1,
+	map_thread(hq, c, 1, "main (42/42)");
+	map_thread(hq, c, 2, "w\xc3\xb6rker \"q\" (42/43)");
+	map_method(hq, c, 1,
 		   "prog!std::vector<int>::push_back(int const&)");
-	map_method(&self->hq, self->data, 2,
+	map_method(hq, c, 2,
 		   "prog!say \"hi\" \xe2\x80\x94 \xc3\xbcn\xc3\xaf" "code");
-	map_method(&self->hq, self->data, 3, "prog!leaf");
-	/* thread 1: 1 { 2 { 3 } 3 }; thread 2: 2 { 3 (left open) */
+	map_method(hq, c, 3, "prog!leaf");
 	for (i = 0; i < sizeof(seq1); i++) {
 		bool seen = false;
 		uint32_t k;
 
 		for (k = 0; k < i; k++)
 			seen ^= seq1[k] == seq1[i];
-		event_on(&self->hq, self->data, seen ? BFP_METHOD_EXIT :
+		event_on(hq, c, seen ? BFP_METHOD_EXIT :
 			 BFP_METHOD_ENTRY, seq++, seq1[i], 1);
 	}
-	event_on(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 2, 2);
-	event_on(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 3, 2);
-	got = finish_and_read(&self->hq, self->dir, "calls.txt");
-	ASSERT_NE(NULL, got);
-	EXPECT_NE(NULL, strstr(got, ": e1 e2 e3 x3 x2 e3 x3 x1\n")) TH_LOG("%s", got);
-	free(got);
-	snprintf(cmd, sizeof(cmd), "python3 %s/../../../../scripts/"
-		 "pftrace-check.py %s/trace-1 >&2", BFT_TEST_VECTORS,
-		 self->dir);
-	EXPECT_EQ(0, system(cmd));
+	event_on(hq, c, BFP_METHOD_ENTRY, seq++, 2, 2);
+	event_on(hq, c, BFP_METHOD_ENTRY, seq++, 3, 2);
+}
 
-	snprintf(path, sizeof(path), "%s/trace-1/trace.pftrace", self->dir);
+/*
+ * The bytes of output name in trace-1 against golden file gname, which
+ * BFT_WRITE_GOLDEN=1 rewrites.
+ */
+static void expect_golden(struct __test_metadata *_metadata,
+			  const char *dir, const char *name, const char *gname)
+{
+	char path[256], *golden, *got;
+	size_t glen = 0, len = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/trace-1/%s", dir, name);
 	got = bft_test_slurp(path, &len);
 	ASSERT_NE(NULL, got);
-	snprintf(path, sizeof(path), "%s/hq-names.pftrace", BFT_TEST_VECTORS);
+	snprintf(path, sizeof(path), "%s/%s", BFT_TEST_VECTORS, gname);
 	if (getenv("BFT_WRITE_GOLDEN")) {
 		f = fopen(path, "wb");
 		ASSERT_NE(NULL, f);
@@ -713,4 +712,45 @@ TEST_F(hq, the_perfetto_trace_has_every_call_and_the_golden_bytes)
 	EXPECT_EQ(0, memcmp(golden, got, len < glen ? len : glen));
 	free(golden);
 	free(got);
+}
+
+/*
+ * trace.pftrace: a reader of its own (scripts/pftrace-check.py) rebuilds
+ * each thread's calls and finds those of calls.txt; and the bytes are the
+ * golden file's, names with <, >, " and UTF-8 included.
+ */
+TEST_F(hq, the_perfetto_trace_has_every_call_and_the_golden_bytes)
+{
+	char cmd[600], *got;
+
+	golden_trace(&self->hq, self->data);
+	got = finish_and_read(&self->hq, self->dir, "calls.txt");
+	ASSERT_NE(NULL, got);
+	EXPECT_NE(NULL, strstr(got, ": e1 e2 e3 x3 x2 e3 x3 x1\n")) TH_LOG("%s", got);
+	free(got);
+	snprintf(cmd, sizeof(cmd), "python3 %s/../../../../scripts/"
+		 "pftrace-check.py %s/trace-1 >&2", BFT_TEST_VECTORS,
+		 self->dir);
+	EXPECT_EQ(0, system(cmd));
+	expect_golden(_metadata, self->dir, "trace.pftrace", "hq-names.pftrace");
+}
+
+/*
+ * trace.speedscope.json: python's json reads it, every O has its C in
+ * order, "at" never goes back, frames are in range, and the calls are
+ * calls.txt's (scripts/speedscope-check.py); the bytes are the golden
+ * file's.
+ */
+TEST_F(hq, the_speedscope_file_has_every_call_and_the_golden_bytes)
+{
+	char cmd[600];
+
+	golden_trace(&self->hq, self->data);
+	free(finish_and_read(&self->hq, self->dir, "calls.txt"));
+	snprintf(cmd, sizeof(cmd), "python3 %s/../../../../scripts/"
+		 "speedscope-check.py %s/trace-1 >&2", BFT_TEST_VECTORS,
+		 self->dir);
+	EXPECT_EQ(0, system(cmd));
+	expect_golden(_metadata, self->dir, "trace.speedscope.json",
+		      "hq-names.speedscope.json");
 }
