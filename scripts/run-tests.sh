@@ -2,7 +2,8 @@
 # The project's test command (`make test`, and CI through .ci/run): install
 # what is missing, build the module for every kernel, the tools and the
 # selftests, run the native unit tests and the packaging checks (make
-# install, DKMS, the flame graph in headless Chromium), the exact-trace tests
+# install, DKMS, the flame graph and the speedscope file in headless
+# Chromium), the exact-trace tests
 # through the BPF backend on this machine, then the selftests in a guest on
 # each kernel, and the live viewer in Chromium here while a guest of that
 # kernel traces.  Every TAP result line of every suite is counted; a
@@ -195,6 +196,7 @@ else
 fi
 packaging_step "dkms" bash scripts/test-dkms.sh
 packaging_step "flame graph in chromium" bash scripts/test-flame-render.sh
+packaging_step "speedscope file in speedscope, in chromium" python3 scripts/test-speedscope-load.py
 
 selftests_ok=0
 build_step "make -C selftests/bftrace" make -C selftests/bftrace -j"$jobs" && selftests_ok=1

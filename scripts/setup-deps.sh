@@ -34,6 +34,9 @@ packages=(
 	bpftrace valgrind sqlite3 linux-perf iproute2
 	# packaging checks: DKMS builds, man pages, the flame graph in a browser
 	dkms man-db chromium
+	# speedscope's web app (npm, into build/speedscope/) loads
+	# trace.speedscope.json in that browser
+	nodejs
 )
 
 missing=()
@@ -41,6 +44,9 @@ for p in "${packages[@]}"; do
 	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
 	[[ $status == installed ]] || missing+=("$p")
 done
+# Debian's npm, unless the nodejs installed brings its own (NodeSource's
+# does, and conflicts with Debian's)
+command -v npm >/dev/null || missing+=(npm)
 
 if ((${#missing[@]})); then
 	echo "setup-deps: installing ${missing[*]}"
