@@ -12,8 +12,8 @@
 # Prints:
 #   @cmd hq_large COMMAND
 #   @res hq_large calls=N maxrss_kib=K cpu_s=C write_s=W wire_bytes=B
-#        <file>=BYTES ... (trace.json, trace.pftrace, tree.txt, calls.txt,
-#        folded.txt, flame.svg, live)
+#        <file>=BYTES ... (trace.json, trace.pftrace, trace.speedscope.json,
+#        tree.txt, calls.txt, folded.txt, flame.svg, live)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -63,7 +63,7 @@ sent=$(sed -n 's/.*: \([0-9]*\) events sent.*/\1/p' "$out/collector.log")
 wire=$(sed -n 's/^received: *\([0-9]*\) bytes.*/\1/p' "$t/summary.txt")
 got=$(sed -n 's/^calls: *\([0-9]*\) .*/\1/p' "$t/summary.txt")
 sizes=""
-for f in trace.json trace.pftrace tree.txt calls.txt folded.txt flame.svg; do
+for f in trace.json trace.pftrace trace.speedscope.json tree.txt calls.txt folded.txt flame.svg; do
 	sizes+=" $f=$(stat -c %s "$t/$f")"
 done
 sizes+=" live=$(du -sb "$t/live" | cut -f1)"

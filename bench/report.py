@@ -1111,6 +1111,7 @@ def sqlite_md(doc):
 
 
 HQ_OUTPUTS = (("trace.pftrace", "Perfetto protobuf timeline"), ("trace.json", "Chrome JSON timeline"),
+              ("trace.speedscope.json", "speedscope evented profiles"),
               ("tree.txt", "call tree text"), ("calls.txt", "canonical calls"),
               ("folded.txt", "folded stacks"), ("flame.svg", "flame graph"),
               ("live", "live copy (the trace as received, in text)"))
