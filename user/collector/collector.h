@@ -52,6 +52,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "model/bft_callfilter.h"
 #include "model/bft_calltree.h"
 #include "wire/bft_flow.h"
 #include "model/bft_merge.h"
@@ -72,6 +73,8 @@ enum {
 	EXIT_PROTOCOL = 3,	/* HQ sent something malformed */
 	EXIT_FATAL = 4,		/* kernel or input failure */
 };
+
+#define COLL_MAX_CALLERS 16
 
 struct coll_opts {
 	const char *hq_host;	/* NULL: no HQ (--output only) */
@@ -98,6 +101,9 @@ struct coll_opts {
 	const char *counters_host;	/* --counters: the inspector */
 	const char *counters_port;
 	unsigned int counters_ms;	/* sampling interval */
+	uint64_t min_time_ns;	/* --min-time (0: none) */
+	const char *callers[COLL_MAX_CALLERS];	/* --caller globs */
+	unsigned int ncallers;
 	int verbose;
 };
 
@@ -267,6 +273,7 @@ struct cthread {
 	/* the exception it threw last (COLL_EXC_*, or a kernel type): what a
 	 * rethrow of unknown type throws and what the frames it leaves carry */
 	uint32_t exc;
+	struct bft_callfilter_thread filt;	/* --min-time's hold */
 };
 
 struct dconn {
@@ -296,6 +303,7 @@ struct coll {
 	struct exc_types exc;
 	struct bft_merge merge;
 	struct bft_calltree ct;
+	struct bft_callfilter filt;	/* --min-time, --caller */
 	/* threads */
 	struct cthread **threads;	/* by wire id */
 	uint32_t nthreads;
@@ -499,6 +507,20 @@ void pipeline_break(struct coll *c);
 void pipeline_new_session(struct coll *c);
 /* Report lost events to HQ (a marker) if any are unreported. */
 void pipeline_report_lost(struct coll *c);
+/* A sequenced marker key=value to HQ; 0 or an error. */
+int pipeline_marker(struct coll *c, const char *key, const char *value);
+/* A call event that passed the filters, to HQ and .flow. */
+int pipeline_deliver(struct coll *c, struct cthread *t,
+		     const struct bft_call_event *ev);
+
+/* filters.c: --min-time and --caller */
+int filters_opt_min_time(struct coll_opts *o, const char *arg);
+int filters_opt_caller(struct coll_opts *o, const char *arg);
+void filters_init(struct coll *c);
+/* At the end: what the threads still hold goes out. */
+int filters_finish(struct coll *c);
+/* The calls they dropped: to HQ as markers, and to the log. */
+void filters_report(struct coll *c);
 /* Send the sub-millisecond times of what was sent (a bftrace.us marker). */
 void pipeline_report_us(struct coll *c);
 /* Per-thread names, re-read for renames. */

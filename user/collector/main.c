@@ -78,6 +78,11 @@ static void usage(FILE *f)
 "      --user NAME             once set up, run as NAME with only the\n"
 "                              capabilities HQ's commands need (root:\n"
 "                              stay root, the default)\n"
+"      --min-time DURATION     leave out calls shorter than DURATION\n"
+"                              (500ns, 10us, 2ms, 1s; bare: us); their\n"
+"                              callers stay\n"
+"      --caller FUNC           only what runs under FUNC (a name or glob,\n"
+"                              FUNC included; repeatable: under any)\n"
 "  -v, --verbose\n"
 "  -h, --help\n");
 }
@@ -86,6 +91,7 @@ enum {
 	OPT_METHODS = 256, OPT_THREADS, OPT_DEVICE, OPT_CHUNK, OPT_DELAY,
 	OPT_CONNECT, OPT_HANDSHAKE, OPT_UNTIL_EXIT, OPT_NO_STOP, OPT_MS_ONLY, OPT_COUNTERS,
 	OPT_COUNTERS_MS, OPT_BACKEND, OPT_PAUSE_LEASE, OPT_USER, OPT_BACKGROUND,
+	OPT_MIN_TIME, OPT_CALLER,
 };
 
 static const struct option longopts[] = {
@@ -109,6 +115,8 @@ static const struct option longopts[] = {
 	{ "counters", required_argument, NULL, OPT_COUNTERS },
 	{ "counters-interval", required_argument, NULL, OPT_COUNTERS_MS },
 	{ "user", required_argument, NULL, OPT_USER },
+	{ "min-time", required_argument, NULL, OPT_MIN_TIME },
+	{ "caller", required_argument, NULL, OPT_CALLER },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -237,6 +245,14 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 		case OPT_PAUSE_LEASE:
 			if (num(optarg, "pause lease", 0, 1000000,
 				&o->pause_lease))
+				return -1;
+			break;
+		case OPT_MIN_TIME:
+			if (filters_opt_min_time(o, optarg))
+				return -1;
+			break;
+		case OPT_CALLER:
+			if (filters_opt_caller(o, optarg))
 				return -1;
 			break;
 		case OPT_USER:
@@ -536,6 +552,8 @@ int main(int argc, char **argv)
 		coll_ready(&c);
 	}
 	rc = loop(&c);
+	if (filters_finish(&c) && !rc)
+		rc = EXIT_FATAL;
 	hq_pause_release(&c, "bfcollector is leaving");
 	counters_shutdown(&c);
 	if (c.o.verbose) {
@@ -546,6 +564,7 @@ int main(int argc, char **argv)
 			 "straight from the reads, at most %" PRIu64 " queued",
 			 ms->emitted, ms->direct, ms->max_queued);
 	}
+	filters_report(&c);
 	if (c.hq == HQ_UP) {
 		pipeline_report_lost(&c);
 		pipeline_report_us(&c);

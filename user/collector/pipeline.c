@@ -500,10 +500,6 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 {
 	struct coll *c = ctx;
 	struct cthread *t = *ev->user;
-	struct method *me;
-	uint32_t exc = 0;
-	bool twin;
-	uint8_t id;
 
 	if (!t) {
 		/* once per thread: the call tree keeps it for us */
@@ -512,6 +508,19 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 			return -ENOMEM;
 		*ev->user = t;
 	}
+	if (bft_callfilter_on(&c->filt))
+		return bft_callfilter_feed(&c->filt, &t->filt, t, ev);
+	return pipeline_deliver(c, t, ev);
+}
+
+int pipeline_deliver(struct coll *c, struct cthread *t,
+		     const struct bft_call_event *ev)
+{
+	struct method *me;
+	uint32_t exc = 0;
+	bool twin;
+	uint8_t id;
+
 	if (ev->kind == BFT_CALL_VOID) {
 		flow_void(t);
 		send_break(c);
@@ -664,6 +673,7 @@ int pipeline_init(struct coll *c, unsigned int ncpus)
 	err = bft_merge_init(&c->merge, &mo);
 	if (err)
 		return err;
+	filters_init(c);
 	return bft_calltree_init(&c->ct, &co);
 }
 
@@ -710,26 +720,32 @@ void pipeline_new_session(struct coll *c)
 		send_break(c);
 }
 
+int pipeline_marker(struct coll *c, const char *key, const char *value)
+{
+	struct bfp_msg m = { .id = BFP_MARKER, .str = key,
+			     .str_len = strlen(key), .str2 = value,
+			     .str2_len = strlen(value), .time = c->last_stamp,
+			     .seq = c->seq };
+	int err = hq_data_msg(c, 0, &m);
+
+	if (err)
+		return err;
+	c->seq++;
+	note_us(c, 0);
+	return 0;
+}
+
 void pipeline_report_lost(struct coll *c)
 {
 	uint64_t lost = c->lost_kernel + c->lost_gaps + c->lost_undelivered +
 			c->lost_unsent;
-	struct bfp_msg m = { .id = BFP_MARKER, .str = "bftrace.lost",
-			     .str_len = 12 };
 	char value[32];
 
 	if (c->hq != HQ_UP || lost <= c->lost_reported || !c->ndata)
 		return;
 	snprintf(value, sizeof(value), "%" PRIu64, lost - c->lost_reported);
-	m.str2 = value;
-	m.str2_len = strlen(value);
-	m.time = c->last_stamp;
-	m.seq = c->seq;
-	if (hq_data_msg(c, 0, &m))
-		return;
-	c->seq++;
-	note_us(c, 0);
-	c->lost_reported = lost;
+	if (!pipeline_marker(c, "bftrace.lost", value))
+		c->lost_reported = lost;
 }
 
 /* ids.properties keys may hold no '=', CR or LF, nor start with '#'. */
@@ -807,6 +823,7 @@ void pipeline_free(struct coll *c)
 			fclose(c->threads[i]->flow_file);
 		}
 		free(c->threads[i]->name);
+		free(c->threads[i]->filt.held);
 		free(c->threads[i]);
 	}
 	free(c->threads);
