@@ -314,6 +314,12 @@ static void route_one(struct route *r, const struct pending *p)
 		/* bfcollector reports events lost before the wire this way */
 		if (p->key && !strcmp(p->key, "bftrace.lost") && p->value)
 			r->lost += strtoull(p->value, NULL, 10);
+		if (p->key && p->value &&
+		    !strcmp(p->key, "bftrace.filtered.min-time"))
+			r->filtered_min_time += strtoull(p->value, NULL, 10);
+		if (p->key && p->value &&
+		    !strcmp(p->key, "bftrace.filtered.caller"))
+			r->filtered_caller += strtoull(p->value, NULL, 10);
 		chrome_event(r, json_pack("{s:s,s:s,s:s,s:I,s:I,s:{s:s}}",
 					  "name", p->key ? p->key : "",
 					  "ph", "i", "s", "g",

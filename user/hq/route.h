@@ -178,6 +178,8 @@ struct route {
 	uint64_t group_cost;	/* the instants of the groups not yet written */
 	uint64_t calls, exits, orphans, mismatched, voids, voided_frames;
 	uint64_t exceptions_seen, markers, lost, unclosed;
+	/* calls bfcollector's --min-time and --caller left out */
+	uint64_t filtered_min_time, filtered_caller;
 	uint64_t unwound, unmapped_exception_uses;
 	/* Events routed before the map that names their method or thread:
 	 * the agent broke "map before first use". */

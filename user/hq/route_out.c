@@ -121,6 +121,10 @@ static void summary_write(struct route *r, const struct trace *t, FILE *f)
 		PRIu64 " sequence numbers missing in %" PRIu64
 		" gaps, %" PRIu64 " late\n", r->lost, t->gap_missing, t->gaps,
 		t->late);
+	if (r->filtered_min_time || r->filtered_caller)
+		fprintf(f, "filtered:      %" PRIu64 " calls shorter than "
+			"--min-time, %" PRIu64 " outside --caller (by the "
+			"agent)\n", r->filtered_min_time, r->filtered_caller);
 	if (t->lost_bound)
 		fprintf(f, "reorder bound: %" PRIu64 " sequence numbers declared "
 			"lost in %" PRIu64 " runs\n", t->lost_missing,
