@@ -229,6 +229,7 @@ FIXTURE(pipeline) {
 	pid_t hq, coll;
 	pid_t tgid;		/* the target's, kept after it is reaped */
 	struct calls expect[1 + CT_NR_THREADS];
+	const char *coll_extra[3];	/* more bfcollector options */
 };
 
 FIXTURE_VARIANT(pipeline) {
@@ -301,7 +302,8 @@ static pid_t start_collector(FIXTURE_DATA(pipeline) *self,
 	char hq[32];
 	const char *argv[] = {
 		"bfcollector", "--hq", hq, "--protocol", protocol,
-		"--output", self->flow, "--until-exit", NULL,
+		"--output", self->flow, "--until-exit", self->coll_extra[0],
+		self->coll_extra[1], self->coll_extra[2], NULL,
 	};
 
 	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
@@ -572,7 +574,8 @@ static unsigned int expected_ncalls(const struct calls *expect)
 
 /* summary.txt says the trace is whole: nothing lost, cut or unmapped. */
 static void check_summary(struct __test_metadata *_metadata,
-			  const char *trace, unsigned int ncalls)
+			  const char *trace, unsigned int ncalls,
+			  unsigned int markers)
 {
 	char path[256], want[128], *sum;
 
@@ -582,9 +585,10 @@ static void check_summary(struct __test_metadata *_metadata,
 	snprintf(want, sizeof(want), "calls:         %u (exits %u)\n",
 		 ncalls, ncalls);
 	EXPECT_NE(NULL, strstr(sum, want)) TH_LOG("want '%s'", want);
-	/* gap-free: exactly one sequence number per entry and per exit */
+	/* gap-free: exactly one sequence number per entry and per exit, and
+	 * per marker of the collector's filters */
 	snprintf(want, sizeof(want), "messages:      %u sequenced,",
-		 2 * ncalls);
+		 2 * ncalls + markers);
 	EXPECT_NE(NULL, strstr(sum, want)) TH_LOG("want '%s'", want);
 	EXPECT_NE(NULL, strstr(sum, "status:        complete\n"));
 	EXPECT_NE(NULL, strstr(sum, "losses:        0 events lost by the "
@@ -603,15 +607,20 @@ static void check_summary(struct __test_metadata *_metadata,
 	free(sum);
 }
 
-TEST_F_TIMEOUT(pipeline, hq_and_flow_files_equal_the_call_structure, 300)
+/*
+ * One run of the calltree target through bfhq; what bfhq and the .flow
+ * files got must equal self->expect, and summary.txt must count markers
+ * sequenced markers besides the calls.
+ */
+static void calltree_run(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(pipeline) *self,
+			 const FIXTURE_VARIANT(pipeline) *variant,
+			 unsigned int markers)
 {
 	char trace[200];
 	unsigned int nb;
 	int rc;
 
-	/* this harness runs the body after a SKIP in the setup */
-	if (_metadata->skip)
-		return;
 	start_pipeline(_metadata, self, variant, "calltree", NULL, false, "1");
 	rc = bfctl_attach(self, (const char *const[]){
 		"calltree:ct_*", "libbftgt*:" CT_FN_LIB, NULL });
@@ -635,11 +644,55 @@ TEST_F_TIMEOUT(pipeline, hq_and_flow_files_equal_the_call_structure, 300)
 	ASSERT_EQ(0, rc);
 
 	snprintf(trace, sizeof(trace), "%s/trace-1", self->hqout);
-	check_summary(_metadata, trace, expected_ncalls(self->expect));
+	check_summary(_metadata, trace, expected_ncalls(self->expect),
+		      markers);
 	check_hq_trees(_metadata, self, trace);
 	nb = check_chrome(_metadata, trace);
 	EXPECT_EQ(expected_ncalls(self->expect), nb);
 	check_flow(_metadata, self);
+}
+
+TEST_F_TIMEOUT(pipeline, hq_and_flow_files_equal_the_call_structure, 300)
+{
+	/* this harness runs the body after a SKIP in the setup */
+	if (_metadata->skip)
+		return;
+	calltree_run(_metadata, self, variant, 0);
+	if (!_metadata->passed)
+		bst_show_log(self->log);
+}
+
+/*
+ * bfcollector --caller ct_b: every thread keeps its ct_b -> ct_c calls
+ * and nothing else; the calls left out are counted, to the call, in
+ * bfhq's summary.txt (one marker "bftrace.filtered.caller").
+ */
+TEST_F_TIMEOUT(pipeline, caller_filter_keeps_only_what_runs_under_it, 300)
+{
+	struct calls kept[1 + CT_NR_THREADS] = { 0 };
+	char path[256], want[160], *sum;
+	unsigned int all = expected_ncalls(self->expect);
+
+	if (_metadata->skip)
+		return;
+	for (int i = 0; i < CT_NEST_REPS; i++)
+		c_b(&kept[0]);
+	for (int k = 0; k < CT_NR_THREADS; k++)
+		c_b(&kept[1 + k]);
+	memcpy(self->expect, kept, sizeof(kept));
+	self->coll_extra[0] = "--caller";
+	self->coll_extra[1] = CT_FN_B;
+	calltree_run(_metadata, self, variant, 1);
+
+	snprintf(path, sizeof(path), "%s/trace-1/summary.txt", self->hqout);
+	sum = bst_slurp(path);
+	ASSERT_NE(NULL, sum);
+	snprintf(want, sizeof(want), "filtered:      0 calls shorter than "
+		 "--min-time, %u outside --caller (by the agent)\n",
+		 all - expected_ncalls(kept));
+	EXPECT_NE(NULL, strstr(sum, want)) TH_LOG("want '%s' in\n%s", want,
+						  sum);
+	free(sum);
 	if (!_metadata->passed)
 		bst_show_log(self->log);
 }

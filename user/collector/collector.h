@@ -507,6 +507,9 @@ void pipeline_break(struct coll *c);
 void pipeline_new_session(struct coll *c);
 /* Report lost events to HQ (a marker) if any are unreported. */
 void pipeline_report_lost(struct coll *c);
+/* Method id, looked up again in the capture's table if it is new to us
+ * (a probe attached since), else made up as "method<id>"; NULL: ENOMEM. */
+struct method *pipeline_method(struct coll *c, uint32_t id);
 /* A sequenced marker key=value to HQ; 0 or an error. */
 int pipeline_marker(struct coll *c, const char *key, const char *value);
 /* A call event that passed the filters, to HQ and .flow. */

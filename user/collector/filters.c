@@ -56,7 +56,7 @@ static bool caller_match(const struct coll *c, const char *sig)
 static bool is_caller(void *ctx, uint32_t id)
 {
 	struct coll *c = ctx;
-	struct method *me = methods_get(&c->methods, id);
+	struct method *me = pipeline_method(c, id);
 
 	return me && me->sig && caller_match(c, me->sig);
 }

@@ -449,7 +449,7 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 
 /* ---- call events ---- */
 
-static struct method *method_of(struct coll *c, uint32_t id)
+struct method *pipeline_method(struct coll *c, uint32_t id)
 {
 	struct method *me = methods_get(&c->methods, id);
 	char name[32];
@@ -545,7 +545,7 @@ int pipeline_deliver(struct coll *c, struct cthread *t,
 	} else {
 		id = BFP_METHOD_EXIT;
 	}
-	me = method_of(c, ev->id);
+	me = pipeline_method(c, ev->id);
 	if (!me)
 		return -ENOMEM;
 	/*
