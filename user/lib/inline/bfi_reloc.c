@@ -39,8 +39,9 @@ static const char *const refusal_whys[BFI_REFUSE_NRULES] = {
 	[BFI_REFUSE_UNDECODABLE] = "its first bytes do not decode",
 	[BFI_REFUSE_INSN] = "an instruction the jump covers cannot move",
 	[BFI_REFUSE_TARGET] = "a branch lands inside the bytes the jump covers",
-	[BFI_REFUSE_INDIRECT] = "it has a jump table, whose targets could "
-				"land inside the bytes the jump covers",
+	/* parenthesised: one string, not two elements missing a comma */
+	[BFI_REFUSE_INDIRECT] = ("it has a jump table, whose targets could "
+				 "land inside the bytes the jump covers"),
 };
 
 const char *bfi_refusal_name(enum bfi_refusal r)
