@@ -197,6 +197,27 @@ static int dec_data_break(struct dec *d)
 	return 0;
 }
 
+/*
+ * ---- data end (bftrace's, UDP only): u8 stream, u32 datagrams sent on it,
+ * u32 the sequence number after the last one sent ----
+ */
+
+static int enc_data_end(struct bft_buf *b, unsigned int v,
+			const struct bfp_msg *m)
+{
+	(void)v;
+	return bfp_put_u8(b, m->stream) ?: bfp_put_u32(b, m->packets) ?:
+	       bfp_put_u32(b, m->seq);
+}
+
+static int dec_data_end(struct dec *d)
+{
+	bfp_get_u8(&d->r, &d->m->stream);
+	bfp_get_u32(&d->r, &d->m->packets);
+	bfp_get_u32(&d->r, &d->m->seq);
+	return 0;
+}
+
 /* ---- map thread name: u16 thread, i32 time, UTF name ---- */
 
 static int enc_map_thread(struct bft_buf *b, unsigned int v,
@@ -427,6 +448,8 @@ static const struct msg_ops ops[100] = {
 	[BFP_CLASS_FAILED] = { "class_transform_failed", HC, 1, false,
 			       enc_text, dec_text },
 	[BFP_MARKER] = { "marker", HD, 2, true, enc_marker, dec_marker },
+	[BFP_DATA_END] = { "data_end", HC, 0, false, enc_data_end,
+			   dec_data_end },
 	/* Either end may report a fatal error, on any connection. */
 	[BFP_ERROR] = { "error", AC | AD | HG | HC | HD, 1, false, enc_text,
 			dec_text },

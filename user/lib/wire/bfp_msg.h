@@ -58,6 +58,8 @@ enum bfp_id {
 	BFP_CLASS_IGNORED = 41,
 	BFP_CLASS_FAILED = 42,
 	BFP_MARKER = 50,
+	/* bftrace's: the end of a UDP data stream (docs/udp-data.md) */
+	BFP_DATA_END = 51,
 	BFP_ERROR = 99,
 };
 
@@ -93,6 +95,8 @@ struct bfp_msg {
 	uint32_t seq;		/* events, MARKER, DATA_BREAK */
 	uint32_t method;	/* MAP_METHOD, events: method (signature) id */
 	uint32_t exception;	/* MAP_EXCEPTION, EXCEPTION, BUBBLE */
+	uint8_t stream;		/* DATA_END: the UDP stream */
+	uint32_t packets;	/* DATA_END: datagrams sent on it */
 	/* MAP_*: name/signature; CLASS_*: class; ERROR: text; MARKER: key */
 	const char *str;
 	size_t str_len;
