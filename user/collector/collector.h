@@ -98,6 +98,8 @@ struct coll_opts {
 	bool background;	/* fork; the parent returns once we record */
 	bool no_stop;		/* HQ's stop ends tracing, not bfcollector */
 	bool ms_only;		/* no bftrace.us markers */
+	bool data_udp;		/* --data-udp: data in datagrams (hqlink_udp.c) */
+	uint64_t udp_rate;	/* --udp-rate: bytes/s of datagrams, 0: unpaced */
 	const char *counters_host;	/* --counters: the inspector */
 	const char *counters_port;
 	unsigned int counters_ms;	/* sampling interval */
@@ -288,6 +290,7 @@ struct dconn {
 	uint32_t ends_head, ends_len, ends_cap;
 	uint64_t written;	/* bytes written since the connection began */
 	uint64_t queued;	/* bytes encoded since the connection began */
+	uint32_t packets;	/* --data-udp: datagrams sent on this stream */
 };
 
 enum hq_state {
@@ -357,6 +360,12 @@ struct coll {
 	uint64_t breaks_sent;
 	uint64_t last_stamp;		/* the last relative time sent */
 	uint64_t heartbeats;		/* sent to HQ */
+	/* --data-udp (hqlink_udp.c): the socket, the pacing, the counts */
+	int udp_fd;
+	uint64_t udp_tokens;		/* bytes the pace allows now */
+	uint64_t udp_refill_ns;		/* when the tokens were counted */
+	uint64_t udp_next_ms;		/* paced: send again then (0: now) */
+	uint64_t udp_dgrams, udp_bytes, udp_msgs, udp_paced, udp_dropped;
 	struct counters *ctr;		/* --counters */
 	int outdir_fd;			/* --output, opened at the start */
 	bool outdir_made;		/* by us: ours to hand to --user */
@@ -560,6 +569,15 @@ static inline int hq_data_call(struct coll *c, unsigned int conn, uint8_t id,
 	return 0;
 }
 int hq_control_msg(struct coll *c, const struct bfp_msg *m);
+
+/* hqlink_udp.c: --data-udp */
+/* The datagram socket to HQ's host and port: 0 or -errno (logged). */
+int udp_open(struct coll *c);
+void udp_close(struct coll *c);
+/* Send the streams' whole messages as datagrams, as the pace allows. */
+int udp_flush(struct coll *c);
+/* On control: the last datagram and sequence number of every stream. */
+void udp_end(struct coll *c);
 void hq_send_error_and_close(struct coll *c, const char *text);
 void hq_flush(struct coll *c);
 /* Pending data bytes (the send queue), over all data connections. */

@@ -131,6 +131,7 @@ static void close_all(struct coll *c)
 		d->fd = -1;
 	}
 	c->ndata = 0;
+	udp_close(c);
 	if (c->ctl_fd >= 0)
 		close(c->ctl_fd);
 	c->ctl_fd = -1;
@@ -373,7 +374,12 @@ int hq_connect(struct coll *c)
 	c->ndata = (unsigned int)c->config.data_senders;
 	for (i = 0; i < c->ndata; i++)
 		c->data[i].fd = -1;
-	for (i = 0; i < c->ndata; i++) {
+	if (c->o.data_udp) {
+		err = udp_open(c);
+		if (err)
+			goto down;
+	}
+	for (i = 0; i < c->ndata && !c->o.data_udp; i++) {
 		err = open_data(c, i, coll_now_ms() + c->o.handshake_ms);
 		if (err == -EPROTO || c->exit_code)
 			goto fatal;
@@ -574,10 +580,15 @@ void hq_flush(struct coll *c)
 		hq_down(c, strerror(-err));
 		return;
 	}
+	err = c->o.data_udp ? udp_flush(c) : 0;
+	if (err) {
+		hq_down(c, strerror(-err));
+		return;
+	}
 	for (i = 0; i < c->ndata; i++) {
 		struct dconn *d = &c->data[i];
 
-		err = flush_data(d);
+		err = c->o.data_udp ? 0 : flush_data(d);
 		if (err) {
 			hq_down(c, strerror(-err));
 			return;
@@ -726,7 +737,7 @@ void hq_shutdown(struct coll *c)
 		struct pollfd p[COLL_MAX_SENDERS + 1];
 		int n = hq_pollfds(c, p, COLL_MAX_SENDERS + 1);
 
-		poll(p, (nfds_t)n, 100);
+		poll(p, (nfds_t)n, c->udp_next_ms ? 2 : 100);
 		hq_io(c, p, n);
 	}
 	if (c->hq != HQ_UP)
@@ -734,9 +745,12 @@ void hq_shutdown(struct coll *c)
 	if (hq_pending(c))
 		coll_log("HQ did not take %llu bytes in time",
 			 (unsigned long long)hq_pending(c));
+	if (c->o.data_udp)
+		udp_end(c);
 	hq_heartbeat(c, true);
 	for (i = 0; i < c->ndata; i++)
-		shutdown(c->data[i].fd, SHUT_WR);
+		if (c->data[i].fd >= 0)
+			shutdown(c->data[i].fd, SHUT_WR);
 	fcntl(c->ctl_fd, F_SETFL, fcntl(c->ctl_fd, F_GETFL) & ~O_NONBLOCK);
 	write_all(c->ctl_fd, c->ctl_out.data, c->ctl_out.len);
 	shutdown(c->ctl_fd, SHUT_WR);

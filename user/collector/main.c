@@ -73,6 +73,10 @@ static void usage(FILE *f)
 "                              once without --hq), go on in the background\n"
 "      --no-stop               HQ's stop ends tracing, not bfcollector\n"
 "      --ms-only               send no bftrace.us markers (microseconds)\n"
+"      --data-udp              send the data in UDP datagrams to HQ's host\n"
+"                              and port (HQ needs --udp); control stays TCP\n"
+"      --udp-rate BYTES        pace the datagrams to BYTES a second\n"
+"                              (20000000; 0: unpaced)\n"
 "      --counters HOST:PORT    serve counters to an inspector there\n"
 "      --counters-interval MS  sample them every MS (1000)\n"
 "      --user NAME             once set up, run as NAME with only the\n"
@@ -91,7 +95,7 @@ enum {
 	OPT_METHODS = 256, OPT_THREADS, OPT_DEVICE, OPT_CHUNK, OPT_DELAY,
 	OPT_CONNECT, OPT_HANDSHAKE, OPT_UNTIL_EXIT, OPT_NO_STOP, OPT_MS_ONLY, OPT_COUNTERS,
 	OPT_COUNTERS_MS, OPT_BACKEND, OPT_PAUSE_LEASE, OPT_USER, OPT_BACKGROUND,
-	OPT_MIN_TIME, OPT_CALLER,
+	OPT_MIN_TIME, OPT_CALLER, OPT_DATA_UDP, OPT_UDP_RATE,
 };
 
 static const struct option longopts[] = {
@@ -112,6 +116,8 @@ static const struct option longopts[] = {
 	{ "background", no_argument, NULL, OPT_BACKGROUND },
 	{ "no-stop", no_argument, NULL, OPT_NO_STOP },
 	{ "ms-only", no_argument, NULL, OPT_MS_ONLY },
+	{ "data-udp", no_argument, NULL, OPT_DATA_UDP },
+	{ "udp-rate", required_argument, NULL, OPT_UDP_RATE },
 	{ "counters", required_argument, NULL, OPT_COUNTERS },
 	{ "counters-interval", required_argument, NULL, OPT_COUNTERS_MS },
 	{ "user", required_argument, NULL, OPT_USER },
@@ -175,6 +181,7 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 	o->replay_chunk = 65536;
 	o->handshake_ms = 10000;
 	o->pause_lease = 10;
+	o->udp_rate = 20000000;
 	while ((ch = getopt_long(argc, argv, "H:P:o:r:vh", longopts,
 				 NULL)) != -1) {
 		switch (ch) {
@@ -270,6 +277,19 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 		case OPT_MS_ONLY:
 			o->ms_only = true;
 			break;
+		case OPT_DATA_UDP:
+			o->data_udp = true;
+			break;
+		case OPT_UDP_RATE: {
+			unsigned int rate;
+
+			/* 4 GB/s: far past what one Ethernet link carries */
+			if (num(optarg, "UDP rate (bytes a second)", 0,
+				4000000000u, &rate))
+				return -1;
+			o->udp_rate = rate;
+			break;
+		}
 		case OPT_COUNTERS:
 			if (host_port(optarg, "--counters", chost,
 				      sizeof(chost), cport, sizeof(cport)))
@@ -296,6 +316,11 @@ static int parse_args(struct coll_opts *o, int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "bfcollector: unexpected argument %s\n",
 			argv[optind]);
+		return -1;
+	}
+	if (o->data_udp && !o->hq_host) {
+		fprintf(stderr, "bfcollector: --data-udp sends to HQ: give "
+			"--hq too\n");
 		return -1;
 	}
 	if (!o->hq_host && !o->outdir && !o->counters_host) {
@@ -441,6 +466,8 @@ static int loop(struct coll *c)
 		coll_wait_until(next_tick + TICK_SLACK_MS, &timeout);
 		if (c->hq == HQ_UP)
 			coll_wait_until(c->next_heartbeat_ms, &timeout);
+		if (c->hq == HQ_UP && c->udp_next_ms)
+			coll_wait_until(c->udp_next_ms, &timeout);
 		if (hq_pause_deadline(c))
 			coll_wait_until(hq_pause_deadline(c), &timeout);
 		nc = counters_pollfds(c, p + n + ns, 1, &timeout);
@@ -499,7 +526,7 @@ static int loop(struct coll *c)
 
 int main(int argc, char **argv)
 {
-	struct coll c = { .ctl_fd = -1, .ready_fd = -1 };
+	struct coll c = { .ctl_fd = -1, .ready_fd = -1, .udp_fd = -1 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	const struct bft_backend_ops *be;
 	char err[512] = "";

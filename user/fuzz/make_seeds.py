@@ -247,6 +247,29 @@ def counters_seeds(corpus):
     put(corpus, "fuzz_collector_counters", b"\x80" + b"".join(reqs[:-2]))
 
 
+def dgram(run, stream, packet, msgs):
+    """A bftrace UDP datagram (user/lib/wire/bfu_dgram.h)."""
+    return (b"BU\x01" + bytes([run, stream, len(msgs)]) + b"\x00\x00" +
+            struct.pack(">I", packet) + b"".join(msgs))
+
+
+def udp_seeds(corpus, msgs):
+    rec = lambda op, d: bytes([op]) + struct.pack(">H", len(d)) + d
+    maps = [msgs["map_thread_name"], msgs["map_method_signature"],
+            msgs["map_exception"]]
+    events = [msgs["method_entry"], msgs["method_exit"], msgs["exception"],
+              msgs["exception_bubble"], msgs["marker"]]
+    first = dgram(0, 0, 0, maps + events[:2])
+    second = dgram(0, 1, 0, events[2:])
+    # in order; the second first, then a duplicate, a foreign one, a tick
+    put(corpus, "fuzz_hq_udp", b"\x00" + rec(0, first) + rec(0, second))
+    put(corpus, "fuzz_hq_udp", b"\x00" + rec(0, second) + rec(0, first) +
+        rec(0, first) + rec(1, first) + rec(2, second))
+    # cut short, a count too high, a header alone
+    put(corpus, "fuzz_hq_udp", b"\x00" + rec(0, first[:-3]) +
+        rec(0, first[:5] + b"\x09" + first[6:]) + rec(0, first[:12]))
+
+
 def main():
     corpus = sys.argv[1]
     msgs = golden("bytefrog-v1.txt")
@@ -260,6 +283,7 @@ def main():
     collector_seeds(corpus, msgs)
     regex_seeds(corpus)
     counters_seeds(corpus)
+    udp_seeds(corpus, msgs)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@
  *   http.c    bfhq --http: the live viewer's server (libmicrohttpd)
  *   http_feed.c  what one viewer is sent: a live copy tailed, as
  *             Server-Sent Events
+ *   udp.c     --udp: data messages in datagrams, checked, deduplicated,
+ *             counted
  *   hq.c      the clock, the log, taking connections and traces down
  *   main.c    options and the loop
  */
@@ -69,6 +71,7 @@ struct hq_opts {
 	/* Declare a missing sequence lost once this many wait (0: only
 	 * HQ_MAX_PENDING, a gap). */
 	unsigned int reorder_bound;
+	bool udp;		/* --udp: data datagrams on the port number too */
 	unsigned int live_flush_ms;	/* live copy flush period, 0: none */
 	bool live_stamps;	/* --live-stamps: trace-N/live/stamps */
 	/* Data connections are taken from the address of their run's
@@ -153,6 +156,11 @@ struct trace {
 	struct route *route;
 	struct route_hold *hold;	/* micro.c's */
 	struct live *live;	/* NULL: no live copy */
+	/* --udp (udp.c): the streams' packet windows, the end, the counts */
+	struct udp_state *udp;
+	uint32_t udp_end_seq;	/* DataEnd: the sequence after the last sent */
+	bool udp_end_known;
+	uint64_t udp_dgrams, udp_lost, udp_dup, udp_late, udp_malformed;
 };
 
 /* A sequenced message waiting for its turn. */
@@ -174,6 +182,8 @@ struct hq {
 	struct hq_opts o;
 	int listen_fd;
 	int ctl_fd;
+	int udp_fd;		/* --udp, else -1 */
+	uint64_t udp_foreign;	/* datagrams refused from no agent's address */
 	struct conn **conns;
 	unsigned int nconns, conns_cap;
 	struct trace **traces;
@@ -228,6 +238,27 @@ int hq_send(struct conn *c, unsigned int version, const struct bfp_msg *m);
 void hq_send_error(struct conn *c, const char *text);
 void hq_conn_close(struct hq *hq, struct conn *c);
 void hq_greet_timeouts(struct hq *hq, uint64_t now);
+
+/* udp.c */
+/*
+ * The default reorder bound with --udp: 4096 messages, 42 datagrams of
+ * entries, about 3 ms of bfcollector's default pace.
+ */
+#define HQ_UDP_REORDER_BOUND	4096
+/* Bind UDP where the TCP listener is: 0, or -1 (logged). */
+int hq_udp_open(struct hq *hq);
+/* Take the datagrams waiting (a bounded batch). */
+void hq_udp_read(struct hq *hq);
+/* One datagram from addr (hq_addr_canon()'s form), without a socket. */
+void hq_udp_feed(struct hq *hq, const uint8_t *p, size_t n,
+		 const char *addr);
+/* The agent's DataEnd (control connection). */
+void hq_udp_data_end(struct hq *hq, struct trace *t,
+		     const struct bfp_msg *m);
+/* Whether sequence numbers the agent sent are still to come. */
+bool hq_udp_waiting(const struct trace *t);
+/* Count the datagrams never seen; free the windows. */
+void hq_udp_finish(struct trace *t);
 
 /* trace.c */
 struct trace *hq_trace_new(struct hq *hq, struct conn *control,

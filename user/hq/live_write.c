@@ -67,7 +67,7 @@ struct lstamp {
 	uint64_t routed_us, ready_us;
 };
 
-#define LIVE_META_KEYS	24
+#define LIVE_META_KEYS	29
 #define LIVE_PAGE	256
 #define LIVE_PAGES	(LIVE_MARKERS / LIVE_PAGE + 1)
 
@@ -485,7 +485,12 @@ static char *meta_text(struct live *l, const struct trace *t)
 		"    \"classes_ignored\": %" PRIu64 ",\n"
 		"    \"classes_failed\": %" PRIu64 ",\n"
 		"    \"agent_errors\": %" PRIu64 ",\n"
-		"    \"received_bytes\": %" PRIu64 "\n"
+		"    \"received_bytes\": %" PRIu64 ",\n"
+		"    \"udp_datagrams\": %" PRIu64 ",\n"
+		"    \"udp_lost\": %" PRIu64 ",\n"
+		"    \"udp_duplicated\": %" PRIu64 ",\n"
+		"    \"udp_late\": %" PRIu64 ",\n"
+		"    \"udp_malformed\": %" PRIu64 "\n"
 		"  },\n"
 		"  \"last_mode\": %s\n"
 		"}",
@@ -499,7 +504,8 @@ static char *meta_text(struct live *l, const struct trace *t)
 		t->lost_bound, t->lost_missing, t->late, t->breaks_seen,
 		t->breaks_late, t->heartbeats, l->agent_lost, l->micro_bad,
 		t->classes[0], t->classes[1], t->classes[2], t->agent_errors,
-		t->wire_bytes, last);
+		t->wire_bytes, t->udp_dgrams, t->udp_lost, t->udp_dup,
+		t->udp_late, t->udp_malformed, last);
 	if (n < 0)
 		text = NULL;
 out:
@@ -541,6 +547,11 @@ static void meta_key(const struct live *l, const struct trace *t,
 	k[i++] = t->classes[2];
 	k[i++] = t->agent_errors;
 	k[i++] = t->wire_bytes;
+	k[i++] = t->udp_dgrams;
+	k[i++] = t->udp_lost;
+	k[i++] = t->udp_dup;
+	k[i++] = t->udp_late;
+	k[i++] = t->udp_malformed;
 	k[i++] = t->last_mode;
 }
 

@@ -65,11 +65,14 @@ static void usage(FILE *f)
 "      --http-host NAME       also serve requests whose Host is NAME (besides\n"
 "                             HOST, localhost, 127.0.0.1, [::1]; repeatable)\n"
 "      --http-any-host        serve requests whatever their Host header\n"
-"      --data-from any|ADDR   take data connections from ADDR too (repeatable),\n"
-"                             or from anywhere (default: only from the address\n"
-"                             of the run's control connection)\n"
+"      --data-from any|ADDR   take data connections (and datagrams) from ADDR\n"
+"                             too (repeatable), or from anywhere (default: only\n"
+"                             from the address of the run's control connection)\n"
+"      --udp                  also take data datagrams (bfcollector --data-udp)\n"
+"                             on the same port number; the reorder bound is\n"
+"                             then %u unless --reorder-bound says\n"
 "  -v, --verbose              more log lines (twice: every heartbeat)\n"
-"  -h, --help\n", HQ_DEFAULT_PORT);
+"  -h, --help\n", HQ_DEFAULT_PORT, HQ_UDP_REORDER_BOUND);
 }
 
 static int parse_uint(const char *s, const char *what, unsigned long max,
@@ -90,7 +93,7 @@ enum {
 	OPT_SEND = 256, OPT_START, OPT_SUSPENDED, OPT_HEARTBEAT, OPT_SENDERS,
 	OPT_INCLUDE, OPT_EXCLUDE, OPT_BUDGET, OPT_RETRY, OPT_CLASS, OPT_GAP,
 	OPT_COUNT, OPT_TIMEOUT, OPT_BOUND, OPT_LIVE, OPT_REPLAY, OPT_FLAME, OPT_HTTP,
-	OPT_STAMPS, OPT_HTTP_HOST, OPT_HTTP_ANY, OPT_DATA_FROM,
+	OPT_STAMPS, OPT_HTTP_HOST, OPT_HTTP_ANY, OPT_DATA_FROM, OPT_UDP,
 };
 
 static const struct option longopts[] = {
@@ -120,6 +123,7 @@ static const struct option longopts[] = {
 	{ "http-host", required_argument, NULL, OPT_HTTP_HOST },
 	{ "http-any-host", no_argument, NULL, OPT_HTTP_ANY },
 	{ "data-from", required_argument, NULL, OPT_DATA_FROM },
+	{ "udp", no_argument, NULL, OPT_UDP },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -162,6 +166,7 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 		      const char **send, const char **replay, const char **flame)
 {
 	static char host[256], http_host[256] = "127.0.0.1";
+	bool bound_given = false;
 	unsigned long v;
 	int c;
 
@@ -286,6 +291,10 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 				       &v))
 				return -1;
 			o->reorder_bound = (unsigned int)v;
+			bound_given = true;
+			break;
+		case OPT_UDP:
+			o->udp = true;
 			break;
 		case OPT_LIVE:
 			if (parse_uint(optarg, "live flush", 3600000, &v))
@@ -322,6 +331,8 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 			return -1;
 		}
 	}
+	if (o->udp && !bound_given)
+		o->reorder_bound = HQ_UDP_REORDER_BOUND;
 	if (optind < argc) {
 		fprintf(stderr, "bfhq: unexpected argument %s\n", argv[optind]);
 		return -1;
@@ -347,10 +358,10 @@ static int run(struct hq *hq)
 		int poll_ms = 100;
 		uint64_t now = hq_now_ms();
 
-		if (cap < hq->nconns + 2) {
+		if (cap < hq->nconns + 3) {
 			struct pollfd *p;
 
-			cap = 2 * (hq->nconns + 2);
+			cap = 2 * (hq->nconns + 3);
 			p = realloc(pfd, cap * sizeof(*p));
 			if (!p) {
 				rc = 1;
@@ -361,6 +372,8 @@ static int run(struct hq *hq)
 		pfd[n++] = (struct pollfd){ .fd = hq->listen_fd,
 					    .events = POLLIN };
 		pfd[n++] = (struct pollfd){ .fd = hq->ctl_fd,
+					    .events = POLLIN };
+		pfd[n++] = (struct pollfd){ .fd = hq->udp_fd,
 					    .events = POLLIN };
 		base = n;
 		for (i = 0; i < hq->ntraces; i++) {
@@ -397,6 +410,9 @@ static int run(struct hq *hq)
 			if (re & (POLLIN | POLLHUP | POLLERR))
 				hq_conn_read(hq, c);
 		}
+		/* after TCP: a DataEnd read here is applied first */
+		if (hq->udp_fd >= 0 && (pfd[2].revents & POLLIN))
+			hq_udp_read(hq);
 		if (pfd[0].revents & POLLIN)
 			hq_accept(hq);
 		if (hq->ctl_fd >= 0 && (pfd[1].revents & POLLIN))
@@ -421,7 +437,7 @@ static int run(struct hq *hq)
 
 int main(int argc, char **argv)
 {
-	struct hq hq = { .listen_fd = -1, .ctl_fd = -1 };
+	struct hq hq = { .listen_fd = -1, .ctl_fd = -1, .udp_fd = -1 };
 	struct hq_http *http = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
 	const char *send = NULL, *replay = NULL, *flame = NULL;
@@ -460,15 +476,17 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (hq_listen(&hq) ||
+	if (hq_listen(&hq) || (hq.o.udp && hq_udp_open(&hq)) ||
 	    (hq.o.control_path && hq_ctl_listen(&hq))) {
+		if (hq.udp_fd >= 0)
+			close(hq.udp_fd);
 		bfp_config_free(&hq.o.config);
 		if (hq.listen_fd >= 0)
 			close(hq.listen_fd);
 		return 1;
 	}
-	hq_log("listening on %s:%u, traces go to %s/", hq.o.listen_host,
-	       hq.o.port, hq.o.outdir);
+	hq_log("listening on %s:%u%s, traces go to %s/", hq.o.listen_host,
+	       hq.o.port, hq.o.udp ? " (TCP and UDP)" : "", hq.o.outdir);
 	if (hq.o.http_host) {
 		struct hq_http_names names = {
 			.names = hq.o.http_names, .n = hq.o.nhttp_names,
@@ -493,6 +511,8 @@ int main(int argc, char **argv)
 	hq_free(&hq);
 	hq_http_stop(http);
 	close(hq.listen_fd);
+	if (hq.udp_fd >= 0)
+		close(hq.udp_fd);
 	if (hq.ctl_fd >= 0) {
 		close(hq.ctl_fd);
 		unlink(hq.o.control_path);

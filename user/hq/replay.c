@@ -172,6 +172,11 @@ static void trace_from_meta(struct trace *t, json_t *meta)
 	t->classes[2] = counter(meta, "classes_failed");
 	t->agent_errors = counter(meta, "agent_errors");
 	t->wire_bytes = counter(meta, "received_bytes");
+	t->udp_dgrams = counter(meta, "udp_datagrams");
+	t->udp_lost = counter(meta, "udp_lost");
+	t->udp_dup = counter(meta, "udp_duplicated");
+	t->udp_late = counter(meta, "udp_late");
+	t->udp_malformed = counter(meta, "udp_malformed");
 	mode = json_string_value(json_object_get(meta, "last_mode"));
 	if (mode && strlen(mode) == 1)
 		t->last_mode = (uint8_t)mode[0];

@@ -129,6 +129,11 @@ static void summary_write(struct route *r, const struct trace *t, FILE *f)
 		fprintf(f, "reorder bound: %" PRIu64 " sequence numbers declared "
 			"lost in %" PRIu64 " runs\n", t->lost_missing,
 			t->lost_bound);
+	if (t->udp_dgrams || t->udp_malformed || t->udp_end_known)
+		fprintf(f, "datagrams:     %" PRIu64 " received, %" PRIu64
+			" lost, %" PRIu64 " duplicated, %" PRIu64 " late, %"
+			PRIu64 " malformed\n", t->udp_dgrams, t->udp_lost,
+			t->udp_dup, t->udp_late, t->udp_malformed);
 	fprintf(f, "data breaks:   %" PRIu64 " (%" PRIu64 " frames cut), %"
 		PRIu64 " late (not applied)\n", t->breaks_seen,
 		r->voided_frames, t->breaks_late);

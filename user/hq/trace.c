@@ -524,6 +524,9 @@ void hq_trace_control_msg(struct hq *hq, struct trace *t,
 	case BFP_ERROR:
 		agent_error(t, m, "control");
 		break;
+	case BFP_DATA_END:
+		hq_udp_data_end(hq, t, m);
+		break;
 	default:
 		hq_trace_fail(hq, t, t->control, "Bad control message: %s",
 			      bfp_id_name(m->id));
@@ -629,8 +632,9 @@ void hq_trace_conn_closed(struct hq *hq, struct trace *t, struct conn *c)
 			t->data_open--;
 			break;
 		}
-	if (!t->data_open)
-		pump(t, GAP, 0);	/* nothing more can fill a gap */
+	/* nothing more can fill a gap, but datagrams still on their way */
+	if (!t->data_open && !t->udp)
+		pump(t, GAP, 0);
 	(void)hq;
 }
 
@@ -651,7 +655,8 @@ void hq_trace_tick(struct hq *hq, struct trace *t, uint64_t now)
 	}
 	/* Done once every connection is gone (or the stragglers linger). */
 	if (t->control_closed && (!t->data_open ||
-				  now - t->control_closed_ms > HQ_LINGER_MS))
+				  now - t->control_closed_ms > HQ_LINGER_MS) &&
+	    (!hq_udp_waiting(t) || now - t->control_closed_ms >= hq->o.gap_ms))
 		hq_trace_finish(hq, t);
 }
 
@@ -671,6 +676,8 @@ static void trace_release(struct trace *t)
 	free(t->breaks);
 	free(t->agent_error);
 	free(t->data);
+	free(t->udp);
+	t->udp = NULL;
 	micro_free(t);
 	route_free(t->route);
 	live_close(t->live);
@@ -681,6 +688,20 @@ static void trace_release(struct trace *t)
 	t->route = NULL;
 	t->live = NULL;
 	t->heap_cap = t->breaks_cap = t->nbreaks = 0;
+}
+
+/* The sequence numbers after the last one received that DataEnd names. */
+static void end_gap(struct trace *t)
+{
+	uint32_t missing = t->udp_end_seq - t->next_seq;
+
+	hq_log("run %u: gap: sequences %u..%u (%u) at the end never arrived",
+	       t->run_id, t->next_seq, t->udp_end_seq - 1, missing);
+	t->gaps++;
+	t->gap_missing += missing;
+	micro_void(t, "gap");
+	live_void(t->live, "gap", t->next_seq, missing, t->udp_end_seq);
+	t->next_seq = t->udp_end_seq;
 }
 
 void hq_trace_finish(struct hq *hq, struct trace *t)
@@ -701,6 +722,9 @@ void hq_trace_finish(struct hq *hq, struct trace *t)
 		t->control = NULL;
 	}
 	pump(t, GAP, 0);
+	if (hq_udp_waiting(t))
+		end_gap(t);
+	hq_udp_finish(t);
 	micro_flush(t);
 	t->finished = true;
 	route_finish(t->route, t, hq_log_quiet ? NULL : stdout);

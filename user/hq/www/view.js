@@ -213,6 +213,10 @@ class BftView {
       "late (dropped): " + n("late"),
       "data breaks: " + n("breaks") + (n("breaks_late") ? ", " + n("breaks_late") + " late" : ""),
     ];
+    // only a trace whose data came in datagrams (bfcollector --data-udp)
+    if (n("udp_datagrams") || n("udp_malformed"))
+      lines.push("datagrams: " + n("udp_datagrams") + " received, " + n("udp_lost") + " lost, " +
+        n("udp_duplicated") + " duplicated, " + n("udp_late") + " late, " + n("udp_malformed") + " malformed");
     const ul = el("ul", { id: "loss-list" }, ...lines.map((l) => el("li", {}, l)));
     const seen = new Set();
     for (const v of model.voids) {
