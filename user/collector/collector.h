@@ -546,6 +546,8 @@ void hq_down(struct coll *c, const char *why);
 int hq_data_msg(struct coll *c, unsigned int conn, const struct bfp_msg *m);
 /* Room for one more MethodEntry/Exit in d: out's bytes and ends' slot. */
 int hq_data_room(struct dconn *d);
+/* After d's bytes up to d->sent went out: drop them, cheaply. */
+void hq_data_compact(struct dconn *d);
 
 /*
  * The same for the messages of nearly every event: MethodEntry/Exit.

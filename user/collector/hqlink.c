@@ -526,6 +526,17 @@ static int flush_fd(int fd, struct bft_buf *b)
  * front only once it is no longer than what was written before it, so each
  * byte is moved at most about once.
  */
+void hq_data_compact(struct dconn *d)
+{
+	if (d->sent == d->out.len) {
+		d->out.len = 0;
+		d->sent = 0;
+	} else if (d->sent >= d->out.len - d->sent) {
+		bft_buf_consume(&d->out, d->sent);
+		d->sent = 0;
+	}
+}
+
 static int flush_data(struct dconn *d)
 {
 	int err = 0;
@@ -542,13 +553,7 @@ static int flush_data(struct dconn *d)
 		d->sent += (size_t)n;
 		d->written += (size_t)n;
 	}
-	if (d->sent == d->out.len) {
-		d->out.len = 0;
-		d->sent = 0;
-	} else if (d->sent >= d->out.len - d->sent) {
-		bft_buf_consume(&d->out, d->sent);
-		d->sent = 0;
-	}
+	hq_data_compact(d);
 	return err;
 }
 

@@ -221,17 +221,8 @@ int udp_flush(struct coll *c)
 			break;
 		r = send_one(c, (unsigned int)best);
 	}
-	for (i = 0; i < c->ndata; i++) {
-		struct dconn *d = &c->data[i];
-
-		if (d->sent == d->out.len) {
-			d->out.len = 0;
-			d->sent = 0;
-		} else if (d->sent >= d->out.len - d->sent) {
-			bft_buf_consume(&d->out, d->sent);
-			d->sent = 0;
-		}
-	}
+	for (i = 0; i < c->ndata; i++)
+		hq_data_compact(&c->data[i]);
 	return r < 0 ? r : 0;
 }
 

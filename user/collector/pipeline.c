@@ -190,6 +190,7 @@ void pipeline_check_renames(struct coll *c)
  * (docs/live-format.md).  Every sequenced message gets its entry.
  */
 #define US_BATCH	4096
+#define US_BATCH_UDP	300	/* 1212 bytes at most: it fits a datagram */
 
 /* ",0" ... ",999", as "%u" writes them after a comma, and their lengths */
 static uint8_t us_text[1000][4], us_len[1000];
@@ -233,7 +234,7 @@ static inline void note_us(struct coll *c, unsigned int frac)
 	memcpy(c->us.data + c->us.len, us_text[frac], 4);
 	c->us.len += us_len[frac];
 	c->us_n++;
-	if (c->us_n >= US_BATCH)
+	if (c->us_n >= (c->o.data_udp ? US_BATCH_UDP : US_BATCH))
 		pipeline_report_us(c);
 }
 

@@ -49,6 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hq.o.live_flush_ms = 1;
 	hq.o.udp = true;
 	hq.o.reorder_bound = 64;
+	hq.o.udp_reorder_bound = 64;
 	hq.o.start = true;
 	bfp_config_init(&hq.o.config);
 	c = hq_conn_add(&hq, -1, CONN_GREETING);

@@ -72,6 +72,9 @@ struct hq_opts {
 	 * HQ_MAX_PENDING, a gap). */
 	unsigned int reorder_bound;
 	bool udp;		/* --udp: data datagrams on the port number too */
+	/* the bound for a trace whose data come in datagrams: reorder_bound
+	 * if --reorder-bound was given, else HQ_UDP_REORDER_BOUND */
+	unsigned int udp_reorder_bound;
 	unsigned int live_flush_ms;	/* live copy flush period, 0: none */
 	bool live_stamps;	/* --live-stamps: trace-N/live/stamps */
 	/* Data connections are taken from the address of their run's
@@ -158,6 +161,10 @@ struct trace {
 	struct live *live;	/* NULL: no live copy */
 	/* --udp (udp.c): the streams' packet windows, the end, the counts */
 	struct udp_state *udp;
+	bool udp_seen;		/* data came in datagrams: udp_reorder_bound */
+	/* the control connection's address, kept past its close: datagrams
+	 * still on their way are taken until the trace finishes */
+	char agent_addr[48];
 	uint32_t udp_end_seq;	/* DataEnd: the sequence after the last sent */
 	bool udp_end_known;
 	uint64_t udp_dgrams, udp_lost, udp_dup, udp_late, udp_malformed;
@@ -255,6 +262,8 @@ void hq_udp_feed(struct hq *hq, const uint8_t *p, size_t n,
 /* The agent's DataEnd (control connection). */
 void hq_udp_data_end(struct hq *hq, struct trace *t,
 		     const struct bfp_msg *m);
+/* The reorder bound of t (0: none but HQ_MAX_PENDING). */
+unsigned int hq_reorder_bound(const struct hq_opts *o, const struct trace *t);
 /* Whether sequence numbers the agent sent are still to come. */
 bool hq_udp_waiting(const struct trace *t);
 /* Count the datagrams never seen; free the windows. */

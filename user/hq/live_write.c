@@ -498,7 +498,7 @@ static char *meta_text(struct live *l, const struct trace *t)
 		(unsigned int)t->version,
 		!l->ended ? "running" : t->failed ? "failed" : "finished",
 		msg, l->micro ? 1 : 1000,
-		l->o->live_flush_ms, l->o->reorder_bound,
+		l->o->live_flush_ms, hq_reorder_bound(l->o, t),
 		l->o->gap_ms, t->start_wall_us, l->flushes,
 		l->frontier_us, t->routed, t->gaps, t->gap_missing,
 		t->lost_bound, t->lost_missing, t->late, t->breaks_seen,

@@ -69,8 +69,8 @@ static void usage(FILE *f)
 "                             too (repeatable), or from anywhere (default: only\n"
 "                             from the address of the run's control connection)\n"
 "      --udp                  also take data datagrams (bfcollector --data-udp)\n"
-"                             on the same port number; the reorder bound is\n"
-"                             then %u unless --reorder-bound says\n"
+"                             on the same port number; their traces' reorder\n"
+"                             bound is %u unless --reorder-bound says\n"
 "  -v, --verbose              more log lines (twice: every heartbeat)\n"
 "  -h, --help\n", HQ_DEFAULT_PORT, HQ_UDP_REORDER_BOUND);
 }
@@ -331,8 +331,8 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 			return -1;
 		}
 	}
-	if (o->udp && !bound_given)
-		o->reorder_bound = HQ_UDP_REORDER_BOUND;
+	o->udp_reorder_bound = bound_given ? o->reorder_bound :
+					     HQ_UDP_REORDER_BOUND;
 	if (optind < argc) {
 		fprintf(stderr, "bfhq: unexpected argument %s\n", argv[optind]);
 		return -1;

@@ -197,6 +197,7 @@ struct trace *hq_trace_new(struct hq *hq, struct conn *control,
 	t->run_id = (uint8_t)run;
 	t->version = version;
 	t->control = control;
+	snprintf(t->agent_addr, sizeof(t->agent_addr), "%s", control->addr);
 	{
 		struct timespec ts;
 
@@ -563,6 +564,7 @@ void hq_trace_data_msg(struct hq *hq, struct trace *t, struct conn *c,
 		       const struct bfp_msg *m)
 {
 	struct pending p = { 0 };
+	unsigned int bound;
 
 	switch (m->id) {
 	case BFP_MAP_THREAD:
@@ -611,8 +613,9 @@ void hq_trace_data_msg(struct hq *hq, struct trace *t, struct conn *c,
 		return;
 	}
 	pump(t, WAIT, 0);
-	if (hq->o.reorder_bound && t->nheap >= hq->o.reorder_bound)
-		pump(t, LOST, hq->o.reorder_bound);
+	bound = hq_reorder_bound(&hq->o, t);
+	if (bound && t->nheap >= bound)
+		pump(t, LOST, bound);
 }
 
 void hq_trace_conn_closed(struct hq *hq, struct trace *t, struct conn *c)

@@ -75,8 +75,8 @@ static bool addr_ok(struct hq *hq, struct trace *t, const char *addr)
 {
 	unsigned int i;
 
-	if (hq->o.data_from_any || (t->control && !strcmp(t->control->addr,
-							  addr)))
+	if (hq->o.data_from_any || (t->agent_addr[0] &&
+				    !strcmp(t->agent_addr, addr)))
 		return true;
 	for (i = 0; i < hq->o.ndata_from; i++)
 		if (!strcmp(hq->o.data_from[i], addr))
@@ -84,15 +84,21 @@ static bool addr_ok(struct hq *hq, struct trace *t, const char *addr)
 	return false;
 }
 
-/* The running trace whose agent is at addr (the first), or NULL. */
-static struct trace *trace_at(struct hq *hq, const char *addr)
+/*
+ * The trace of run, or (run < 0) the first whose agent is at addr, among
+ * those not finished: one whose control connection closed still takes
+ * what was on its way (a datagram may come after the TCP close).
+ */
+static struct trace *trace_of(struct hq *hq, int run, const char *addr)
 {
 	unsigned int i;
 
 	for (i = 0; i < hq->ntraces; i++) {
 		struct trace *t = hq->traces[i];
 
-		if (!t->finished && t->control && addr_ok(hq, t, addr))
+		if (t->finished || t->failed || !addr_ok(hq, t, addr))
+			continue;
+		if (run < 0 || t->run_id == run)
 			return t;
 	}
 	return NULL;
@@ -100,9 +106,15 @@ static struct trace *trace_at(struct hq *hq, const char *addr)
 
 static struct udp_state *state(struct trace *t)
 {
-	if (!t->udp)
+	if (!t->udp && !t->finished)
 		t->udp = calloc(1, sizeof(*t->udp));
+	t->udp_seen = true;
 	return t->udp;
+}
+
+unsigned int hq_reorder_bound(const struct hq_opts *o, const struct trace *t)
+{
+	return t->udp_seen ? o->udp_reorder_bound : o->reorder_bound;
 }
 
 /* Whether packet p of s is news; counts duplicates and the too old. */
@@ -173,14 +185,12 @@ static void one(struct hq *hq, const uint8_t *p, size_t n, const char *addr,
 	int version = 0;
 
 	/* the check needs the trace's version: the run id names it */
-	t = n > 3 ? hq_trace_by_run(hq, p[3]) : NULL;
-	if (t && !addr_ok(hq, t, addr))
-		t = NULL;
+	t = n > 3 ? trace_of(hq, p[3], addr) : NULL;
 	if (t)
 		version = t->version;
 	if (!t || bfu_check(p, n, (unsigned int)version, &h, why,
 			    sizeof(why))) {
-		struct trace *at = trace_at(hq, addr);
+		struct trace *at = trace_of(hq, -1, addr);
 
 		if (!why[0])
 			snprintf(why, sizeof(why), "no running trace of run "

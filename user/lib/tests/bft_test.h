@@ -6,6 +6,7 @@
 #ifndef BFT_TEST_H
 #define BFT_TEST_H
 
+#include <ftw.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -162,6 +163,21 @@ static inline char *bft_test_slurp(const char *path, size_t *len)
 	if (len)
 		*len = b.len - 1;
 	return (char *)b.data;
+}
+
+static inline int bft_test_rm_one(const char *path, const struct stat *st,
+				  int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* Remove dir and everything under it (a test's scratch directory). */
+static inline void bft_test_rmtree(const char *dir)
+{
+	nftw(dir, bft_test_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 #endif /* BFT_TEST_H */

@@ -57,21 +57,12 @@ FIXTURE_SETUP(hq)
 	EXPECT_EQ(BFP_DATA_HELLO_REPLY, self->data->out.data[0]);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 FIXTURE_TEARDOWN(hq)
 {
 	hq_free(&self->hq);
 	bfp_config_free(&self->hq.o.config);
 	if (!getenv("BFT_KEEP_FIXTURES"))
-		nftw(self->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		bft_test_rmtree(self->dir);
 }
 
 static void feed(struct hq *hq, struct conn *c, const struct bfp_msg *m)
@@ -633,7 +624,7 @@ TEST(a_restarted_bfhq_numbers_its_traces_on)
 	bfp_config_free(&hq.o.config);
 	snprintf(sub, sizeof(sub), "%s/trace-13/summary.txt", dir);
 	EXPECT_EQ(0, access(sub, F_OK));
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	bft_test_rmtree(dir);
 }
 
 TEST_HARNESS_MAIN
