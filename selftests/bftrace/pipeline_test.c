@@ -18,6 +18,9 @@
  *
  * And seed 002's collector side: CPUs with nothing to record must not hold
  * back the others in what bfhq's live copy shows while the trace runs.
+ * Its UDP row: the udp_ variants send the data in datagrams (bfcollector
+ * --data-udp to bfhq --udp, docs/udp-data.md), with the same expectations,
+ * and on loopback not one datagram lost, duplicated, late or malformed.
  *
  * The bpf_ variants run all of it on the BPF backend (BFT_BACKEND=bpf for
  * bfctl and bfcollector); they skip where BPF cannot run.  With
@@ -236,6 +239,7 @@ FIXTURE_VARIANT(pipeline) {
 	const char *protocol;
 	const char *senders;
 	bool bpf;		/* through the BPF backend */
+	bool udp;		/* the data in UDP datagrams */
 };
 
 /* The two dialects, each with one and with several connections. */
@@ -253,6 +257,15 @@ FIXTURE_VARIANT_ADD(pipeline, bpf_bytefrog_v1_one_connection) {
 
 FIXTURE_VARIANT_ADD(pipeline, bpf_codepulse_v2_four_connections) {
 	.protocol = "2", .senders = "4", .bpf = true,
+};
+
+/* seed 002: control on TCP, data over UDP, two streams */
+FIXTURE_VARIANT_ADD(pipeline, udp_codepulse_v2_two_streams) {
+	.protocol = "2", .senders = "2", .udp = true,
+};
+
+FIXTURE_VARIANT_ADD(pipeline, bpf_udp_codepulse_v2_two_streams) {
+	.protocol = "2", .senders = "2", .bpf = true, .udp = true,
 };
 
 FIXTURE_SETUP(pipeline)
@@ -297,15 +310,20 @@ FIXTURE_TEARDOWN(pipeline)
 }
 
 static pid_t start_collector(FIXTURE_DATA(pipeline) *self,
-			     const char *protocol)
+			     const FIXTURE_VARIANT(pipeline) *variant)
 {
 	char hq[32];
-	const char *argv[] = {
-		"bfcollector", "--hq", hq, "--protocol", protocol,
-		"--output", self->flow, "--until-exit", self->coll_extra[0],
-		self->coll_extra[1], self->coll_extra[2], NULL,
+	const char *argv[16] = {
+		"bfcollector", "--hq", hq, "--protocol", variant->protocol,
+		"--output", self->flow, "--until-exit",
 	};
+	int n = 8;
 
+	if (variant->udp)
+		argv[n++] = "--data-udp";
+	for (int i = 0; i < 3 && self->coll_extra[i]; i++)
+		argv[n++] = self->coll_extra[i];
+	argv[n] = NULL;
 	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
 	return bst_spawn(argv, self->log);
 }
@@ -342,7 +360,8 @@ static void start_pipeline(struct __test_metadata *_metadata,
 	const char *hq_argv[] = {
 		"bfhq", "--port", self->port_s, "--output", self->hqout,
 		"--start", "--count", count, "--timeout", "240",
-		"--data-senders", variant->senders, "-v", NULL,
+		"--data-senders", variant->senders, "-v",
+		variant->udp ? "--udp" : NULL, NULL,
 	};
 
 	self->hq = bst_spawn(hq_argv, self->log);
@@ -351,7 +370,7 @@ static void start_pipeline(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, bst_proc_start(&self->target, target, targv, shm,
 				    10000));
 	self->tgid = self->target.pid;
-	self->coll = start_collector(self, variant->protocol);
+	self->coll = start_collector(self, variant);
 	ASSERT_LT(0, self->coll);
 	ASSERT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS))
 		bst_show_log(self->log);
@@ -575,7 +594,7 @@ static unsigned int expected_ncalls(const struct calls *expect)
 /* summary.txt says the trace is whole: nothing lost, cut or unmapped. */
 static void check_summary(struct __test_metadata *_metadata,
 			  const char *trace, unsigned int ncalls,
-			  unsigned int markers)
+			  unsigned int markers, bool udp)
 {
 	char path[256], want[128], *sum;
 
@@ -602,6 +621,13 @@ static void check_summary(struct __test_metadata *_metadata,
 			       "method, 0 of an unnamed thread\n"));
 	EXPECT_NE(NULL, strstr(sum, "classes:       2 transformed, 0 "
 			       "ignored, 0 failed\n"));
+	/* loopback and a paced sender: every datagram, once */
+	if (udp) {
+		EXPECT_NE(NULL, strstr(sum, " received, 0 lost, 0 duplicated, "
+				       "0 late, 0 malformed\n"));
+	} else {
+		EXPECT_EQ(NULL, strstr(sum, "datagrams:"));
+	}
 	if (_metadata->passed == 0)
 		fprintf(stderr, "# %s", sum);
 	free(sum);
@@ -645,7 +671,7 @@ static void calltree_run(struct __test_metadata *_metadata,
 
 	snprintf(trace, sizeof(trace), "%s/trace-1", self->hqout);
 	check_summary(_metadata, trace, expected_ncalls(self->expect),
-		      markers);
+		      markers, variant->udp);
 	check_hq_trees(_metadata, self, trace);
 	nb = check_chrome(_metadata, trace);
 	EXPECT_EQ(expected_ncalls(self->expect), nb);
@@ -887,7 +913,8 @@ TEST_F_TIMEOUT(pipeline, cxx_throws_and_unwound_frames_reach_hq, 300)
 	const char *hq_argv[] = {
 		"bfhq", "--port", self->port_s, "--output", self->hqout,
 		"--start", "--count", "1", "--timeout", "240",
-		"--data-senders", variant->senders, NULL,
+		"--data-senders", variant->senders,
+		variant->udp ? "--udp" : NULL, NULL,
 	};
 	char trace[200], want_line[256], *exe, *lib_pat, *tree, *sum;
 	const char *run_argv[] = {
@@ -920,7 +947,7 @@ TEST_F_TIMEOUT(pipeline, cxx_throws_and_unwound_frames_reach_hq, 300)
 	self->hq = bst_spawn(hq_argv, self->log);
 	ASSERT_LT(0, self->hq);
 	ASSERT_TRUE(bst_port_listening(self->port, 10000));
-	self->coll = start_collector(self, variant->protocol);
+	self->coll = start_collector(self, variant);
 	ASSERT_LT(0, self->coll);
 	ASSERT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS))
 		bst_show_log(self->log);
@@ -1046,7 +1073,8 @@ TEST_F_TIMEOUT(pipeline, hq_lost_mid_trace_suspends_until_it_is_back, 300)
 	const char *hq_argv[] = {
 		"bfhq", "--port", self->port_s, "--output", NULL,
 		"--start", "--count", "1", "--timeout", "240",
-		"--data-senders", variant->senders, NULL,
+		"--data-senders", variant->senders,
+		variant->udp ? "--udp" : NULL, NULL,
 	};
 	char out2[160], trace[200], *sum;
 
@@ -1102,7 +1130,7 @@ TEST_F_TIMEOUT(pipeline, collector_killed_and_restarted, 300)
 		TH_LOG("the session outlived the collector that started it");
 	ASSERT_EQ(0, bfctl_attach(self, (const char *const[]){
 		"spinner:spin_fn", NULL })) bst_show_log(self->log);
-	self->coll = start_collector(self, variant->protocol);
+	self->coll = start_collector(self, variant);
 	ASSERT_LT(0, self->coll);
 	EXPECT_TRUE(wait_mode(&self->s, BFT_MODE_TRACING, MODE_WAIT_MS));
 	EXPECT_EQ(0, bst_spin_wait_calls(&self->target, 200, 30000));
