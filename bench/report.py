@@ -513,6 +513,7 @@ def native_report(path, profile_path):
     n["inline_native_commands"] = {k: v for k, v in cmds.items()
                                    if k.startswith(("inline_native.", "inline_sqlite."))}
     n["live_view"] = live_view_of(res, cmds)
+    n["live_view_udp"] = live_view_of(res, cmds, "live_view_udp")
     n["counters"] = counters_of(res, cmds)
     n["sqlite"] = sqlite_of(res, cmds, "sqlite.native")
     n["bpf_native_commands"] = {k: v for k, v in cmds.items() if k.startswith("bpf_native.")}
@@ -527,18 +528,19 @@ def native_report(path, profile_path):
     return n
 
 
-def live_view_of(res, cmds):
-    """scripts/live-view-test.py's delays and stages, or None."""
-    delays = sorted(num(r.get("delay_ms")) for r in res.get("live_view", []))
+def live_view_of(res, cmds, key="live_view"):
+    """scripts/live-view-test.py's delays and stages, or None; key
+    live_view_udp: its run with the data over UDP."""
+    delays = sorted(num(r.get("delay_ms")) for r in res.get(key, []))
     if not delays:
         return None
     lv = {"runs": len(delays), "median_ms": statistics.median(delays),
-          "max_ms": delays[-1], "delays_ms": delays, "command": cmds.get("live_view", "")}
-    sse = [num(r.get("delay_ms")) for r in res.get("live_view_sse", [])]
+          "max_ms": delays[-1], "delays_ms": delays, "command": cmds.get(key, "")}
+    sse = [num(r.get("delay_ms")) for r in res.get(key + "_sse", [])]
     if sse:
         lv["sse_median_ms"] = statistics.median(sse)
     by_stage = {}
-    for r in res.get("live_view_stage", []):
+    for r in res.get(key + "_stage", []):
         by_stage.setdefault(r.get("stage"), []).append(num(r.get("ms")))
     lv["stages"] = [{"stage": k, "runs": len(v), "median_ms": statistics.median(v),
                      "max_ms": max(v)} for k, v in by_stage.items()]
@@ -1147,6 +1149,8 @@ def live_view_md(n, doc):
     L = []
     places = [(f"{k} guest, module", g.get("live_view")) for k, g in doc["kernels"].items()]
     places.append(("native, BPF backend", (doc.get("native") or {}).get("live_view")))
+    places.append(("native, BPF backend, data over UDP",
+                   (doc.get("native") or {}).get("live_view_udp")))
     places = [(w, lv) for w, lv in places if lv]
     if not places:
         return []

@@ -2,13 +2,16 @@
 """bfhq --http in a real browser, while a traced target runs.
 
 Usage: live-view-test.py [--runs N] [--out DIR] [--json FILE] [--guest KVER]
+                         [--data-udp]
 
 bfhq --http and headless Chromium on this machine; the calltree target of
 the selftests traced by bfcollector and bfctl, either here with the BPF
 backend (root), or with --guest in a test guest on kernel KVER with the
 module, where the collector streams to this bfhq through the guest's
 forwarded ports (scripts/guest-run --forward): the remote viewing of seed
-002.  Chromium is driven through its DevTools protocol
+002.  With --data-udp (here only) the data go in UDP datagrams
+(bfcollector --data-udp, bfhq --udp: docs/udp-data.md), the control on
+TCP; make bench measures both.  Chromium is driven through its DevTools protocol
 (--remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4).  Checks:
 
   - on a live directory written by the test with every kind of line (no
@@ -232,9 +235,10 @@ class Browser:
 class Agent:
     """The traced side: the calltree target, bfcollector, bfctl."""
 
-    def __init__(self, out):
+    def __init__(self, out, udp=False):
         self.out = out
         self.procs = []
+        self.udp = udp      # --data-udp: the data in datagrams (docs/udp-data.md)
         self.env = dict(os.environ, BFT_BACKEND=BACKEND, BFT_BPF_PIN_DIR=PIN_DIR)
         shutil.rmtree(PIN_DIR, ignore_errors=True)   # a failed run's
 
@@ -258,7 +262,8 @@ class Agent:
         self.expect_line("ready")
         self.coll = self.spawn([os.path.join(TOOLS, "bfcollector"), "--hq", hq,
                                 "--protocol", "2", "--until-exit", "--counters",
-                                counters, "--counters-interval", "100"], "bfcollector")
+                                counters, "--counters-interval", "100"] +
+                               (["--data-udp"] if self.udp else []), "bfcollector")
         tracing()
         ctl = subprocess.run([os.path.join(TOOLS, "bfctl"), "attach", "--pid",
                               str(self.target.pid), "-p", "calltree:ct_*",
@@ -455,9 +460,10 @@ def agent_main(ctl_port, hq_port, counters_port, out):
 class Pipeline:
     """bfhq --http here, and an agent (here or in a guest) tracing into it."""
 
-    def __init__(self, out, agent):
+    def __init__(self, out, agent, udp=False):
         self.out = out
         self.agent = agent
+        self.udp = udp
         self.procs = []
 
     def text(self, name):
@@ -471,7 +477,7 @@ class Pipeline:
         self.hq = subprocess.Popen(
             [os.path.join(TOOLS, "bfhq"), "--port", str(port), "--output", self.hqout,
              "--start", "--timeout", "1200", "--http", "127.0.0.1:0", "--live-stamps",
-             "-v"], stdout=open(os.path.join(self.out, "bfhq.log"), "wb"),
+             "-v"] + (["--udp"] if self.udp else []), stdout=open(os.path.join(self.out, "bfhq.log"), "wb"),
             stderr=subprocess.STDOUT)
         self.procs.append(self.hq)
 
@@ -617,7 +623,7 @@ def check_edges(tap, chromium, out, tmp):
 # came (formatted), its index entry is written, the HTTP feed queues it
 # (the "sent" event), the page's EventSource gets it, the page draws it.
 STAGES = (
-    ("call_to_routed", "run start -> bfhq routed it (target, ring, bfcollector, TCP)"),
+    ("call_to_routed", "run start -> bfhq routed it (target, ring, bfcollector, TCP or UDP)"),
     ("routed_to_ready", "routed -> formatted (its microseconds came)"),
     ("ready_to_indexed", "formatted -> on disk and indexed (the live flush)"),
     ("indexed_to_sent", "indexed -> queued as an SSE event (inotify, feed)"),
@@ -716,12 +722,16 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--guest", metavar="KVER",
                     help="trace with the module in a test guest on kernel KVER")
+    ap.add_argument("--data-udp", action="store_true",
+                    help="the data over UDP (bfcollector --data-udp, bfhq --udp); native only")
     ap.add_argument("--agent", nargs=3, type=int,
                     metavar=("CTL_PORT", "HQ_PORT", "COUNTERS_PORT"),
                     help=argparse.SUPPRESS)     # --guest's side in the guest
     args = ap.parse_args()
     if args.agent:
         return agent_main(*args.agent, os.environ["BFT_EXPORT"])
+    if args.guest and args.data_udp:
+        ap.error("--data-udp is measured natively only")
     if args.guest and args.out == os.path.join(BUILD, "live-view"):
         args.out = os.path.join(BUILD, f"live-view-{args.guest}")
     tap = Tap()
@@ -754,8 +764,8 @@ def main():
             print(f"1..{tap.n}")
             return 1
 
-    agent = GuestAgent(args.out, args.guest) if args.guest else Agent(args.out)
-    pipe = Pipeline(args.out, agent)
+    agent = GuestAgent(args.out, args.guest) if args.guest else Agent(args.out, args.data_udp)
+    pipe = Pipeline(args.out, agent, args.data_udp)
     tmp = tempfile.mkdtemp()
     browser = None
     delays = []
