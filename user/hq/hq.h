@@ -19,6 +19,7 @@
  *             inverse
  *   live_write.c  the live copy of a trace, written while it is received
  *             (docs/live-format.md)
+ *   live_meta.c   its meta.json
  *   live_read.c   reading a live copy up to its safe frontier
  *   replay.c  bfhq --replay: the usual outputs from a live copy
  *   http.c    bfhq --http: the live viewer's server (libmicrohttpd)
