@@ -87,6 +87,9 @@ static void *sleep_fn(void *arg)
 	sh->sleep_ret = nanosleep(&ts, NULL) ? -errno : 0;
 	sh->slept_ns = mono_ns() - t0;
 	sh->sleep_done = 1;
+	/* still one of the threads a stop finds, however long the stops take */
+	for (;;)
+		pause();
 	return NULL;
 }
 
