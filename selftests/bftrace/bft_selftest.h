@@ -354,8 +354,9 @@ void bst_bpf_close(struct bft_bpf *b);
  * The backend of a test variant that runs on either: the BPF backend
  * (*bp, and BFT_BACKEND=bpf for the tools the test spawns), or the module
  * (s) with BFT_OPT_MAX_DEPTH above depth frames.  1 and the reason in why
- * when the variant is to skip (no BPF here, or BFT_BACKEND=bpf asks for
- * the BPF variants only); else 0 or -errno.
+ * when the variant is to skip (no BPF here, BFT_BACKEND=bpf asks for the
+ * BPF variants only, or BFT_BACKEND=inline for the inline ones); else 0
+ * or -errno.
  */
 int bst_backend_open(bool bpf, struct bst_session *s, struct bft_bpf **bp,
 		     unsigned int depth, char *why, size_t len);

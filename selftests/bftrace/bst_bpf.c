@@ -51,6 +51,12 @@ int bst_backend_open(bool bpf, struct bst_session *s, struct bft_bpf **bp,
 	int ret;
 
 	why[0] = '\0';
+	/* an inline-only run needs no kernel feature, and takes no lock */
+	if (only && !strcmp(only, "inline")) {
+		snprintf(why, len, "BFT_BACKEND=inline: the %s variants do not "
+			 "run", bpf ? "BPF backend's" : "module's");
+		return 1;
+	}
 	if (bpf) {
 		char what[512];
 
