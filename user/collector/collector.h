@@ -525,6 +525,17 @@ int pipeline_marker(struct coll *c, const char *key, const char *value);
 int pipeline_deliver(struct coll *c, struct cthread *t,
 		     const struct bft_call_event *ev);
 
+/* Send the sub-millisecond times of what was sent (a bftrace.us marker). */
+void pipeline_report_us(struct coll *c);
+/* Per-thread names, re-read for renames. */
+void pipeline_check_renames(struct coll *c);
+
+/* flow_files.c: --output */
+/* A new thread's .flow file (none, logged, if it cannot be made). */
+void flow_file_open(struct coll *c, struct cthread *t);
+/* The .flow files closed, ids.properties and threads written; 0 or -errno. */
+int flow_files_finish(struct coll *c);
+
 /* filters.c: --min-time and --caller */
 int filters_opt_min_time(struct coll_opts *o, const char *arg);
 int filters_opt_caller(struct coll_opts *o, const char *arg);
@@ -533,11 +544,6 @@ void filters_init(struct coll *c);
 int filters_finish(struct coll *c);
 /* The calls they dropped: to HQ as markers, and to the log. */
 void filters_report(struct coll *c);
-/* Send the sub-millisecond times of what was sent (a bftrace.us marker). */
-void pipeline_report_us(struct coll *c);
-/* Per-thread names, re-read for renames. */
-void pipeline_check_renames(struct coll *c);
-int pipeline_finish_files(struct coll *c);
 
 /* hqlink.c */
 int hq_connect(struct coll *c);		/* 0 up, -errno not (retry later) */

@@ -597,7 +597,7 @@ int main(int argc, char **argv)
 		pipeline_report_us(&c);
 		hq_shutdown(&c);
 	}
-	if (pipeline_finish_files(&c) && !rc)
+	if (flow_files_finish(&c) && !rc)
 		rc = EXIT_FATAL;
 	if (!rc)
 		rc = c.exit_code;

@@ -89,35 +89,6 @@ static char *thread_name(struct coll *c, uint32_t tgid, uint32_t tid)
 	return name;
 }
 
-/*
- * Files are made in the directory opened at the start: after --user, the
- * path to it may cross directories the new user cannot enter.
- */
-static FILE *out_file(struct coll *c, const char *name)
-{
-	int fd = openat(c->outdir_fd, name, O_WRONLY | O_CREAT | O_TRUNC |
-			O_CLOEXEC, 0644);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-
-	if (fd >= 0 && !f)
-		close(fd);
-	if (!f)
-		coll_log("cannot write %s/%s: %s", c->o.outdir, name,
-			 strerror(errno));
-	return f;
-}
-
-static void flow_open(struct coll *c, struct cthread *t)
-{
-	char name[64];
-
-	bft_flow_filename(name, sizeof(name), t->tid);
-	t->flow_file = out_file(c, name);
-	if (!t->flow_file)
-		return;
-	bft_flow_writer_init_file(&t->flow, t->flow_file);
-}
-
 static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
 {
 	struct cthread *t, **v;
@@ -149,7 +120,7 @@ static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
 	t->wire_id = (uint16_t)c->nthreads;
 	t->name = thread_name(c, tgid, tid);
 	if (c->o.outdir)
-		flow_open(c, t);
+		flow_file_open(c, t);
 	c->threads[c->nthreads++] = t;
 	for (s = thash_slot(tgid, tid, c->thash_cap); c->thash[s];
 	     s = (s + 1) & (c->thash_cap - 1))
@@ -747,71 +718,6 @@ void pipeline_report_lost(struct coll *c)
 	snprintf(value, sizeof(value), "%" PRIu64, lost - c->lost_reported);
 	if (!pipeline_marker(c, "bftrace.lost", value))
 		c->lost_reported = lost;
-}
-
-/* ids.properties keys may hold no '=', CR or LF, nor start with '#'. */
-static void ids_key(const char *sig, char *out, size_t n)
-{
-	size_t o = 0;
-
-	for (; *sig && o + 4 < n; sig++) {
-		if (*sig == '=' || *sig == '%' || *sig == '\r' ||
-		    *sig == '\n' || (o == 0 && *sig == '#'))
-			o += (size_t)snprintf(out + o, n - o, "%%%02X",
-					      (unsigned char)*sig);
-		else
-			out[o++] = *sig;
-	}
-	out[o] = 0;
-}
-
-int pipeline_finish_files(struct coll *c)
-{
-	char key[8192];
-	uint32_t i;
-	FILE *f;
-	int err = 0;
-
-	if (!c->o.outdir)
-		return 0;
-	for (i = 0; i < c->nthreads; i++) {
-		struct cthread *t = c->threads[i];
-
-		if (!t->flow_file)
-			continue;
-		if (bft_flow_writer_close(&t->flow))
-			err = -EIO;
-		if (fclose(t->flow_file))
-			err = -EIO;
-		t->flow_file = NULL;
-	}
-	f = out_file(c, "ids.properties");
-	if (!f)
-		return -errno;
-	for (i = 0; i < c->methods.cap; i++) {
-		struct method *m = &c->methods.v[i];
-
-		if (!m->used || !m->sig)
-			continue;
-		ids_key(m->sig, key, sizeof(key));
-		if (bft_ids_write(f, key, m->id))
-			err = -EIO;
-	}
-	if (fclose(f))
-		err = -EIO;
-	f = out_file(c, "threads");
-	if (!f)
-		return -errno;
-	fprintf(f, "# tid\ttgid\tname (each has its thread-<tid>.flow)\n");
-	for (i = 0; i < c->nthreads; i++)
-		fprintf(f, "%u\t%u\t%s\n", c->threads[i]->tid,
-			c->threads[i]->tgid,
-			c->threads[i]->name ? c->threads[i]->name : "");
-	if (fclose(f))
-		err = -EIO;
-	if (err)
-		coll_log("writing %s failed", c->o.outdir);
-	return err;
 }
 
 void pipeline_free(struct coll *c)
