@@ -16,6 +16,7 @@
 
 #include "bftgt_lib.h"
 #include "calltree_shape.h"
+#include "serve_runs.h"
 
 #define TRACED __attribute__((noipa, used))
 
@@ -117,17 +118,5 @@ static int run_once(void)
 
 int main(void)
 {
-	char c;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("%s\n", CT_LINE_READY);
-	for (;;) {
-		ssize_t n = read(STDIN_FILENO, &c, 1);
-
-		if (n <= 0 || c == 'q')
-			return 0;
-		if (run_once())
-			return 1;
-		printf("%s\n", CT_LINE_DONE);
-	}
+	return serve_runs(run_once);
 }

@@ -5,12 +5,10 @@
  * functions are noipa, as in calltree, so each is a real call.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "calltree_shape.h"
 #include "naptree_shape.h"
+#include "serve_runs.h"
 
 #define TRACED __attribute__((noipa, used))
 
@@ -42,21 +40,16 @@ TRACED void nt_outer(void)
 	nt_quick();
 }
 
+static int run_once(void)
+{
+	for (int i = 0; i < NT_REPS; i++)
+		nt_outer();
+	for (int i = 0; i < NT_LONE; i++)
+		nt_quick();
+	return 0;
+}
+
 int main(void)
 {
-	char c;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("%s\n", CT_LINE_READY);
-	for (;;) {
-		ssize_t n = read(STDIN_FILENO, &c, 1);
-
-		if (n <= 0 || c == 'q')
-			return 0;
-		for (int i = 0; i < NT_REPS; i++)
-			nt_outer();
-		for (int i = 0; i < NT_LONE; i++)
-			nt_quick();
-		printf("%s\n", CT_LINE_DONE);
-	}
+	return serve_runs(run_once);
 }
