@@ -757,14 +757,17 @@ TEST_F_TIMEOUT(pipeline, hq_and_flow_files_equal_the_call_structure, 300)
 }
 
 /*
- * What the collector's filters left out, to the call, both in bfhq's
- * summary.txt (from the markers) and in bfcollector's line at exit.
+ * What the collector's filters left out, to the call, in bfhq's
+ * summary.txt and live/meta.json (from the markers) and in bfcollector's
+ * line at exit.
  */
 static void check_filtered(struct __test_metadata *_metadata,
 			   FIXTURE_DATA(pipeline) *self, unsigned int min_time,
 			   unsigned int caller)
 {
 	char path[256], want[200], *text;
+	json_t *meta, *counters;
+	json_error_t jerr;
 
 	snprintf(path, sizeof(path), "%s/trace-1/summary.txt", self->hqout);
 	text = bst_slurp(path);
@@ -782,6 +785,18 @@ static void check_filtered(struct __test_metadata *_metadata,
 		 "sent unchecked", min_time, caller);
 	EXPECT_NE(NULL, strstr(text, want)) TH_LOG("want '%s'", want);
 	free(text);
+
+	/* and in the live copy's meta.json, which the page reads */
+	snprintf(path, sizeof(path), "%s/trace-1/live/meta.json",
+		 self->hqout);
+	meta = json_load_file(path, 0, &jerr);
+	ASSERT_NE(NULL, meta) TH_LOG("%s: %s", path, jerr.text);
+	counters = json_object_get(meta, "counters");
+	EXPECT_EQ(min_time, json_integer_value(json_object_get(counters,
+						"filtered_min_time")));
+	EXPECT_EQ(caller, json_integer_value(json_object_get(counters,
+					      "filtered_caller")));
+	json_decref(meta);
 }
 
 /*

@@ -12,6 +12,7 @@
 #include "hq.h"
 #include "live.h"
 #include "live_meta.h"
+#include "route.h"
 
 static char *json_quoted(const char *s)
 {
@@ -27,6 +28,15 @@ static char *json_quoted(const char *s)
 	q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
 	json_decref(j);
 	return q;
+}
+
+/* The calls bfcollector's filters left out (its bftrace.filtered.* markers). */
+static uint64_t filtered(const struct trace *t, bool caller)
+{
+	if (!t->route)
+		return 0;
+	return caller ? t->route->filtered_caller :
+			t->route->filtered_min_time;
 }
 
 /*
@@ -78,6 +88,8 @@ char *live_meta_text(const struct live_meta *l, const struct trace *t)
 		"    \"classes_ignored\": %" PRIu64 ",\n"
 		"    \"classes_failed\": %" PRIu64 ",\n"
 		"    \"agent_errors\": %" PRIu64 ",\n"
+		"    \"filtered_min_time\": %" PRIu64 ",\n"
+		"    \"filtered_caller\": %" PRIu64 ",\n"
 		"    \"received_bytes\": %" PRIu64 ",\n"
 		"    \"udp_datagrams\": %" PRIu64 ",\n"
 		"    \"udp_lost\": %" PRIu64 ",\n"
@@ -97,7 +109,7 @@ char *live_meta_text(const struct live_meta *l, const struct trace *t)
 		t->lost_bound, t->lost_missing, t->late, t->breaks_seen,
 		t->breaks_late, t->heartbeats, l->agent_lost, l->micro_bad,
 		t->classes[0], t->classes[1], t->classes[2], t->agent_errors,
-		t->wire_bytes, t->udp_dgrams, t->udp_lost, t->udp_dup,
+		filtered(t, false), filtered(t, true), t->wire_bytes, t->udp_dgrams, t->udp_lost, t->udp_dup,
 		t->udp_late, t->udp_malformed, last);
 	if (n < 0)
 		text = NULL;
@@ -139,6 +151,8 @@ void live_meta_key(const struct live_meta *l, const struct trace *t,
 	k[i++] = t->classes[1];
 	k[i++] = t->classes[2];
 	k[i++] = t->agent_errors;
+	k[i++] = filtered(t, false);
+	k[i++] = filtered(t, true);
 	k[i++] = t->wire_bytes;
 	k[i++] = t->udp_dgrams;
 	k[i++] = t->udp_lost;

@@ -12,7 +12,7 @@
 struct hq_opts;
 struct trace;
 
-#define LIVE_META_KEYS	29
+#define LIVE_META_KEYS	31
 
 /* The live copy's side of meta.json. */
 struct live_meta {
