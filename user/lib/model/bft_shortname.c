@@ -62,6 +62,12 @@ static size_t operator_len(const char *s, size_t n)
 	return k;
 }
 
+/* operator_len() at s[i], where an identifier may start. */
+static size_t operator_at(const char *s, size_t n, size_t i)
+{
+	return i == 0 || !is_ident(s[i - 1]) ? operator_len(s + i, n - i) : 0;
+}
+
 static char closer(char c)
 {
 	return c == '<' ? '>' : c == '(' ? ')' : c == '[' ? ']' :
@@ -80,8 +86,7 @@ static size_t group_len(const char *s, size_t n, int depth)
 	if (depth > MAX_DEPTH)
 		return 0;
 	while (i < n) {
-		size_t op = (i == 0 || !is_ident(s[i - 1])) ?
-			    operator_len(s + i, n - i) : 0;
+		size_t op = operator_at(s, n, i);
 		size_t g;
 
 		if (op) {
@@ -187,8 +192,7 @@ static bool simplify(struct sbuf *b, const char *s, size_t n, int depth)
 	if (depth > MAX_DEPTH)
 		return false;
 	while (i < n) {
-		size_t op = (i == 0 || !is_ident(s[i - 1])) ?
-			    operator_len(s + i, n - i) : 0;
+		size_t op = operator_at(s, n, i);
 		size_t g;
 
 		if (op) {
@@ -249,8 +253,7 @@ static size_t params_at(const char *s, size_t n)
 	size_t i = 0, last = n;
 
 	while (i < n) {
-		size_t op = (i == 0 || !is_ident(s[i - 1])) ?
-			    operator_len(s + i, n - i) : 0;
+		size_t op = operator_at(s, n, i);
 		size_t g;
 
 		if (op) {
