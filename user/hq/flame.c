@@ -3,9 +3,10 @@
  * flame.svg: folded.txt drawn as a flame graph, so that a trace's
  * directory has one to open without a script.  One box per call path, as
  * wide as the time spent in it and its callees, callers below; paths
- * sorted by name, as flamegraph.pl does.  A box gets the short label
- * ("Pipeline::write", no object, no parameters: route_label) when it
- * fits, and the whole signature with its time in its tooltip.
+ * sorted by name, as flamegraph.pl does.  A box gets the display form
+ * of its name without its object ("Pipeline::write": bft_shortname) when
+ * it fits, and the whole signatures behind it (from full_of: overloads
+ * share a box) with its time in its tooltip.
  *
  * Boxes narrower than MIN_W are left out with their callees, which bounds
  * the file whatever the trace: at most WIDTH / MIN_W boxes a row.
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "hq.h"
+#include "model/bft_shortname.h"
 
 #define WIDTH	1200
 #define PAD	10
@@ -46,6 +48,10 @@ struct flame {
 	uint64_t total;
 	double scale;
 	uint32_t height;
+	/* a box's tooltip: the signatures behind its name */
+	hq_flame_full_fn *full_of;
+	void *arg;
+	struct bft_buf tip;
 };
 
 static uint32_t key_hash(uint32_t parent, const char *s, size_t len)
@@ -168,8 +174,10 @@ static void xml_text(FILE *o, const char *s, size_t max)
 			fputs("&quot;", o);
 			break;
 		default:
-			/* control bytes are not XML */
-			fputc((unsigned char)s[i] < 0x20 ? '?' : s[i], o);
+			/* control bytes are not XML; a tooltip's lines part
+			 * signatures */
+			fputc((unsigned char)s[i] < 0x20 && s[i] != '\n' ?
+			      '?' : s[i], o);
 		}
 	}
 }
@@ -185,6 +193,7 @@ static int by_name(const void *a, const void *b, void *arg)
 static void draw(struct flame *f, FILE *o, uint32_t i, double x,
 		 uint32_t *kids)
 {
+	const char *bang;
 	const struct fnode *nd = &f->v[i];
 	double w = (double)nd->us * f->scale, cx;
 	uint32_t k, n = 0, c, h, y;
@@ -195,12 +204,20 @@ static void draw(struct flame *f, FILE *o, uint32_t i, double x,
 	y = f->height - (nd->depth + 1) * ROW;
 	for (c = 0, h = 5381; nd->name[c]; c++)
 		h = h * 33 + (uint8_t)nd->name[c];
-	if (nd->depth <= 2)	/* "all", then the threads */
+	f->tip.len = 0;
+	if (nd->depth <= 2) {	/* "all", then the threads */
 		snprintf(label, sizeof(label), "%s", nd->name);
-	else
-		route_label(nd->name, label, sizeof(label));
+	} else {
+		bang = strchr(nd->name, '!');
+		bft_shortname(bang ? bang + 1 : nd->name, label, sizeof(label));
+		if (f->full_of)
+			f->full_of(nd->name, &f->tip, f->arg);
+	}
 	fprintf(o, "<g><title>");
-	xml_text(o, nd->name, SIZE_MAX);
+	if (f->tip.len)
+		xml_text(o, (const char *)f->tip.data, f->tip.len);
+	else
+		xml_text(o, nd->name, SIZE_MAX);
 	fprintf(o, " (%.3f ms, %.2f%%)</title><rect x=\"%.1f\" y=\"%u\" "
 		"width=\"%.1f\" height=\"%u\" fill=\"rgb(%u,%u,%u)\" rx=\"2\"/>",
 		(double)nd->us / 1000.0, 100.0 * (double)nd->us /
@@ -227,9 +244,10 @@ static void draw(struct flame *f, FILE *o, uint32_t i, double x,
 	}
 }
 
-int hq_write_flame(const char *folded, const char *svg, const char *title)
+int hq_write_flame(const char *folded, const char *svg, const char *title,
+		   hq_flame_full_fn *full_of, void *arg)
 {
-	struct flame f = { 0 };
+	struct flame f = { .full_of = full_of, .arg = arg };
 	FILE *in = fopen(folded, "r"), *o = NULL;
 	char *line = NULL;
 	size_t cap = 0;
@@ -283,5 +301,6 @@ int hq_write_flame(const char *folded, const char *svg, const char *title)
 	free(f.v);
 	free(f.hash);
 	free(kids);
+	bft_buf_free(&f.tip);
 	return err;
 }

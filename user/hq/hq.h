@@ -298,6 +298,11 @@ void hq_trace_free(struct trace *t);
  * spill file in the trace's directory (64 MiB; tests make it small).
  */
 extern size_t route_hold_max;
+/*
+ * --full-names: tree.txt, summary.txt, folded.txt and flame.svg print
+ * methods' whole signatures, not their display forms (bft_shortname).
+ */
+extern bool route_full_names;
 struct route *route_new(const struct trace *t, const char *dir);
 void route_free(struct route *r);
 void route_map_thread(struct route *r, uint16_t thread, uint32_t time,
@@ -315,8 +320,15 @@ void route_declare_noret(struct route *r, const char *value);
 /* Whether method id was declared entries-only ("bftrace.noret"). */
 bool route_noret(struct route *r, uint32_t id);
 
-/* flame.c: folded.txt (path folded) drawn into svg; 0 or -errno. */
-int hq_write_flame(const char *folded, const char *svg, const char *title);
+/*
+ * flame.c: folded.txt (path folded) drawn into svg; 0 or -errno.  A box's
+ * tooltip names what full_of(name, arg) writes into b (the signatures of
+ * name, a display form), or name itself if full_of is NULL or writes
+ * nothing.
+ */
+typedef void hq_flame_full_fn(const char *name, struct bft_buf *b, void *arg);
+int hq_write_flame(const char *folded, const char *svg, const char *title,
+		   hq_flame_full_fn *full_of, void *arg);
 
 /* Every thread's call stack is void: cause "data break" or "gap". */
 void route_void(struct route *r, const char *cause);

@@ -58,6 +58,10 @@ static void usage(FILE *f)
 "      --live-flush MS        write trace-N/live/ every MS ms (100; 0: not)\n"
 "      --live-stamps          also trace-N/live/stamps: when each event was\n"
 "                             routed and indexed (a latency debug aid)\n"
+"      --full-names           print C++ signatures whole in tree.txt,\n"
+"                             summary.txt, folded.txt and flame.svg (default:\n"
+"                             Foo::bar, no parameters, std:: defaults left\n"
+"                             out; also with --replay)\n"
 "      --count N              exit once N traces have ended\n"
 "      --timeout SECONDS      exit (status 3) after this long, whatever happens\n"
 "      --http [HOST:]PORT     serve the live viewer there (HOST default\n"
@@ -94,6 +98,7 @@ enum {
 	OPT_INCLUDE, OPT_EXCLUDE, OPT_BUDGET, OPT_RETRY, OPT_CLASS, OPT_GAP,
 	OPT_COUNT, OPT_TIMEOUT, OPT_BOUND, OPT_LIVE, OPT_REPLAY, OPT_FLAME, OPT_HTTP,
 	OPT_STAMPS, OPT_HTTP_HOST, OPT_HTTP_ANY, OPT_DATA_FROM, OPT_UDP,
+	OPT_FULL_NAMES,
 };
 
 static const struct option longopts[] = {
@@ -115,6 +120,7 @@ static const struct option longopts[] = {
 	{ "reorder-bound", required_argument, NULL, OPT_BOUND },
 	{ "live-flush", required_argument, NULL, OPT_LIVE },
 	{ "live-stamps", no_argument, NULL, OPT_STAMPS },
+	{ "full-names", no_argument, NULL, OPT_FULL_NAMES },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "flame", required_argument, NULL, OPT_FLAME },
 	{ "count", required_argument, NULL, OPT_COUNT },
@@ -310,6 +316,9 @@ static int parse_args(struct hq_opts *o, int argc, char **argv,
 		case OPT_FLAME:
 			*flame = optarg;
 			break;
+		case OPT_FULL_NAMES:
+			route_full_names = true;
+			break;
 		case OPT_COUNT:
 			if (parse_uint(optarg, "count", 1000000, &v))
 				return -1;
@@ -461,7 +470,8 @@ int main(int argc, char **argv)
 		const char *base = strrchr(flame, '/');
 
 		bfp_config_free(&hq.o.config);
-		rc = hq_write_flame(flame, svg, base ? base + 1 : flame);
+		rc = hq_write_flame(flame, svg, base ? base + 1 : flame, NULL,
+				    NULL);
 		if (rc)
 			hq_log("cannot draw %s into %s: %s", flame, svg,
 			       strerror(-rc));

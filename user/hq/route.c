@@ -12,18 +12,36 @@
 
 #include <jansson.h>
 
+#include "model/bft_shortname.h"
 #include "route.h"
 
-static struct sig *sig_new(const char *s)
+bool route_full_names;
+
+/*
+ * A counted copy of s; with shorten, its display form after it, made here
+ * once per map rather than once per event that prints it.
+ */
+static struct sig *sig_new(const char *s, bool shorten)
 {
-	size_t n = strlen(s) + 1;
-	struct sig *g = malloc(sizeof(*g) + n);
+	size_t n = strlen(s) + 1, k = 0;
+	/* folding "<a>" into "<...>" lengthens a name: twice is room */
+	size_t cap = shorten ? 2 * n + 16 : 0;
+	struct sig *g = malloc(sizeof(*g) + n + cap);
 
 	if (!g)
 		return NULL;
 	g->refs = 1;
 	memcpy(g->s, s, n);
-	return g;
+	g->show = 0;
+	if (shorten) {
+		k = bft_shortname(s, g->s + n, cap);
+		if (strcmp(g->s + n, s))
+			g->show = n;
+		else
+			k = 0;
+	}
+	/* give back what the display form did not use */
+	return realloc(g, sizeof(*g) + n + (k ? k + 1 : 0)) ?: g;
 }
 
 struct sig *sig_get(struct sig *g)
@@ -92,6 +110,16 @@ const char *method_name(struct route *r, uint32_t id, char *tmp,
 
 	if (m && m->sig)
 		return m->sig->s;
+	snprintf(tmp, n, "#%" PRIu32, id);
+	return tmp;
+}
+
+const char *method_show(struct route *r, uint32_t id, char *tmp, size_t n)
+{
+	struct method *m = method_get(r, id, false);
+
+	if (m && m->sig)
+		return m->sig->s + m->sig->show;
 	snprintf(tmp, n, "#%" PRIu32, id);
 	return tmp;
 }
@@ -211,14 +239,14 @@ bool route_has_name(struct route *r, char kind, uint32_t id,
  * One name per id: the one replaced is freed once no open frame names it
  * (an agent may re-map an id as often as it likes).
  */
-static void method_set_sig(struct method *m, const char *name)
+static void method_set_sig(struct method *m, const char *name, bool shorten)
 {
 	struct sig *g;
 
 	m->mapped = true;
 	if (m->sig && !strcmp(m->sig->s, name))
 		return;
-	g = sig_new(name);
+	g = sig_new(name, shorten);
 	if (!g)
 		return;
 	sig_put(m->sig);
@@ -230,7 +258,7 @@ void route_map_method(struct route *r, uint32_t id, const char *sig)
 	struct method *m = method_get(r, id, true);
 
 	if (m)
-		method_set_sig(m, sig);
+		method_set_sig(m, sig, !route_full_names);
 }
 
 void route_map_exception(struct route *r, uint32_t id, const char *name)
@@ -239,7 +267,7 @@ void route_map_exception(struct route *r, uint32_t id, const char *name)
 				     true);
 
 	if (m)
-		method_set_sig(m, name);
+		method_set_sig(m, name, false);
 }
 
 /* An exception type's name, "#<id>" if it was never mapped. */

@@ -63,9 +63,13 @@
 /*
  * A name, counted: a frame keeps the signature its B event named while the
  * method table moves on to a newer one, and the last of them frees it.
+ * s + show is what the text outputs print: s itself (show 0), or the
+ * display form (bft_shortname) stored after it, made once when the name
+ * is mapped.
  */
 struct sig {
 	uint64_t refs;
+	size_t show;
 	char s[];
 };
 
@@ -196,6 +200,9 @@ struct method *table_get(struct method **tab, uint32_t *cap,
 struct method *method_get(struct route *r, uint32_t id, bool create);
 /* A method's signature, "#<id>" (in tmp) if it has none. */
 const char *method_name(struct route *r, uint32_t id, char *tmp, size_t n);
+/* What the text outputs print for a method: its display form, unless
+ * route_full_names. */
+const char *method_show(struct route *r, uint32_t id, char *tmp, size_t n);
 /* An exception type's name, "#<id>" (in tmp) if it was never mapped. */
 const char *exception_name(struct route *r, uint32_t id, char *tmp,
 			   size_t n);

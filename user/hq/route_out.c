@@ -68,7 +68,7 @@ static void folded_path(struct route *r, struct bft_buf *b, uint32_t n,
 		hq_bprintf(b, "%c", *s == ';' ? ':' : *s == ' ' ? '_' : *s);
 	v = (const uint32_t *)ids->data;
 	for (k = ids->len / sizeof(*v); k-- > 0;)
-		hq_bprintf(b, ";%s", method_name(r, r->nodes[v[k]].method, tmp,
+		hq_bprintf(b, ";%s", method_show(r, r->nodes[v[k]].method, tmp,
 					      sizeof(tmp)));
 }
 
@@ -186,7 +186,7 @@ static void summary_write(struct route *r, const struct trace *t, FILE *f)
 			 (unsigned int)(top[i]->total_us % 1000));
 		fprintf(f, "%10s %10s %10" PRIu64 "  %s\n", self, total,
 			top[i]->calls,
-			method_name(r, top[i]->id, tmp, sizeof(tmp)));
+			method_show(r, top[i]->id, tmp, sizeof(tmp)));
 	}
 	n = 0;
 	for (i = 0; i < r->mcap; i++)
@@ -201,7 +201,7 @@ static void summary_write(struct route *r, const struct trace *t, FILE *f)
 		char tmp[24];
 
 		fprintf(f, "%10" PRIu64 "  %s\n", top[i]->calls,
-			method_name(r, top[i]->id, tmp, sizeof(tmp)));
+			method_show(r, top[i]->id, tmp, sizeof(tmp)));
 	}
 	free(top);
 }
@@ -233,7 +233,7 @@ static void tree_noret(struct route *r, struct rthread *th, FILE *f)
 		" calls of %u methods ----\n", "", calls, n);
 	for (i = 0; i < n; i++)
 		fprintf(f, "%8" PRIu64 " x | %s\n", v[i]->calls,
-			method_name(r, v[i]->id, tmp, sizeof(tmp)));
+			method_show(r, v[i]->id, tmp, sizeof(tmp)));
 	free(v);
 }
 
@@ -263,6 +263,68 @@ static void methods_write(struct route *r, FILE *f)
 	free(v);
 }
 
+/*
+ * The methods by display form, for flame.svg's tooltips: the whole
+ * signatures behind a box, which overloads share.
+ */
+struct shows {
+	struct method **v;
+	uint32_t n;
+};
+
+static int cmp_show(const void *a, const void *b)
+{
+	const struct method *x = *(struct method *const *)a;
+	const struct method *y = *(struct method *const *)b;
+	int c = strcmp(x->sig->s + x->sig->show, y->sig->s + y->sig->show);
+
+	return c ? c : cmp_id(a, b);
+}
+
+/* Signatures of one box at most, the rest counted. */
+#define FLAME_TIP_SIGS	8
+
+static void flame_full_of(const char *name, struct bft_buf *b, void *arg)
+{
+	const struct shows *sh = arg;
+	uint32_t lo = 0, hi = sh->n, k;
+
+	while (lo < hi) {	/* the first whose display form >= name */
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct sig *g = sh->v[mid]->sig;
+
+		if (strcmp(g->s + g->show, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (k = lo; k < sh->n; k++) {
+		const struct sig *g = sh->v[k]->sig;
+
+		if (strcmp(g->s + g->show, name))
+			break;
+		if (k - lo >= FLAME_TIP_SIGS)
+			continue;
+		hq_bprintf(b, "%s%s", k > lo ? "\n" : "", g->s);
+	}
+	if (k - lo > FLAME_TIP_SIGS)
+		hq_bprintf(b, "\n(and %u more)", k - lo - FLAME_TIP_SIGS);
+}
+
+static void shows_make(struct route *r, struct shows *sh)
+{
+	uint32_t i;
+
+	sh->n = 0;
+	sh->v = calloc(r->mcount + 1, sizeof(*sh->v));
+	if (!sh->v)
+		return;
+	for (i = 0; i < r->mcap; i++)
+		if (r->methods[i].used_slot && r->methods[i].sig)
+			sh->v[sh->n++] = &r->methods[i];
+	qsort(sh->v, sh->n, sizeof(*sh->v), cmp_show);
+}
+
 static void exceptions_write(struct route *r, FILE *f)
 {
 	struct method **v = calloc(r->ecount + 1, sizeof(*v));
@@ -287,6 +349,7 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 	uint16_t *sorted = malloc((r->nthreads + 1) * sizeof(*sorted));
 	struct bft_buf path = { 0 }, ids = { 0 };
 	struct out_path p1, p2;
+	struct shows shows;
 	char title[64];
 	uint32_t i;
 	FILE *f;
@@ -390,8 +453,11 @@ int route_finish(struct route *r, const struct trace *t, FILE *out)
 		fclose(f);
 	}
 	snprintf(title, sizeof(title), "bfhq trace-%u", t->index);
+	shows_make(r, &shows);
 	err = hq_write_flame(out_path(r, "folded.txt", &p1),
-			     out_path(r, "flame.svg", &p2), title);
+			     out_path(r, "flame.svg", &p2), title,
+			     shows.v ? flame_full_of : NULL, &shows);
+	free(shows.v);
 	if (err)
 		hq_log("cannot write %s: %s", p2.s, strerror(-err));
 	/* summary.txt says the trace is written: it comes last, whole */

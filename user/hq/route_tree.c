@@ -90,7 +90,7 @@ static void tree_flush_leaf(struct route *r, struct rthread *th)
 		return;
 	hq_bprintf(&th->text, "%10s | ", "");
 	tree_indent(&th->text, th->depth - 1);
-	name = method_name(r, th->stack[th->depth - 1].method, tmp,
+	name = method_show(r, th->stack[th->depth - 1].method, tmp,
 			   sizeof(tmp));
 	hq_bprintf(&th->text, "%s%s {\n", name, tree_call_parens(name));
 }
@@ -156,7 +156,7 @@ static void frame_leave_exc(struct route *r, struct rthread *th,
 	m = method_get(r, f.method, false);
 	dur = time >= f.enter ? time - f.enter : 0;
 	self = dur >= f.child_us ? dur - f.child_us : 0;
-	name = method_name(r, f.method, tmp, sizeof(tmp));
+	name = method_show(r, f.method, tmp, sizeof(tmp));
 	tree_duration(&th->text, dur);
 	tree_indent(&th->text, th->depth);
 	if (th->leaf_pending) {
@@ -263,6 +263,7 @@ void thread_throw(struct route *r, struct rthread *th,
 	char tmp[24], etmp[24], pname[300];
 	const char *exc = exception_note(r, p->exception, etmp, sizeof(etmp));
 	const char *in = method_name(r, p->method, tmp, sizeof(tmp));
+	char stmp[24];
 
 	r->exceptions_seen++;
 	if (e)
@@ -274,7 +275,8 @@ void thread_throw(struct route *r, struct rthread *th,
 	hq_bprintf(&th->text, "/* throw %s", exc);
 	/* the frame that throws is the top one, unless the agent says not */
 	if (!th->depth || th->stack[th->depth - 1].method != p->method)
-		hq_bprintf(&th->text, " in %s", in);
+		hq_bprintf(&th->text, " in %s",
+			   method_show(r, p->method, stmp, sizeof(stmp)));
 	if (p->line)
 		hq_bprintf(&th->text, ", line %u", p->line);
 	hq_bprintf(&th->text, " */\n");

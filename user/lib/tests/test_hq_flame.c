@@ -74,7 +74,7 @@ TEST_F(flame, boxes_are_as_wide_as_their_time)
 
 	ASSERT_EQ(0, syn_write_file(self->dir, "folded.txt", folded,
 				    sizeof(folded) - 1));
-	ASSERT_EQ(0, hq_write_flame(self->in, self->svg, "trace <1>"));
+	ASSERT_EQ(0, hq_write_flame(self->in, self->svg, "trace <1>", NULL, NULL));
 	svg = bft_test_slurp(self->svg, NULL);
 	ASSERT_NE(NULL, svg);
 	/* the background, all, the thread, main, parse, get: idle has no
@@ -105,7 +105,7 @@ TEST_F(flame, an_empty_trace_draws_an_empty_graph)
 	char *svg;
 
 	ASSERT_EQ(0, syn_write_file(self->dir, "folded.txt", "", 0));
-	ASSERT_EQ(0, hq_write_flame(self->in, self->svg, "empty"));
+	ASSERT_EQ(0, hq_write_flame(self->in, self->svg, "empty", NULL, NULL));
 	svg = bft_test_slurp(self->svg, NULL);
 	ASSERT_NE(NULL, svg);
 	EXPECT_EQ(1u, count(svg, "<rect"));
@@ -128,7 +128,7 @@ TEST_F(flame, a_stack_of_any_depth_is_cut_not_followed)
 	ASSERT_EQ(0, syn_write_file(self->dir, "folded.txt", line,
 				    strlen(line)));
 	free(line);
-	ASSERT_EQ(0, hq_write_flame(self->in, self->svg, "deep"));
+	ASSERT_EQ(0, hq_write_flame(self->in, self->svg, "deep", NULL, NULL));
 	svg = bft_test_slurp(self->svg, NULL);
 	ASSERT_NE(NULL, svg);
 	/* the background, then all and 1099 frames under it */
@@ -138,7 +138,7 @@ TEST_F(flame, a_stack_of_any_depth_is_cut_not_followed)
 
 TEST_F(flame, a_missing_folded_file_is_an_error)
 {
-	EXPECT_EQ(-ENOENT, hq_write_flame(self->in, self->svg, "x"));
+	EXPECT_EQ(-ENOENT, hq_write_flame(self->in, self->svg, "x", NULL, NULL));
 	EXPECT_NE(0, access(self->svg, F_OK));
 }
 

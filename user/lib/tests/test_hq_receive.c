@@ -448,7 +448,7 @@ TEST_F(hq, entries_only_methods_are_counted_not_nested)
 		TH_LOG("%s", summary);
 	EXPECT_NE(NULL, strstr(summary, "open at end:   0 frames\n"));
 	EXPECT_NE(NULL, strstr(summary, "     50001  libx.so!Pipeline::"
-			       "getNext(bool)\n"))
+			       "getNext\n"))
 		TH_LOG("%s", summary);
 	got = strstr(summary, "\nreceived:");
 	ASSERT_NE(NULL, got) TH_LOG("%s", summary);
@@ -461,7 +461,7 @@ TEST_F(hq, entries_only_methods_are_counted_not_nested)
 		TH_LOG("%.400s", tree);
 	EXPECT_NE(NULL, strstr(tree, "| prog!outer();\n")) TH_LOG("%.400s", tree);
 	EXPECT_NE(NULL, strstr(tree, "   50001 x | libx.so!Pipeline::"
-			       "getNext(bool)\n"))
+			       "getNext\n"))
 		TH_LOG("%.400s", tree);
 	free(tree);
 	calls = finish_and_read(&self->hq, self->dir, "calls.txt");
@@ -472,7 +472,7 @@ TEST_F(hq, entries_only_methods_are_counted_not_nested)
 	folded = finish_and_read(&self->hq, self->dir, "folded.txt");
 	ASSERT_NE(NULL, folded);
 	/* outer's 50001 ms are its own: the instants take no time */
-	EXPECT_STREQ("thread_1;prog!outer() 50001000\n", folded);
+	EXPECT_STREQ("thread_1;prog!outer 50001000\n", folded);
 	free(folded);
 	json = finish_and_read(&self->hq, self->dir, "trace.json");
 	ASSERT_NE(NULL, json);
@@ -568,7 +568,11 @@ TEST_F(hq, microseconds_reach_the_files_and_json_starts_at_the_first_event)
 	free(json);
 }
 
-/* Issue 30: a demangled C++ name has its parentheses: none are added. */
+/*
+ * Issue 30: a demangled C++ name has its parentheses: none are added.
+ * Issue 32: tree.txt prints its display form, parameters and const
+ * dropped, "()" added back.
+ */
 TEST_F(hq, cxx_signatures_get_no_second_pair_of_parentheses)
 {
 	char *tree;
@@ -588,7 +592,7 @@ TEST_F(hq, cxx_signatures_get_no_second_pair_of_parentheses)
 	EXPECT_NE(NULL, strstr(tree, "| libqpdf.so!QPDFJob::QPDFJob() {\n"))
 		TH_LOG("%s", tree);
 	EXPECT_NE(NULL, strstr(tree, "|   libqpdf.so!QPDFObjectHandle::"
-			       "getType() const;\n"))
+			       "getType();\n"))
 		TH_LOG("%s", tree);
 	EXPECT_NE(NULL, strstr(tree, "|   prog!plain_c();\n")) TH_LOG("%s", tree);
 	EXPECT_EQ(NULL, strstr(tree, ")()"));
