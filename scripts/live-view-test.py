@@ -530,8 +530,11 @@ class Pipeline:
 # "void" for a gap of one sequence number.  The page must make of them what
 # the router (user/hq/route_*.c) makes (bfhq --replay): mismatched exits,
 # exits of frames never seen, throws, bubbles, voids, renamed and escaped
-# thread names, a thread only named.
-EDGE_NAMES = ("M 1 main\nM 2 work\nM 3 leaf\\x09tabbed\nX 7 std::bad_alloc\n"
+# thread names, a thread only named; a C++ method, which the page names by
+# the display form bfhq's feed sends with it, the whole signature on hover.
+EDGE_WORK = "app!Work<std::vector<int, std::allocator<int> > >::run(int) const"
+EDGE_WORK_SHOWN = "app!Work<std::vector<int>>::run"
+EDGE_NAMES = ("M 1 main\nM 2 " + EDGE_WORK + "\nM 3 leaf\\x09tabbed\nX 7 std::bad_alloc\n"
               "T 1 main (1/1)\nT 2 worker\nT 2 worker, renamed (1/2)\n"
               "T 3 back\\\\slash\\x01 (1/3)\nT 5 named only\n")
 EDGE_EVENTS = [
@@ -604,8 +607,12 @@ def check_edges(tap, chromium, out, tmp):
                  60, "the page to read the trace")
         got = browser.eval(page, "bft.callsTxt()")
         bad = browser.eval(page, "bft.model.bad")
+        # what the tree and the top table show of method 2, and on hover
+        shown = browser.eval(page, "[...document.querySelectorAll("
+                             "'#threads [title], #top [title]')].map("
+                             "e => [e.title, e.textContent])")
     except Fail as e:
-        got, bad = str(e), None
+        got, bad, shown = str(e), None, []
     finally:
         if browser:
             browser.close()
@@ -616,6 +623,11 @@ def check_edges(tap, chromium, out, tmp):
     tap.result(got == want and bad == 0 and "x?" in want and "x!" in want and " |" in want,
                "the page's tree of every kind of line equals bfhq --replay's calls.txt",
                [] if got == want else [f"diff {edge}/replay/calls.txt {edge}/page-calls.txt"])
+    work = [text for title, text in shown or [] if title == EDGE_WORK]
+    good = (len(work) >= 2 and not any(EDGE_WORK in text for _, text in shown) and
+            all(t == EDGE_WORK_SHOWN or t.startswith(EDGE_WORK_SHOWN + "  ") for t in work))
+    tap.result(good, "the page names a C++ method by its display form, the whole signature "
+               f"on hover ({len(work)} places)", [] if good else [repr(shown)])
 
 
 # The stages of a call's way to the page, as the wall clock (ms) marks them:

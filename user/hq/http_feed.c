@@ -8,7 +8,10 @@
  * once the trace ended), into Server-Sent Events:
  *
  *   meta       meta.json, when it was replaced
- *   names      the new lines of names
+ *   names      the new lines of names, each method's ("M") followed by
+ *              "S <id> <display form>" when that differs (bft_shortname):
+ *              the page shows what bfhq's text outputs print, the whole
+ *              signature on hover, with no second copy of the rules
  *   stream     a stream's id ("markers" for the markers'), then its lines
  *   bad        how many index entries were not followed (they made no sense)
  *   frontier   the time everything is shown up to
@@ -31,8 +34,10 @@
 
 #include <jansson.h>
 
+#include "hq.h"
 #include "http_feed.h"
 #include "live.h"
+#include "model/bft_shortname.h"
 
 /* More than any flush writes to one stream (a bad entry otherwise). */
 #define FEED_ENTRY_MAX		(256u << 20)
@@ -291,6 +296,45 @@ static void read_meta(struct feed *f)
 }
 
 /*
+ * Lines of names (n bytes, whole lines without the last '\n') into b,
+ * each method's followed by its display form's.  The form is made from
+ * the escaped name: escapes hold no bracket, so it comes out escaped.
+ */
+static void names_shown(struct bft_buf *b, const char *p, size_t n)
+{
+	const char *end = p + n, *nl, *sp;
+	char *tmp = NULL, *grown;
+	size_t len;
+
+	for (; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		len = (size_t)(nl - p);
+		bft_buf_append(b, p, len);
+		bft_buf_append(b, "\n", 1);
+		sp = len > 2 && p[0] == 'M' && p[1] == ' ' ?
+		     memchr(p + 2, ' ', len - 2) : NULL;
+		if (!sp)
+			continue;
+		/* folding "<a>" into "<...>" lengthens it: twice is room */
+		grown = realloc(tmp, 3 * len + 17);
+		if (!grown)
+			break;
+		tmp = grown;
+		memcpy(tmp, sp + 1, (size_t)(nl - sp - 1));
+		tmp[nl - sp - 1] = 0;
+		bft_shortname(tmp, tmp + len + 1, 2 * len + 16);
+		if (strcmp(tmp, tmp + len + 1))
+			hq_bprintf(b, "S %.*s %s\n", (int)(sp - p - 2), p + 2,
+				   tmp + len + 1);
+	}
+	free(tmp);
+	if (b->len)
+		b->len--;	/* sse_lines() ends the last */
+}
+
+/*
  * The names appended since the last look, whole lines only, at most
  * FEED_NAMES_MAX bytes of them.  false: there is more to read, which the
  * stream lines after them may need.
@@ -316,8 +360,12 @@ static bool read_names(struct feed *f)
 
 		if (nl) {
 			size_t n = (size_t)(nl - b.data);
+			struct bft_buf shown = { 0 };
 
-			sse_event(f->out, "names", (char *)b.data, n);
+			names_shown(&shown, (char *)b.data, n);
+			sse_event(f->out, "names", (char *)shown.data,
+				  shown.len);
+			bft_buf_free(&shown);
 			f->names_off += n + 1;
 		} else if (want == FEED_NAMES_MAX) {
 			/* no line of bfhq's: not followed */

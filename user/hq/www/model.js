@@ -20,6 +20,7 @@ class BftModel {
     this.newsAt = bftNow();       // when the frontier last moved
     this.ended = false;
     this.methods = new Map();     // id -> signature
+    this.shown = new Map();       // id -> display form, where it differs
     this.exceptions = new Map();  // id -> name
     this.threads = new Map();     // id -> thread
     this.stats = new Map();       // method id -> {calls, totalUs, selfUs}
@@ -53,9 +54,17 @@ class BftModel {
     return th.name !== null ? th.name : "thread " + th.id;
   }
 
+  // The method's whole signature, "#id" if it has none.
   methodName(id) {
     const s = this.methods.get(id);
     return s !== undefined ? s : "#" + id;
+  }
+
+  // What the page prints for it: the display form bfhq sent ("S" lines),
+  // or the signature where it sent none (the same, or --full-names).
+  methodShown(id) {
+    const s = this.shown.get(id);
+    return s !== undefined ? s : this.methodName(id);
   }
 
   stat(id) {
@@ -69,13 +78,17 @@ class BftModel {
 
   names(text) {
     for (const line of text.split("\n")) {
-      const m = /^([MTX]) (\d+) (.*)$/s.exec(line);
+      const m = /^([MSTX]) (\d+) (.*)$/s.exec(line);
       if (!m) {
         if (line) this.bad++;
         continue;
       }
       const id = Number(m[2]), name = bftUnescape(m[3]);
-      if (m[1] === "M") this.methods.set(id, name);
+      // an S line follows its M line: a rename without one has none
+      if (m[1] === "M") {
+        this.methods.set(id, name);
+        this.shown.delete(id);
+      } else if (m[1] === "S") this.shown.set(id, name);
       else if (m[1] === "X") this.exceptions.set(id, name);
       else this.thread(id).name = name;
     }

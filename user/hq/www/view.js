@@ -12,18 +12,11 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 
-// A flame box's label: the function alone, as bfhq's flame.svg has it
-// (route_label): no "object!", no parameter list outside a template.
-function shortLabel(sig) {
-  const bang = sig.indexOf("!");
-  const s = bang >= 0 ? sig.slice(bang + 1) : sig;
-  let depth = 0;
-  for (let i = 0; i < s.length; i++) {
-    if (s[i] === "<") depth++;
-    else if (s[i] === ">" && depth) depth--;
-    else if (s[i] === "(" && !depth && i > 0 && !s.startsWith("operator")) return s.slice(0, i);
-  }
-  return s;
+// A flame box's label: the display form without its object, as bfhq's
+// flame.svg has it.
+function noObject(name) {
+  const bang = name.indexOf("!");
+  return bang >= 0 ? name.slice(bang + 1) : name;
 }
 
 function fmtUs(us) {
@@ -81,10 +74,11 @@ class BftView {
   }
 
   node(model, n, key, depth) {
-    const label = model.methodName(n.method) + "  ×" + n.calls + "  " + fmtUs(n.totalUs);
-    if (!n.children.size) return el("li", {}, label);
+    const label = model.methodShown(n.method) + "  ×" + n.calls + "  " + fmtUs(n.totalUs);
+    const title = { title: model.methodName(n.method) };
+    if (!n.children.size) return el("li", title, label);
     const open = this.open.has(key) || (depth < 3 && !this.closed.has(key));
-    const d = el("details", open ? { open: "" } : {}, el("summary", {}, label));
+    const d = el("details", open ? { open: "" } : {}, el("summary", title, label));
     d.addEventListener("toggle", () => {
       (d.open ? this.open : this.closed).add(key);
       (d.open ? this.closed : this.open).delete(key);
@@ -142,7 +136,7 @@ class BftView {
       const walk = (n, x0, d) => {
         for (const c of [...n.children.values()].sort(byTime)) {
           const cw = weight(c);
-          place(shortLabel(model.methodName(c.method)), model.methodName(c.method) + " (" + c.calls + " calls, " +
+          place(noObject(model.methodShown(c.method)), model.methodName(c.method) + " (" + c.calls + " calls, " +
                 fmtUs(c.totalUs) + ")", cw, x0, d, c.method);
           if (d < 200) walk(c, x0, d + 1);
           x0 += cw;
@@ -200,7 +194,8 @@ class BftView {
       ...rows.map(([id, s]) => el("tr", {}, el("td", {}, s.noret ? "—" : fmtUs(s.selfUs)),
                                   el("td", {}, s.noret ? "—" : fmtUs(s.totalUs)),
                                   el("td", {}, String(s.calls)),
-                                  el("td", {}, model.methodName(id) + (s.noret ? "  (entries only)" : "")))));
+                                  el("td", { title: model.methodName(id) },
+                                     model.methodShown(id) + (s.noret ? "  (entries only)" : "")))));
   }
 
   losses(model) {

@@ -273,6 +273,9 @@ TEST_F(http, viewers_get_the_past_then_each_flush_then_the_end)
 	int fa, fb;
 
 	map(self, BFP_MAP_METHOD, 1, "main");
+	/* a display form for the page: the escaped one of the escaped name */
+	map(self, BFP_MAP_METHOD, 2, "lib.so!Box<a\x01>::get(std::vector<int, "
+	    "std::allocator<int> >) const");
 	map(self, BFP_MAP_THREAD, 1, "one (5/5)");
 	ev(self, BFP_METHOD_ENTRY, 0, 1, 1);
 	ev(self, BFP_METHOD_ENTRY, 1, 1, 2);
@@ -289,6 +292,9 @@ TEST_F(http, viewers_get_the_past_then_each_flush_then_the_end)
 	EXPECT_NE(NULL, strstr(p, "text/event-stream"));
 	EXPECT_NE(NULL, strstr(p, "event: meta\ndata: {"));
 	EXPECT_NE(NULL, strstr(p, "event: names\ndata: M 1 main\n"
+			       "data: M 2 lib.so!Box<a\\x01>::get(std::vector"
+			       "<int, std::allocator<int> >) const\n"
+			       "data: S 2 lib.so!Box<a\\x01>::get\n"
 			       "data: T 1 one (5/5)\n\n")) TH_LOG("%s", p);
 	EXPECT_NE(NULL, strstr(p, "event: stream\ndata: 1\ndata: e 0 0 1\n"
 			       "data: x 2 2000 1\n\n")) TH_LOG("%s", p);
