@@ -12,6 +12,7 @@
  *             data connections, reordering by sequence with data breaks and
  *             gap reporting
  *   micro.c   the microseconds of bftrace.us markers, for the route
+ *   duration.c  durations in the unit that reads well
  *   route*.c  what ordered events become: per-thread shadow stacks, the
  *             text call tree, Chrome trace JSON, folded stacks, the summary
  *             (route.h says which file does what)
@@ -213,6 +214,15 @@ void hq_bprintf(struct bft_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Free the connections marked dead. */
 void hq_reap(struct hq *hq);
+
+/*
+ * duration.c: us in the live page's unit (µs, ms, s) into b (n bytes);
+ * micro false: the trace has whole milliseconds, none smaller is made up.
+ * Returns the columns it takes (µ is one).
+ */
+size_t hq_duration(char *b, size_t n, uint64_t us, bool micro);
+/* The same at the end of b, right-aligned in width columns. */
+void hq_bduration(struct bft_buf *b, uint64_t us, bool micro, int width);
 /* Write out every trace still running, then free everything. */
 void hq_free(struct hq *hq);
 
@@ -308,6 +318,8 @@ void route_free(struct route *r);
 void route_map_thread(struct route *r, uint16_t thread, uint32_t time,
 		      const char *name);
 void route_map_method(struct route *r, uint32_t id, const char *sig);
+/* Times have their microseconds (bftrace.us markers): durations show them. */
+void route_set_micro(struct route *r);
 /* Whether kind ('M', 'T', 'X') id is mapped to name (len bytes) already. */
 bool route_has_name(struct route *r, char kind, uint32_t id,
 		    const char *name, size_t len);

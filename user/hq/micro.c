@@ -136,6 +136,7 @@ void micro_marker(struct trace *t, const struct pending *p)
 		if (!h)
 			return;
 		t->hold = h;
+		route_set_micro(t->route);
 	}
 	if (!hq_micro_parse(p->value, &d, &n)) {
 		first = p->seq - n;

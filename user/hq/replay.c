@@ -237,6 +237,8 @@ int hq_replay(const char *dir, const char *outdir)
 		live_view_free(&v);
 		return 1;
 	}
+	if (json_integer_value(json_object_get(v.meta, "resolution_us")) == 1)
+		route_set_micro(t.route);
 	apply_names(t.route, v.names, v.names_len);
 	for (k = 0; k < v.nstreams; k++)
 		bad += next_line(&v.streams[k], &cur[k]);

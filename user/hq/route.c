@@ -261,6 +261,11 @@ void route_map_method(struct route *r, uint32_t id, const char *sig)
 		method_set_sig(m, sig, !route_full_names);
 }
 
+void route_set_micro(struct route *r)
+{
+	r->micro = true;
+}
+
 void route_map_exception(struct route *r, uint32_t id, const char *name)
 {
 	struct method *m = table_get(&r->exceptions, &r->ecap, &r->ecount, id,

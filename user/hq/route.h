@@ -43,7 +43,9 @@
  *   exceptions.txt  "<type> <throws> <name>" per exception type, by id:
  *                the key to "!<type>"
  *
- * Times are the protocol's: milliseconds since the agent's hello.
+ * Times are the protocol's: milliseconds since the agent's hello, with
+ * their microseconds if bftrace.us markers gave them (micro.c); durations
+ * print them then, and whole milliseconds otherwise (duration.c).
  */
 #ifndef BFHQ_ROUTE_H
 #define BFHQ_ROUTE_H
@@ -177,6 +179,7 @@ struct route {
 	uint64_t last_time;	/* us */
 	uint64_t t0;		/* the first event's time: trace.json's 0 */
 	bool have_t0;
+	bool micro;		/* times have their microseconds */
 	uint32_t pid_default;
 	uint64_t noret_calls, noret_methods, instants;
 	uint64_t group_cost;	/* the instants of the groups not yet written */

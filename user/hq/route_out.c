@@ -174,19 +174,19 @@ static void summary_write(struct route *r, const struct trace *t, FILE *f)
 	qsort(top, n, sizeof(*top), cmp_self);
 	if (n)
 		fprintf(f, "top methods by self time:\n%10s %10s %10s  %s\n",
-			"self ms", "total ms", "calls", "method");
+			"self", "total", "calls", "method");
 	for (i = 0; i < n && i < 20; i++) {
-		char tmp[24], self[32], total[32];
+		struct bft_buf line = { 0 };
+		char tmp[24];
 
-		snprintf(self, sizeof(self), "%" PRIu64 ".%03u",
-			 top[i]->self_us / 1000,
-			 (unsigned int)(top[i]->self_us % 1000));
-		snprintf(total, sizeof(total), "%" PRIu64 ".%03u",
-			 top[i]->total_us / 1000,
-			 (unsigned int)(top[i]->total_us % 1000));
-		fprintf(f, "%10s %10s %10" PRIu64 "  %s\n", self, total,
+		hq_bduration(&line, top[i]->self_us, r->micro, 10);
+		hq_bprintf(&line, " ");
+		hq_bduration(&line, top[i]->total_us, r->micro, 10);
+		fprintf(f, "%.*s %10" PRIu64 "  %s\n", (int)line.len,
+			line.data ? (const char *)line.data : "",
 			top[i]->calls,
 			method_show(r, top[i]->id, tmp, sizeof(tmp)));
+		bft_buf_free(&line);
 	}
 	n = 0;
 	for (i = 0; i < r->mcap; i++)

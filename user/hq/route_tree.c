@@ -55,14 +55,12 @@ static const char *tree_call_parens(const char *name)
 	return strchr(name, '(') ? "" : "()";
 }
 
-/* tree.txt's duration column: milliseconds with their microseconds. */
-static void tree_duration(struct bft_buf *b, uint64_t us)
+/* tree.txt's duration column, 10 columns as its header says. */
+static void tree_duration(const struct route *r, struct bft_buf *b,
+			  uint64_t us)
 {
-	char ms[32];
-
-	snprintf(ms, sizeof(ms), "%" PRIu64 ".%03u", us / 1000,
-		 (unsigned int)(us % 1000));
-	hq_bprintf(b, "%7s ms | ", ms);
+	hq_bduration(b, us, r->micro, 10);
+	hq_bprintf(b, " | ");
 }
 
 static void tree_indent(struct bft_buf *b, uint32_t depth)
@@ -157,7 +155,7 @@ static void frame_leave_exc(struct route *r, struct rthread *th,
 	dur = time >= f.enter ? time - f.enter : 0;
 	self = dur >= f.child_us ? dur - f.child_us : 0;
 	name = method_show(r, f.method, tmp, sizeof(tmp));
-	tree_duration(&th->text, dur);
+	tree_duration(r, &th->text, dur);
 	tree_indent(&th->text, th->depth);
 	if (th->leaf_pending) {
 		hq_bprintf(&th->text, "%s%s;\n", name, tree_call_parens(name));

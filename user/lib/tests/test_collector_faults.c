@@ -590,17 +590,17 @@ TEST_F_TIMEOUT(faults, bfhq_closes_leaf_frames_that_end_with_a_note, 120)
 		"# thread 1: a (1/1) (1 calls, depth 1)\n"
 		"  DURATION | FUNCTION\n"
 		"           | #7() {\n"
-		"  0.000 ms | } /* #7: data break */\n"
+		"      0 ms | } /* #7: data break */\n"
 		"           | ---- data break: 1 frame cut ----\n"
 		"\n"
 		"# thread 2: b (1/2) (3 calls, depth 2)\n"
 		"  DURATION | FUNCTION\n"
 		"           | #8() {\n"
 		"           |   #9() {\n"
-		"  2.000 ms |   } /* #9: no exit seen */\n"
-		"  3.000 ms | } /* #8 */\n"
+		"      2 ms |   } /* #9: no exit seen */\n"
+		"      3 ms | } /* #8 */\n"
 		"           | #10() {\n"
-		"  0.000 ms | } /* #10: still open at the end */\n"
+		"      0 ms | } /* #10: still open at the end */\n"
 		"\n";
 	/* sequence numbers from 0 */
 	static const struct {
