@@ -7,9 +7,39 @@
 #ifndef BFT_TEST_HQ_FEED_H
 #define BFT_TEST_HQ_FEED_H
 
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "bft_test.h"
 #include "hq.h"
+
+/*
+ * A quiet bfhq without sockets writing into a new directory dir (64
+ * bytes, /tmp/bft-hq-XXXXXX): 0, or -1 if the directory was not made.
+ */
+static inline int hq_test_init(struct hq *hq, char *dir)
+{
+	hq_log_quiet = true;
+	snprintf(dir, 64, "/tmp/bft-hq-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	memset(hq, 0, sizeof(*hq));
+	hq->listen_fd = hq->ctl_fd = -1;
+	hq->o.outdir = dir;
+	hq->o.gap_ms = 2000;
+	bfp_config_init(&hq->o.config);
+	return 0;
+}
+
+/* Free what hq_test_init() made, and its directory unless kept. */
+static inline void hq_test_fini(struct hq *hq, const char *dir)
+{
+	hq_free(hq);
+	bfp_config_free(&hq->o.config);
+	if (!getenv("BFT_KEEP_FIXTURES"))
+		bft_test_rmtree(dir);
+}
 
 static inline void hq_test_send(struct hq *hq, struct conn *c,
 				const struct bfp_msg *m)

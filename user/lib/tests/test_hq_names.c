@@ -5,9 +5,7 @@
  * signature in the data that viewers search and in flame.svg's tooltips,
  * and the whole signature everywhere with --full-names.
  */
-#include <ftw.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 #include "kselftest_harness.h"
 
@@ -30,32 +28,13 @@ FIXTURE(names)
 
 FIXTURE_SETUP(names)
 {
-	hq_log_quiet = true;
-	snprintf(self->dir, sizeof(self->dir), "/tmp/bft-hq-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
-	memset(&self->hq, 0, sizeof(self->hq));
-	self->hq.listen_fd = self->hq.ctl_fd = -1;
-	self->hq.o.outdir = self->dir;
-	self->hq.o.gap_ms = 2000;
-	bfp_config_init(&self->hq.o.config);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
+	ASSERT_EQ(0, hq_test_init(&self->hq, self->dir));
 }
 
 FIXTURE_TEARDOWN(names)
 {
 	route_full_names = false;
-	hq_free(&self->hq);
-	bfp_config_free(&self->hq.o.config);
-	if (!getenv("BFT_KEEP_FIXTURES"))
-		nftw(self->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	hq_test_fini(&self->hq, self->dir);
 }
 
 /*

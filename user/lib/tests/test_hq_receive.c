@@ -16,6 +16,7 @@
 
 #include "bft_test.h"
 #include "hq.h"
+#include "hq_feed.h"
 
 FIXTURE(hq)
 {
@@ -29,15 +30,8 @@ FIXTURE_SETUP(hq)
 {
 	uint8_t hello[2] = { BFP_HELLO, 1 }, dhello[2] = { BFP_DATA_HELLO };
 
-	hq_log_quiet = true;
-	snprintf(self->dir, sizeof(self->dir), "/tmp/bft-hq-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
-	memset(&self->hq, 0, sizeof(self->hq));
-	self->hq.listen_fd = self->hq.ctl_fd = -1;
-	self->hq.o.outdir = self->dir;
-	self->hq.o.gap_ms = 2000;
+	ASSERT_EQ(0, hq_test_init(&self->hq, self->dir));
 	self->hq.o.start = true;
-	bfp_config_init(&self->hq.o.config);
 	self->ctl = hq_conn_add(&self->hq, -1, CONN_GREETING);
 	ASSERT_NE(NULL, self->ctl);
 	hq_conn_feed(&self->hq, self->ctl, hello, 2, false);
@@ -59,10 +53,7 @@ FIXTURE_SETUP(hq)
 
 FIXTURE_TEARDOWN(hq)
 {
-	hq_free(&self->hq);
-	bfp_config_free(&self->hq.o.config);
-	if (!getenv("BFT_KEEP_FIXTURES"))
-		bft_test_rmtree(self->dir);
+	hq_test_fini(&self->hq, self->dir);
 }
 
 static void feed(struct hq *hq, struct conn *c, const struct bfp_msg *m)
