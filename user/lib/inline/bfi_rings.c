@@ -203,13 +203,19 @@ static void rings_add(struct bfi_rings *r, const struct bfi_target *g)
 
 void bfi_rings_rescan(struct bfi_rings *r)
 {
+	uint64_t now = rings_now();
 	struct bfi_session *s;
 	char err[256];
 
-	r->scan_ns = rings_now();
-	/* an attach holds the lock: look again in BFI_RINGS_SCAN_NS */
+	/*
+	 * An attach holds the lock: look again at the next read.  scan_ns
+	 * is the time of the last look that happened: the streams of the
+	 * targets absent then are declared idle up to it, which a look
+	 * that did not happen could not tell.
+	 */
 	if (bfi_session_open_nowait(&s, err, sizeof(err)))
 		return;
+	r->scan_ns = now;
 	r->res_ns = s->st.opts[BFT_OPT_TIME_RES_NS];
 	r->flush_ns = s->st.opts[BFT_OPT_FLUSH_MS] * 1000000ull;
 	for (size_t i = 0; i < s->ntargets; i++)
