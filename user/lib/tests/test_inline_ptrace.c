@@ -459,6 +459,24 @@ TEST_F(kids, signal_during_the_stop_is_delivered_once)
 	EXPECT_EQ(1, sh->spin[0]);
 }
 
+/* The leader's state in /proc/PID/stat is Z (its threads live on). */
+static bool leader_is_zombie(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'Z';
+}
+
 TEST_F(kids, zombie_leader_is_skipped)
 {
 	long ret, args[6] = { 0 };
@@ -467,6 +485,10 @@ TEST_F(kids, zombie_leader_is_skipped)
 
 	self->pid[0] = start_child(ZOMBIE_LEADER);
 	wait_ready();
+	/* ready comes before the leader's pthread_exit: wait for its end */
+	for (int i = 0; i < 5000 && !leader_is_zombie(self->pid[0]); i++)
+		usleep(1000);
+	ASSERT_TRUE(leader_is_zombie(self->pid[0]));
 	ASSERT_EQ(0, bfi_world_stop(self->pid[0], &w, err, sizeof(err)))
 		TH_LOG("%s", err);
 	EXPECT_EQ(1, bfi_world_nthreads(w));
