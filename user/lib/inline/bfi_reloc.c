@@ -120,25 +120,21 @@ static bool reloc_rel_branch(const cs_insn *in, uint64_t *target, bool *jcc)
 	return true;
 }
 
-static bool reloc_mem_operand(const cs_insn *in)
+/* A memory operand based on base, or on anything for X86_REG_INVALID. */
+static bool reloc_mem_operand(const cs_insn *in, x86_reg base)
 {
 	const cs_x86 *x = &in->detail->x86;
 
 	for (uint8_t i = 0; i < x->op_count; i++)
-		if (x->operands[i].type == X86_OP_MEM)
+		if (x->operands[i].type == X86_OP_MEM &&
+		    (base == X86_REG_INVALID || x->operands[i].mem.base == base))
 			return true;
 	return false;
 }
 
 static bool reloc_rip_operand(const cs_insn *in)
 {
-	const cs_x86 *x = &in->detail->x86;
-
-	for (uint8_t i = 0; i < x->op_count; i++)
-		if (x->operands[i].type == X86_OP_MEM &&
-		    x->operands[i].mem.base == X86_REG_RIP)
-			return true;
-	return false;
+	return reloc_mem_operand(in, X86_REG_RIP);
 }
 
 /* A call with an immediate (relative) target, and that target. */
@@ -226,7 +222,7 @@ static const char *reloc_unmovable(struct bfi_reloc *r, const cs_insn *in,
 	    in->id == X86_INS_UD2 || in->id == X86_INS_HLT ||
 	    in->id == X86_INS_XBEGIN)
 		return "a trap, system call or transaction";
-	if (in->detail->x86.addr_size != 8 && reloc_mem_operand(in))
+	if (in->detail->x86.addr_size != 8 && reloc_mem_operand(in, X86_REG_INVALID))
 		return "a 32-bit address (an address-size prefix)";
 	if (reloc_rip_operand(in) && !in->detail->x86.encoding.disp_offset)
 		return "a RIP-relative operand Capstone does not locate";
