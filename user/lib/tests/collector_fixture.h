@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -418,13 +417,6 @@ static inline bool wait_listening(int port, int ms)
 	return false;
 }
 
-static inline int rm_cb(const char *p, const struct stat *sb, int flag,
-			struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
-
 /* A fresh directory for one test, under $BFT_TEST_TMPDIR or build/. */
 static inline int make_tmpdir(char *out, size_t n)
 {
@@ -444,7 +436,7 @@ static inline int make_tmpdir(char *out, size_t n)
 static inline void remove_tmpdir(const char *dir)
 {
 	if (!getenv("BFT_KEEP_FIXTURES"))
-		nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+		bft_test_rmtree(dir);
 }
 
 /* ---- a test as HQ ---- */

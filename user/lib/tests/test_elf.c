@@ -15,7 +15,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
@@ -31,6 +30,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "kselftest_harness.h"
+#include "bft_test.h"
 #pragma GCC diagnostic pop
 
 static const char prog_src[] =
@@ -81,15 +81,6 @@ static void path_of(char *buf, size_t len, const char *dir, const char *name)
 		abort();
 }
 
-static int rm_entry(const char *p, const struct stat *s, int flag,
-		    struct FTW *f)
-{
-	(void)s;
-	(void)flag;
-	(void)f;
-	return remove(p);
-}
-
 FIXTURE(elf) {
 	char dir[PATH_MAX];
 };
@@ -114,7 +105,7 @@ FIXTURE_SETUP(elf)
 FIXTURE_TEARDOWN(elf)
 {
 	if (!getenv("BFT_KEEP_FIXTURES"))
-		nftw(self->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		bft_test_rmtree(self->dir);
 }
 
 static int write_file(const char *dir, const char *name, const char *text)
