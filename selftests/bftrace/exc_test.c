@@ -536,19 +536,21 @@ static void inline_collect(struct __test_metadata *_metadata,
 
 /*
  * The same for the inline backend, whose counters are per thread slot and
- * end with the target: its last status taken while it ran, and the
- * records, say nothing was lost.
+ * end with the target: the records say nothing was lost, and so does the
+ * last status taken while the target ran, if the reader got one.  It may
+ * not have (a short target under load ends between two polls), and one
+ * taken while a thread writes a record shows it produced, not yet
+ * written: the model comparison is what proves the trace whole.
  */
 static void expect_complete_inline(struct __test_metadata *_metadata,
 				   FIXTURE_DATA(exc) *self)
 {
 	const struct bft_nl_status *st = &self->rd.st;
 
-	EXPECT_LT(0, self->rd.polls) TH_LOG("no status while the target ran");
-	for (uint32_t i = 0; i < st->nr_cpus; i++) {
+	for (uint32_t i = 0; self->rd.polls && i < st->nr_cpus; i++) {
 		EXPECT_EQ(0, st->cpus[i].lost)
 			TH_LOG("slot %u lost events", st->cpus[i].cpu);
-		EXPECT_EQ(st->cpus[i].produced, st->cpus[i].written);
+		EXPECT_LE(st->cpus[i].written, st->cpus[i].produced);
 	}
 	for (uint32_t i = 0; i < self->t.nr_cpus; i++)
 		EXPECT_EQ(0, self->t.cpu[i].lost);
