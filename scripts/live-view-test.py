@@ -9,9 +9,10 @@ the selftests traced by bfcollector and bfctl, either here with the BPF
 backend (root), or with --guest in a test guest on kernel KVER with the
 module, where the collector streams to this bfhq through the guest's
 forwarded ports (scripts/guest-run --forward): the remote viewing of seed
-002.  With --data-udp (here only) the data go in UDP datagrams
-(bfcollector --data-udp, bfhq --udp: docs/udp-data.md), the control on
-TCP; make bench measures both.  Chromium is driven through its DevTools protocol
+002.  With --data-udp the data go in UDP datagrams (bfcollector
+--data-udp, bfhq --udp: docs/udp-data.md), the control on TCP, from here
+or from the guest (scripts/guest-run --udp-to-host); make bench measures
+both.  Chromium is driven through its DevTools protocol
 (--remote-debugging-pipe: NUL-terminated JSON on fds 3 and 4).  Checks:
 
   - on a live directory written by the test with every kind of line (no
@@ -36,6 +37,8 @@ TCP; make bench measures both.  Chromium is driven through its DevTools protocol
     opened on the finished trace;
   - a screenshot of the page's flame graph draws what its SVG says
     (scripts/flame-render-check.py);
+  - with --data-udp: the data came as datagrams, none lost, duplicated
+    or malformed (bfhq's counters in meta.json);
   - with --guest: the guest's side ended well, the module unloaded and
     the kernel log is clean.
 
@@ -317,9 +320,10 @@ class GuestAgent:
     run's start is when the command to run leaves here, so its delay also
     holds the way into the guest."""
 
-    def __init__(self, out, kver):
+    def __init__(self, out, kver, udp=False):
         self.out = out
         self.kver = kver
+        self.udp = udp
         self.guest = None
         self.conn = None
         self.buf = b""
@@ -336,8 +340,10 @@ class GuestAgent:
             [os.path.join(ROOT, "scripts", "guest-run"), "--kernel", self.kver,
              "--timeout", "900", "--out", os.path.join(self.out, "guest"),
              "--export", os.path.join(self.out, "guest"),
-             "--forward", port, "--forward", cport, "--forward", str(ctl), "--",
-             "python3", "scripts/live-view-test.py", "--agent", str(ctl), port, cport],
+             "--forward", port, "--forward", cport, "--forward", str(ctl)] +
+            (["--udp-to-host"] if self.udp else []) +
+            ["--", "python3", "scripts/live-view-test.py", "--agent", str(ctl), port, cport] +
+            (["--data-udp"] if self.udp else []),
             stdin=subprocess.DEVNULL, stdout=self.logf, stderr=subprocess.STDOUT)
         # a guest that waits for the lock, then boots under TCG
         self.listener.settimeout(1)
@@ -407,7 +413,7 @@ class GuestAgent:
         return None
 
 
-def agent_main(ctl_port, hq_port, counters_port, out):
+def agent_main(ctl_port, hq_port, counters_port, out, udp):
     """--agent, in a test guest: the module loaded, the traced side driven
     by the test on the host (GuestAgent)."""
     host = os.environ["BFT_HOST_ADDR"]
@@ -418,7 +424,7 @@ def agent_main(ctl_port, hq_port, counters_port, out):
     conn = socket.create_connection((host, ctl_port), timeout=60)
     conn.settimeout(None)
     lines = conn.makefile("rb")
-    agent = Agent(out)
+    agent = Agent(out, udp)
     rc = 0
 
     def command():
@@ -455,6 +461,22 @@ def agent_main(ctl_port, hq_port, counters_port, out):
         if not loaded:
             rc |= subprocess.run(["rmmod", "bftrace"]).returncode
     return rc
+
+
+def check_datagrams(tap, pipe):
+    """With --data-udp: the data came in datagrams, and all of them."""
+    path = os.path.join(pipe.hqout, "trace-1", "live", "meta.json")
+    try:
+        with open(path) as f:
+            c = json.load(f).get("counters", {})
+    except (OSError, ValueError) as e:
+        c = {"error": str(e)}
+    bad = {k: c.get(k) for k in ("udp_lost", "udp_duplicated", "udp_malformed",
+                                 "udp_late") if c.get(k)}
+    tap.result(c.get("udp_datagrams", 0) > 0 and not bad,
+               f"the data came as {c.get('udp_datagrams', 0)} datagrams"
+               + (f", but {bad}" if bad else ", none lost, duplicated or malformed"),
+               [] if c.get("udp_datagrams") else [f"counters in {path}: {c}"])
 
 
 class Pipeline:
@@ -735,17 +757,17 @@ def main():
     ap.add_argument("--guest", metavar="KVER",
                     help="trace with the module in a test guest on kernel KVER")
     ap.add_argument("--data-udp", action="store_true",
-                    help="the data over UDP (bfcollector --data-udp, bfhq --udp); native only")
+                    help="the data over UDP (bfcollector --data-udp, bfhq --udp)")
     ap.add_argument("--agent", nargs=3, type=int,
                     metavar=("CTL_PORT", "HQ_PORT", "COUNTERS_PORT"),
                     help=argparse.SUPPRESS)     # --guest's side in the guest
     args = ap.parse_args()
     if args.agent:
-        return agent_main(*args.agent, os.environ["BFT_EXPORT"])
-    if args.guest and args.data_udp:
-        ap.error("--data-udp is measured natively only")
+        return agent_main(*args.agent, os.environ["BFT_EXPORT"], args.data_udp)
     if args.guest and args.out == os.path.join(BUILD, "live-view"):
         args.out = os.path.join(BUILD, f"live-view-{args.guest}")
+    if args.data_udp and args.out.startswith(os.path.join(BUILD, "live-view")):
+        args.out += "-udp"
     tap = Tap()
     shutil.rmtree(args.out, ignore_errors=True)
     os.makedirs(args.out)
@@ -776,7 +798,8 @@ def main():
             print(f"1..{tap.n}")
             return 1
 
-    agent = GuestAgent(args.out, args.guest) if args.guest else Agent(args.out, args.data_udp)
+    agent = (GuestAgent(args.out, args.guest, args.data_udp) if args.guest
+             else Agent(args.out, args.data_udp))
     pipe = Pipeline(args.out, agent, args.data_udp)
     tmp = tempfile.mkdtemp()
     browser = None
@@ -876,6 +899,8 @@ def main():
         except Fail as e:
             got2 = str(e)
         tap.result(got2 == want, "a second page on the finished trace shows the same tree")
+        if args.data_udp:
+            check_datagrams(tap, pipe)
 
         # The flame graph: its SVG, and a screenshot of exactly its box.
         # Its box scrolls at 30em on the page: unfold it for the picture.
