@@ -43,8 +43,9 @@ both.  Chromium is driven through its DevTools protocol
     the kernel log is clean.
 
 Output is TAP.  Environment: BFT_CHROMIUM, the browser (default chromium).
-Logs, the screenshot and the SVG stay in --out (build/live-view, or
-build/live-view-KVER; the guest's logs in its guest/).
+Logs, the screenshot and the SVG stay in --out (build/live-view,
+build/live-view-KVER, with -udp after --data-udp; the guest's logs in its
+guest/).
 
 The test run (scripts/run-tests.sh) runs it natively, then with --guest
 on each kernel after that kernel's selftests.
@@ -752,7 +753,7 @@ def main():
                                  formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--runs", type=int,
                     default=int(os.environ.get("BFT_LIVE_VIEW_RUNS", "5")))
-    ap.add_argument("--out", default=os.path.join(BUILD, "live-view"))
+    ap.add_argument("--out")
     ap.add_argument("--json")
     ap.add_argument("--guest", metavar="KVER",
                     help="trace with the module in a test guest on kernel KVER")
@@ -764,10 +765,9 @@ def main():
     args = ap.parse_args()
     if args.agent:
         return agent_main(*args.agent, os.environ["BFT_EXPORT"], args.data_udp)
-    if args.guest and args.out == os.path.join(BUILD, "live-view"):
-        args.out = os.path.join(BUILD, f"live-view-{args.guest}")
-    if args.data_udp and args.out.startswith(os.path.join(BUILD, "live-view")):
-        args.out += "-udp"
+    if not args.out:
+        args.out = os.path.join(BUILD, "live-view" + (f"-{args.guest}" if args.guest else "")
+                                + ("-udp" if args.data_udp else ""))
     tap = Tap()
     shutil.rmtree(args.out, ignore_errors=True)
     os.makedirs(args.out)
