@@ -267,7 +267,8 @@
  *       0x40 | kind, 0x00, payload...
  *
  *   kind is 6 bits; the payload is a kind-specific list of unsigned LEB128
- *   varints (plain LEB128, no flag bit).  kind 0 is invalid.
+ *   varints (plain LEB128, no flag bit), and for NAME the bytes its count
+ *   gives.  kind 0 is invalid.
  *
  *   BFT_ESC_SYNC (1): seq, time_ns, res_ns, tbits
  *       seq: how many events (ENTER, ENTER_NORET and each exit of an EXIT
@@ -345,6 +346,20 @@
  *       reader started at, or before a BREAK) is like an orphan exit:
  *       counted and dropped.
  *       example: 2 frames left by a caught exception:  48 00  02 01
+ *   BFT_ESC_NAME (9): n, then n bytes
+ *       The name of the thread of the last THREAD record, taken by the
+ *       writer while the thread runs (its comm: what prctl(PR_SET_NAME)
+ *       and pthread_setname_np set): n, a varint of 0 to BFT_THREAD_NAME_MAX,
+ *       then the n bytes of the name, none of them 0, with no terminator.
+ *       It is the one escape whose payload holds bytes that are not
+ *       varints.  Written right after a THREAD record, when this ring has
+ *       not named that thread since its last SYNC or the thread's name
+ *       changed since; a writer may repeat it.  So a reader that starts at
+ *       any SYNC learns every thread's name before its first event there,
+ *       and a thread that names itself, calls and exits at once keeps its
+ *       name.  A rename shows at the thread's next THREAD record (after a
+ *       context switch, or a SYNC).  Not an event: seq does not count it.
+ *       example: "worker-1":  49 00  08  77 6f 72 6b 65 72 2d 31
  *   BFT_ESC_TIME_SHORT (0x20..0x3f): no payload
  *       Stream time += (kind - 0x1f) * res_ns, i.e. 1 to 32 units.
  *       example: 3 units:  62 00
@@ -667,6 +682,7 @@ enum bft_event {
 #define BFT_ESC_ENTER_NORET	6
 #define BFT_ESC_THROW		7
 #define BFT_ESC_UNWIND		8
+#define BFT_ESC_NAME		9
 #define BFT_ESC_TIME_SHORT	0x20	/* 0x20..0x3f: 1..32 units */
 #define BFT_TIME_SHORT_MAX	32
 /* 2.1: time bits of ENTER and EXIT values at a session's start */
@@ -687,6 +703,9 @@ enum bft_event {
 #define BFT_UNWIND_LONGJMP	2	/* a longjmp left the frames */
 #define BFT_UNWIND_FOUND	3	/* found left at a later probe hit */
 #define BFT_UNWIND_EXIT		4	/* the thread's start routine is over */
+
+/* BFT_ESC_NAME: the longest name (a comm without its terminator) */
+#define BFT_THREAD_NAME_MAX	15
 
 /* A record is at most this long: a ring never holds a longer one. */
 #define BFT_RECORD_MAX		32

@@ -393,7 +393,7 @@ struct err_case {
 
 static const struct err_case err_cases[] = {
 	{ "kind 0", SYNC0 "40 00", BFT_SERR_KIND_ZERO, 9, "escape byte 0x40" },
-	{ "kind 9", SYNC0 "49 00 01", BFT_SERR_KIND_UNKNOWN, 9, "0x49" },
+	{ "kind 10", SYNC0 "4a 00 01", BFT_SERR_KIND_UNKNOWN, 9, "0x4a" },
 	{ "kind 0x1f", SYNC0 "5f 00", BFT_SERR_KIND_UNKNOWN, 9, "0x5f" },
 	{ "enter before sync", "81", BFT_SERR_BEFORE_SYNC, 0, "ENTER" },
 	{ "thread before sync", THR, BFT_SERR_BEFORE_SYNC, 0, "THREAD" },
@@ -529,7 +529,7 @@ TEST(resync_skips_garbage_to_next_sync_and_marks_a_gap)
 	const struct bft_stream_stats *st;
 
 	/* enter, garbage (unknown kind), events lost in it, then a SYNC */
-	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 49 00 81 81 ff 41 "
+	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 4a 00 81 81 ff 41 "
 				"41 00 06 90 8b 40 01 00 " THR "82", &l,
 				BFT_STREAM_RESYNC, &s));
 	ASSERT_EQ(1u, l.nerr);
@@ -574,7 +574,7 @@ TEST(resync_from_stream_start_finds_first_sync)
 TEST(resync_candidate_split_across_feeds_is_found)
 {
 	uint8_t b[64];
-	int n = hex_parse("49 00 aa bb " SYNC0 THR "83", b, sizeof(b));
+	int n = hex_parse("4a 00 aa bb " SYNC0 THR "83", b, sizeof(b));
 	int cut;
 
 	ASSERT_GT(n, 0);
@@ -648,7 +648,7 @@ TEST(record_callback_can_abort_the_feed)
 TEST(policy_applies_without_error_callback)
 {
 	uint8_t b[64];
-	int n = hex_parse(SYNC0 "49 00 " SYNC0, b, sizeof(b));
+	int n = hex_parse(SYNC0 "4a 00 " SYNC0, b, sizeof(b));
 	struct bft_stream_opts o = { .policy = BFT_STREAM_RESYNC };
 	struct bft_stream s;
 
@@ -943,6 +943,124 @@ TEST(resync_over_a_bad_unwind_marks_a_gap)
 	EXPECT_EQ(BFT_REC_THROW, l.r[6].kind);
 	EXPECT_EQ(3u, bft_stream_seq(&s));
 	rec_log_free(&l);
+}
+
+/*
+ * The NAME example of bftrace.h 2.2, and a rename on another THREAD: any
+ * byte but 0 may be in a name (here UTF-8 "é", '<' and '"'); NAME is no
+ * event, so the SYNC's seq counts the enters only.
+ *   SYNC0, THREAD 1234/1235                  (SYNC0 THR below)
+ *   NAME "worker-1"                          49 00 08 77 6f 72 6b 65 72 2d 31
+ *   ENTER 1                                  81
+ *   THREAD 1234/1235, NAME "é<\"x"           42 00 d2 09 d3 09 00
+ *                                            49 00 05 c3 a9 3c 22 78
+ *   ENTER 2                                  82
+ *   SYNC seq 2                               41 00 02 c0 84 3d e8 07 00
+ */
+#define NAME_HEX SYNC0 THR "49 00 08 77 6f 72 6b 65 72 2d 31 81 " THR \
+	"49 00 05 c3 a9 3c 22 78 82 41 00 02 c0 84 3d e8 07 00"
+
+static void check_names(struct __test_metadata *_metadata,
+			const struct rec_log *l)
+{
+	char name[BFT_THREAD_NAME_MAX + 1];
+
+	ASSERT_EQ(8u, l->n);
+	EXPECT_EQ(BFT_REC_NAME, l->r[2].kind);
+	EXPECT_EQ(BFT_ESC_NAME, l->r[2].esc);
+	EXPECT_EQ(16u, l->r[2].offset);
+	EXPECT_EQ(1235u, l->r[2].tid);
+	EXPECT_EQ(0u, l->r[2].seq);
+	bft_record_name(&l->r[2], name);
+	EXPECT_STREQ("worker-1", name);
+	EXPECT_EQ(BFT_REC_NAME, l->r[5].kind);
+	bft_record_name(&l->r[5], name);
+	EXPECT_STREQ("\xc3\xa9<\"x", name);
+	EXPECT_EQ(1u, l->r[5].seq);
+	EXPECT_EQ(BFT_REC_SYNC, l->r[7].kind);
+	EXPECT_EQ(2u, l->r[7].value);
+}
+
+TEST(name_example_decodes_and_is_no_event)
+{
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+
+	ASSERT_EQ(0, decode_hex(NAME_HEX, &l, BFT_STREAM_STOP, &s));
+	EXPECT_EQ(0u, l.nerr);
+	check_names(_metadata, &l);
+	EXPECT_EQ(2u, bft_stream_stats(&s)->by_kind[BFT_REC_NAME]);
+	EXPECT_EQ(2u, bft_stream_stats(&s)->events);
+	EXPECT_EQ(0u, bft_stream_stats(&s)->gaps);
+	rec_log_free(&l);
+}
+
+TEST(name_split_at_every_byte_decodes_the_same)
+{
+	decode_split_everywhere(_metadata, NAME_HEX, 0, 7, check_names);
+}
+
+TEST(writer_produces_name_example)
+{
+	struct bft_writer w;
+	char got[160];
+	const uint8_t *p;
+	size_t len;
+
+	ASSERT_EQ(0, bft_writer_init(&w, 1000, 0));
+	ASSERT_EQ(0, bft_writer_set_time_bits(&w, 0));
+	ASSERT_EQ(0, bft_writer_sync(&w, 1000000));
+	ASSERT_EQ(0, bft_writer_name(&w, 1000000, 1234, 1235, "worker-1"));
+	ASSERT_EQ(0, bft_writer_enter(&w, 1000000, 1234, 1235, 1));
+	ASSERT_EQ(0, bft_writer_name(&w, 1000000, 1234, 1235, "\xc3\xa9<\"x"));
+	ASSERT_EQ(0, bft_writer_enter(&w, 1000000, 1234, 1235, 2));
+	ASSERT_EQ(0, bft_writer_sync(&w, 1000000));
+	EXPECT_EQ(-EINVAL, bft_writer_name(&w, 1000000, 1234, 1235,
+					   "sixteen-bytes-xx"));
+	p = bft_writer_data(&w, &len);
+	EXPECT_STREQ("410000c0843de80700" "4200d209d30900" "4900" "08"
+		     "776f726b65722d31" "81" "4200d209d30900" "4900" "05"
+		     "c3a93c2278" "82" "410002c0843de80700",
+		     hex_format(p, len, got));
+	bft_writer_free(&w);
+}
+
+static const struct err_case name_err_cases[] = {
+	{ "name without thread", SYNC0 "49 00 01 61", BFT_SERR_NO_THREAD, 9,
+	  "NAME before any THREAD" },
+	{ "name before sync", "49 00 01 61", BFT_SERR_BEFORE_SYNC, 0, "NAME" },
+	{ "name of 16 bytes", SYNC0 THR "49 00 10 " TEN_BYTES "61 61 61 61 61 61",
+	  BFT_SERR_FIELD_RANGE, 16, "NAME of 16 bytes" },
+	{ "name holding a 0", SYNC0 THR "49 00 03 61 00 62",
+	  BFT_SERR_FIELD_RANGE, 16, "NAME holds a 0 byte" },
+	{ "truncated name", SYNC0 THR "49 00 04 61 62", BFT_SERR_TRUNCATED, 16,
+	  "5 byte(s)" },
+	{ "overlong name count", SYNC0 THR "49 00 81 00 61",
+	  BFT_SERR_VARINT_OVERLONG, 16, "overlong" },
+};
+
+TEST(malformed_names_are_reported_with_offset)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(name_err_cases) / sizeof(name_err_cases[0]);
+	     i++) {
+		const struct err_case *c = &name_err_cases[i];
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+
+		EXPECT_EQ(-EPROTO, decode_hex(c->hex, &l, BFT_STREAM_STOP, &s))
+			TH_LOG("%s", c->name);
+		ASSERT_EQ(1u, l.nerr) TH_LOG("%s", c->name);
+		EXPECT_EQ(c->code, l.err[0].code) TH_LOG("%s: %s", c->name,
+							   l.err[0].msg);
+		EXPECT_EQ(c->offset, l.err[0].offset) TH_LOG("%s", c->name);
+		EXPECT_NE(NULL, strstr(l.err[0].msg, c->text))
+			TH_LOG("%s: \"%s\" lacks \"%s\"", c->name,
+			       l.err[0].msg, c->text);
+		EXPECT_EQ(0u, bft_stream_stats(&s)->by_kind[BFT_REC_NAME]);
+		rec_log_free(&l);
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -41,11 +41,19 @@ static const char *const kind_names[BFT_REC__COUNT] = {
 	[BFT_REC_GAP] = "GAP",
 	[BFT_REC_THROW] = "THROW",
 	[BFT_REC_UNWIND] = "UNWIND",
+	[BFT_REC_NAME] = "NAME",
 };
 
 const char *bft_rec_kind_name(unsigned int kind)
 {
 	return kind < BFT_REC__COUNT ? kind_names[kind] : "invalid";
+}
+
+void bft_record_name(const struct bft_record *r, char *out)
+{
+	memcpy(out, &r->value, 8);
+	memcpy(out + 8, &r->value2, 8);
+	out[BFT_THREAD_NAME_MAX] = 0;
 }
 
 static const char *const err_names[BFT_SERR__COUNT] = {
@@ -99,6 +107,7 @@ static const signed char esc_fields[BFT_ESC_TIME_SHORT] = {
 	[BFT_ESC_ENTER_NORET] = 1,
 	[BFT_ESC_THROW] = 2,
 	[BFT_ESC_UNWIND] = 2,
+	[BFT_ESC_NAME] = 1,	/* and the bytes it counts */
 };
 
 static const unsigned char esc_rec[BFT_ESC_TIME_SHORT] = {
@@ -110,7 +119,30 @@ static const unsigned char esc_rec[BFT_ESC_TIME_SHORT] = {
 	[BFT_ESC_ENTER_NORET] = BFT_REC_ENTER_NORET,
 	[BFT_ESC_THROW] = BFT_REC_THROW,
 	[BFT_ESC_UNWIND] = BFT_REC_UNWIND,
+	[BFT_ESC_NAME] = BFT_REC_NAME,
 };
+
+/* NAME's bytes, after its count at p[len - 1]: into v[0], v[1], 0-padded */
+static int parse_name(const uint8_t *p, size_t n, size_t len, struct raw *raw)
+{
+	uint64_t count = raw->v[0];
+	char name[16] = { 0 };
+
+	if (count > BFT_THREAD_NAME_MAX) {
+		raw->bad = count;
+		return -BFT_SERR_FIELD_RANGE;
+	}
+	if (n - len < count)
+		return 0;
+	if (memchr(p + len, 0, count)) {
+		raw->bad = count;
+		return -BFT_SERR_FIELD_RANGE;
+	}
+	memcpy(name, p + len, count);
+	memcpy(&raw->v[0], name, 8);
+	memcpy(&raw->v[1], name + 8, 8);
+	return (int)(len + count);
+}
 
 static int parse_escape(const uint8_t *p, size_t n, struct raw *raw)
 {
@@ -178,6 +210,8 @@ static int parse_escape(const uint8_t *p, size_t n, struct raw *raw)
 			return -BFT_SERR_FIELD_RANGE;
 		}
 		break;
+	case BFT_ESC_NAME:
+		return parse_name(p, n, len, raw);
 	}
 	return (int)len;
 }
@@ -518,6 +552,19 @@ static int apply(struct bft_stream *s, const struct raw *raw, int len,
 		rec.value = raw->v[0];
 		s->st.breaks++;
 		break;
+	case BFT_REC_NAME:
+		/* of the thread of the last THREAD: none yet is malformed */
+		if (unlikely(!s->threaded)) {
+			if (fail(s, BFT_SERR_NO_THREAD, off, 0, 0,
+				 ": NAME before any THREAD record") !=
+			    BFT_STREAM_RESYNC)
+				return STEP_STOP;
+			return start_resync(s);
+		}
+		fill(s, &rec, raw->kind, off);
+		rec.value = raw->v[0];
+		rec.value2 = raw->v[1];
+		break;
 	default:
 		return start_resync(s);	/* not reached: parse() knows kinds */
 	}
@@ -564,6 +611,12 @@ static int parse_error(struct bft_stream *s, int code, const struct raw *raw,
 		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_UNWIND)
 			snprintf(buf, sizeof(buf), ": UNWIND reason %" PRIu64,
 				 raw->bad);
+		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_NAME &&
+			 raw->bad > BFT_THREAD_NAME_MAX)
+			snprintf(buf, sizeof(buf), ": NAME of %" PRIu64
+				 " bytes", raw->bad);
+		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_NAME)
+			detail = ": NAME holds a 0 byte";
 		else
 			snprintf(buf, sizeof(buf),
 				 ": THREAD id %" PRIu64 " beyond u32", raw->bad);

@@ -78,6 +78,8 @@ enum bft_rec_kind {
 				 * value2: how, BFT_THROW_* */
 	BFT_REC_UNWIND,		/* value: frames left (>= 1), value2: reason,
 				 * BFT_UNWIND_* */
+	BFT_REC_NAME,		/* value, value2: the name's bytes 0-7 and
+				 * 8-15, 0-padded (bft_record_name()) */
 	BFT_REC__COUNT
 };
 
@@ -103,6 +105,9 @@ struct bft_record {
 };
 
 const char *bft_rec_kind_name(unsigned int kind);
+
+/* A BFT_REC_NAME record's name, terminated: out holds BFT_THREAD_NAME_MAX + 1. */
+void bft_record_name(const struct bft_record *r, char *out);
 
 enum bft_stream_err {
 	BFT_SERR_NONE,

@@ -230,6 +230,28 @@ int bft_writer_unwind(struct bft_writer *w, uint64_t t, uint32_t tgid,
 	return write_event2(w, t, tgid, tid, BFT_ESC_UNWIND, n, reason);
 }
 
+int bft_writer_name(struct bft_writer *w, uint64_t t, uint32_t tgid,
+		    uint32_t tid, const char *name)
+{
+	size_t n = strlen(name);
+	int r;
+
+	if (n > BFT_THREAD_NAME_MAX)
+		return -EINVAL;
+	r = prepare(w, &t);
+	w->threaded = 0;
+	if (!r)
+		r = advance(w, t, 1, tgid, tid, NULL);
+	if (!r)
+		r = put_esc(w, BFT_ESC_NAME, 1, n, 0, 0, 0);
+	if (r)
+		return r;
+	/* put_esc reserved BFT_RECORD_MAX: the bytes fit behind the count */
+	memcpy(w->out.data + w->out.len, name, n);
+	w->out.len += n;
+	return 0;
+}
+
 void bft_writer_sched_out(struct bft_writer *w)
 {
 	w->threaded = 0;

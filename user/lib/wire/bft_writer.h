@@ -71,6 +71,12 @@ int bft_writer_throw(struct bft_writer *w, uint64_t t, uint32_t tgid,
 /* UNWIND: n frames of (tgid, tid) left, reason: BFT_UNWIND_*. */
 int bft_writer_unwind(struct bft_writer *w, uint64_t t, uint32_t tgid,
 		      uint32_t tid, uint64_t n, unsigned int reason);
+/*
+ * NAME of (tgid, tid), right after a THREAD record (written for it even if
+ * the thread is the current one): name holds at most BFT_THREAD_NAME_MAX bytes.
+ */
+int bft_writer_name(struct bft_writer *w, uint64_t t, uint32_t tgid,
+		    uint32_t tid, const char *name);
 /* The current thread was scheduled out: its next event writes THREAD. */
 void bft_writer_sched_out(struct bft_writer *w);
 /* Seal the open run and write a SYNC at t: the flush timer's heartbeat. */
