@@ -11,6 +11,7 @@
 #include <linux/mutex.h>
 #include <linux/path.h>
 #include <linux/reciprocal_div.h>
+#include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/uprobes.h>
@@ -39,6 +40,14 @@ extern struct mutex bft_lock;
 extern int bft_mode;		/* enum bft_mode; READ_ONCE in handlers */
 
 /* ---- rings (bft_ring.c) ---- */
+
+/* Threads a ring named since its last SYNC (uapi 2.2, BFT_ESC_NAME). */
+#define BFT_RING_NAMES	8
+
+struct bft_ring_name {
+	pid_t tid;		/* 0: free */
+	char comm[TASK_COMM_LEN];
+};
 
 /*
  * One per possible CPU, and written only on that CPU with preemption off:
@@ -75,6 +84,8 @@ struct bft_ring {
 	u8 run_units;		/* the time units its record carries */
 	u8 tbits;		/* time bits of the last SYNC (uapi 2.1) */
 	struct bft_tb_hist tb;	/* the records since, for the next one */
+	/* by tid modulo BFT_RING_NAMES: a miss only costs a NAME again */
+	struct bft_ring_name names[BFT_RING_NAMES];
 	bool flushed;		/* the flush timer sealed data not yet read */
 
 	/* counters */

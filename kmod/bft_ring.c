@@ -41,8 +41,11 @@
 static DEFINE_PER_CPU(struct bft_ring, bft_rings);
 static bool bft_rings_allocated;
 
-/* Room for every record one hit can produce: LOST, SYNC, BREAK, THREAD, event. */
-#define BFT_HIT_MAX (5 * BFT_RECORD_MAX)
+/*
+ * Room for every record one hit can produce: LOST, SYNC, BREAK, THREAD,
+ * NAME, event.
+ */
+#define BFT_HIT_MAX (6 * BFT_RECORD_MAX)
 /* ... and on the fast path: a sealed EXIT run, a TIME, the event. */
 #define BFT_FAST_MAX (3 * BFT_RECORD_MAX)
 
@@ -52,6 +55,8 @@ struct bft_recbuf {
 	u64 time;		/* stream time after these records */
 	u8 tbits;		/* time bits of their ENTER and EXIT values */
 	bool sync;		/* they hold a SYNC, which chose @tbits */
+	bool named;		/* they hold a NAME of @comm */
+	char comm[TASK_COMM_LEN];
 };
 
 static void bft_recbuf_init(struct bft_recbuf *rb, const struct bft_ring *r)
@@ -60,6 +65,7 @@ static void bft_recbuf_init(struct bft_recbuf *rb, const struct bft_ring *r)
 	rb->time = r->time;
 	rb->tbits = r->tbits;
 	rb->sync = false;
+	rb->named = false;
 }
 
 struct bft_ring *bft_ring_get(unsigned int cpu)
@@ -211,6 +217,34 @@ static void bft_put_owed(struct bft_ring *r, struct bft_recbuf *rb, u64 now)
 	rb->len = p - rb->b;
 }
 
+static struct bft_ring_name *bft_ring_name_slot(struct bft_ring *r, pid_t tid)
+{
+	return &r->names[(u32)tid % BFT_RING_NAMES];
+}
+
+/*
+ * NAME after a THREAD, unless this ring named the thread so since its last
+ * SYNC.  The comm is read without the task lock, as bpf_get_current_comm()
+ * reads it: only a rename racing this very hit can tear it, and then the
+ * thread's next THREAD names it again.
+ */
+static u8 *bft_put_name(struct bft_ring *r, struct bft_recbuf *rb, u8 *p)
+{
+	struct bft_ring_name *slot = bft_ring_name_slot(r, current->pid);
+	size_t n;
+
+	strscpy_pad(rb->comm, current->comm, sizeof(rb->comm));
+	if (!rb->sync && slot->tid == current->pid &&
+	    !memcmp(slot->comm, rb->comm, sizeof(rb->comm)))
+		return p;
+	n = strnlen(rb->comm, BFT_THREAD_NAME_MAX);
+	p += bft_put_esc(p, BFT_ESC_NAME);
+	p += bft_put_varint(p, n);
+	memcpy(p, rb->comm, n);
+	rb->named = true;
+	return p + n;
+}
+
 /*
  * THREAD or time before an event; returns the units the event carries,
  * and the units since the record before in *@units (0 after a THREAD).
@@ -228,6 +262,7 @@ static u8 bft_put_when(struct bft_ring *r, struct bft_recbuf *rb, u64 now,
 		p += bft_put_varint(p, current->pid);
 		p += bft_put_varint(p, now - rb->time);
 		rb->time = now;
+		p = bft_put_name(r, rb, p);
 	} else {
 		*units = bft_ring_units(r, now - rb->time);
 		inline_units = bft_put_lead_time(&p, rb->tbits, kind, *units);
@@ -248,6 +283,8 @@ static void bft_ring_commit_owed(struct bft_ring *r, struct bft_recbuf *rb)
 		/* the SYNC's tbits hold from here; count afresh for the next */
 		r->tbits = rb->tbits;
 		memset(&r->tb, 0, sizeof(r->tb));
+		/* a reader may start here: it learns the names again */
+		memset(r->names, 0, sizeof(r->names));
 	}
 }
 
@@ -338,6 +375,12 @@ static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
 	}
 	bft_ring_commit_owed(r, &rb);
 	bft_ring_note(r, kind, id, units);
+	if (rb.named) {
+		struct bft_ring_name *slot = bft_ring_name_slot(r, tsk->pid);
+
+		slot->tid = tsk->pid;
+		memcpy(slot->comm, rb.comm, sizeof(slot->comm));
+	}
 	if (new_thread) {
 		r->have_thread = true;
 		r->tgid = tsk->tgid;
@@ -687,6 +730,9 @@ static u32 bft_ring_record_len(struct bft_ring *r, u64 pos)
 	n = 1 + bft_ring_varint_len(r, pos + 1);
 	if (n != 2 || bft_ring_byte(r, pos + 1) != 0 || (lead & BFT_F_ENTER))
 		return n;
+	/* its count is one byte, and the bytes it counts are no varints */
+	if (kind == BFT_ESC_NAME)
+		return 3 + bft_ring_byte(r, pos + 2);
 	if (kind >= BFT_ESC_TIME_SHORT)
 		args = 0;
 	else if (kind == BFT_ESC_SYNC)
