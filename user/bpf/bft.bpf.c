@@ -327,7 +327,41 @@ static __always_inline void commit_owed(struct bft_bpf_cpu *c, __u64 time,
 		/* the SYNC's tbits hold from here; count afresh for the next */
 		c->tbits = tbits;
 		__builtin_memset(&c->tb, 0, sizeof(c->tb));
+		/* a reader may start here: it learns the names again */
+		__builtin_memset(c->name_tid, 0, sizeof(c->name_tid));
 	}
+}
+
+/*
+ * kmod/bft_ring.c: bft_put_name().  NAME after a THREAD, unless this CPU
+ * named the thread so since its last SYNC (@sync: these records hold a
+ * SYNC).  Returns whether it wrote one, whose name is then in @comm.
+ */
+static __always_inline bool put_name(struct bft_bpf_cpu *c, __u32 tid,
+				     bool sync, __u64 comm[2])
+{
+	__u32 slot = tid % BFT_BPF_NAMES, n = 0;
+	const char *s = (const char *)comm;
+
+	comm[0] = comm[1] = 0;
+	bpf_get_current_comm(comm, 2 * sizeof(__u64));
+	if (!sync && c->name_tid[slot] == tid &&
+	    c->name_comm[slot][0] == comm[0] &&
+	    c->name_comm[slot][1] == comm[1])
+		return false;
+	for (int i = 0; i < BFT_THREAD_NAME_MAX; i++) {
+		if (!s[i])
+			break;
+		n++;
+	}
+	put_esc(c, BFT_ESC_NAME);
+	put_byte(c, n);
+	for (int i = 0; i < BFT_THREAD_NAME_MAX; i++) {
+		if (i >= n)
+			break;
+		put_byte(c, s[i]);
+	}
+	return true;
 }
 
 /* An ENTER or EXIT went out, units after the record before it. */
@@ -393,8 +427,9 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 	__u32 tid = tsk->pid, tgid = tsk->tgid;
 	__u32 wake_at = ctl->watermark;
 	__u64 now, nsw, units, time;
-	bool new_thread, sync;
+	bool new_thread, sync, named = false;
 	__u8 inline_units = 0, tbits;
+	__u64 comm[2];
 	void *ring;
 
 	ring = cpu_ring();
@@ -460,6 +495,7 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 		put_varint(c, tid);
 		put_varint(c, now - time);
 		time = now;
+		named = put_name(c, tid, sync, comm);
 	} else {
 		units = units_of(c, now - time);
 		inline_units = put_lead_time(c, tbits, kind, units);
@@ -472,6 +508,13 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 	}
 	commit_owed(c, time, sync, tbits);
 	note(c, kind, id, units);
+	if (named) {
+		__u32 slot = tid % BFT_BPF_NAMES;
+
+		c->name_tid[slot] = tid;
+		c->name_comm[slot][0] = comm[0];
+		c->name_comm[slot][1] = comm[1];
+	}
 	if (sync)
 		c->last_sync = now;
 	if (new_thread) {

@@ -14,8 +14,8 @@
 /*
  * A batch below BFT_BPF_BATCH plus one hit's records, or what one hit
  * can produce after an emptied batch, as in the module: an EXIT run,
- * LOST, SYNC, BREAK, THREAD and the event, each at most BFT_RECORD_MAX
- * (32) bytes.  A power of two: the programs mask offsets with it for the
+ * LOST, SYNC, BREAK, THREAD, NAME and the event, each at most
+ * BFT_RECORD_MAX (32) bytes.  A power of two: the programs mask offsets with it for the
  * verifier.
  */
 #define BFT_BPF_SCRATCH		256
@@ -26,6 +26,9 @@
  * and the slow path's records follow an emptied one.
  */
 #define BFT_BPF_BATCH		192
+
+/* Threads a CPU remembers having named (kmod: BFT_RING_NAMES). */
+#define BFT_BPF_NAMES		8
 
 /*
  * Method ids below this count their hits in an array, the rest in a
@@ -82,6 +85,13 @@ struct bft_bpf_cpu {
 	__u8 run_units;		/* time units the open run's record carries */
 	__u8 tbits;		/* time bits of the last SYNC (uapi 2.1) */
 	struct bft_tb_hist tb;	/* the records since, for the next SYNC */
+	/*
+	 * The threads this CPU named since its last SYNC (uapi 2.2,
+	 * BFT_ESC_NAME), by tid modulo BFT_BPF_NAMES, as the module's
+	 * struct bft_ring_name: tid 0 is a free slot.
+	 */
+	__u32 name_tid[BFT_BPF_NAMES];
+	__u64 name_comm[BFT_BPF_NAMES][2];
 	__u8 buf[BFT_BPF_SCRATCH];	/* the batch, not yet in the ring */
 };
 
