@@ -114,7 +114,9 @@ struct bfi_slot {
 	uint32_t nevicted;	/* evictions so far: the next one goes to
 				 * evicted[nevicted % BFI_EVICTED] */
 	uint32_t pad2;
-	uint64_t reserved[8];
+	/* the thread's name for the next NAME record (bfi_rec_ring.c) */
+	char name[16];
+	uint64_t reserved[6];
 	/*
 	 * Entries taken off the shadow stack other than by their own return
 	 * (their frames looked gone); bfi_exit looks here when the shadow

@@ -66,6 +66,7 @@ static struct bfi_slot *rec_slot_claim(struct bfi_area *a, uint64_t tp,
 		s->tbits = BFT_TIME_BITS;
 		s->gen = BFI_CTL_GEN(ctl);
 		s->owed = BFI_OWE_SYNC;
+		bfi_ring_name_take(s);
 		*index = i;
 		return s;
 	}
@@ -151,6 +152,7 @@ static void rec_slot_takeover(struct bfi_ctx *c)
 	bfi_evict(c, 0);
 	c->slot->tid = tid;
 	c->slot->owed |= BFI_OWE_THREAD;
+	bfi_ring_name_take(c->slot);
 }
 
 /* The control word changed since this thread last recorded. */
@@ -165,11 +167,9 @@ static void rec_gen_check(struct bfi_ctx *c)
 	/*
 	 * A start after a stop begins the stream a new reader starts at, as
 	 * the module's start resets its rings: a LOST still owed from the
-	 * last session would come before its SYNC.  That SYNC's seq counts
-	 * those events, and the slot's lost counter keeps them.
+	 * last session goes after that SYNC (ring_write).
 	 */
-	if (BFI_CTL_BREAK(c->ctl) == BFT_BREAK_STOP)
-		s->lost_owed = 0;
+	bfi_ring_name_take(s);
 }
 
 static int rec_busy_take(struct bfi_slot *s)

@@ -33,6 +33,9 @@ struct bfi_ctx {
 	uint64_t ctl;			/* the control word, read once */
 	uint64_t now;			/* CLOCK_MONOTONIC, when recording */
 	int tracing;			/* mode TRACING: records are written */
+	/* ring_write: a NAME goes at this offset - 1 of its bytes; 0 none.
+	 * Here, not on ring_write's frame: the recorder's deepest. */
+	unsigned int name_at;
 };
 
 /* The kinds of event a thread writes (kmod/bft_ring.c's enum bft_rec). */
@@ -58,6 +61,7 @@ BFI_HIDDEN uint64_t bfi_exit(uint64_t rsp);
 BFI_HIDDEN void bfi_ring_event(struct bfi_ctx *c, enum bfi_ev kind,
 			       uint32_t id, uint32_t arg);
 BFI_HIDDEN uint64_t bfi_clock(const struct bfi_area *area);
+BFI_HIDDEN void bfi_ring_name_take(struct bfi_slot *s);
 
 /* bfi_rec_unwind.c */
 BFI_HIDDEN void bfi_hook(struct bfi_ctx *c, uint32_t flags, uint64_t sp,

@@ -21,11 +21,15 @@ _Static_assert(BFT_TB_KEYS == 16 && BFT_TB_GAPS == 8,
 	       "tb_keys and tb_gaps are sized for bft_tbits.h");
 
 /*
- * The bytes of one hit at most: LOST (12), SYNC (27: a time in ns takes 9),
- * BREAK (3), THREAD (13: no delta after a SYNC) and the event (12); or,
- * without a SYNC, LOST, THREAD or TIME (22) and the event.
+ * The bytes of one hit at most but its NAME (ring_put): LOST (12), SYNC
+ * (27: a time in ns takes 9), BREAK (3), THREAD (13: no delta after a
+ * SYNC) and the event (12); or, without a SYNC, LOST, THREAD or TIME (22)
+ * and the event.
  */
 #define BFI_HIT_MAX	80
+
+#define NR_PRCTL		157
+#define PR_GET_NAME_ID		16
 
 #define CLOCK_MONOTONIC_ID	1
 #define NR_CLOCK_GETTIME	228
@@ -98,24 +102,67 @@ static unsigned int ring_event_put(uint8_t *p, unsigned int tbits,
 }
 
 /*
- * Publish len bytes, or false when [tail, head) leaves no room: bytes the
- * reader has not taken are never written.  head is stored after the bytes
- * (x86 keeps stores in order: a plain store releases them).
+ * The calling thread's name as it is now, for the NAME after each THREAD
+ * of its ring (uapi 2.2): taken when the thread claims or takes over its
+ * slot (its first event) and at each start, not in ring_write, whose
+ * stack is the recorder's deepest.
+ */
+void bfi_ring_name_take(struct bfi_slot *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(s->name); i++)
+		s->name[i] = 0;
+	if (bfi_syscall(NR_PRCTL, PR_GET_NAME_ID, (long)s->name, 0))
+		s->name[0] = 0;
+	s->name[BFT_THREAD_NAME_MAX] = 0;
+}
+
+/* NAME's length for the slot's name (uapi 2.2): its bytes follow it. */
+static unsigned int ring_name_len(const struct bfi_slot *s)
+{
+	unsigned int n = 0;
+
+	while (n < BFT_THREAD_NAME_MAX && s->name[n])
+		n++;
+	return n;
+}
+
+/*
+ * Publish b[0, len), with a NAME of the slot's name at c->name_at - 1 if
+ * that is not 0 (a THREAD ends there), or false when [tail, head) leaves
+ * no room:
+ * bytes the reader has not taken are never written.  The NAME is copied
+ * from the slot, not built in ring_write's buffer: the recorder's stack
+ * has no room for it.  head is stored after the bytes (x86 keeps stores
+ * in order: a plain store releases them).
  */
 static int ring_put(struct bfi_ctx *c, const uint8_t *b, unsigned int len)
 {
-	struct bfi_slot *s = c->slot;
-	uint64_t size = c->area->ring_size, head = s->head;
-	uint64_t used = head - bfi_load(&s->tail);
-	uint8_t *ring = (uint8_t *)s + BFI_RING_OFF;
-	unsigned int i;
+	unsigned int at = c->name_at;
 
-	if (used > size || len > size - used)
+	struct bfi_slot *s = c->slot;
+	uint64_t size = c->area->ring_size, head = s->head, mask = size - 1;
+	uint64_t used = head - bfi_load(&s->tail);
+	unsigned int name_len = at ? ring_name_len(s) : 0, i;
+	unsigned int total = len + (at ? 3 + name_len : 0);
+	uint8_t *ring = (uint8_t *)s + BFI_RING_OFF;
+
+	if (used > size || total > size - used)
 		return 0;
-	for (i = 0; i < len; i++)
-		ring[(head + i) & (size - 1)] = b[i];
+	for (i = 0; i + 1 < at; i++)
+		ring[(head++) & mask] = b[i];
+	if (at) {
+		ring[(head++) & mask] = (uint8_t)(BFT_ESC_LEAD | BFT_ESC_NAME);
+		ring[(head++) & mask] = 0;
+		ring[(head++) & mask] = (uint8_t)name_len;
+		for (unsigned int k = 0; k < name_len; k++)
+			ring[(head++) & mask] = (uint8_t)s->name[k];
+	}
+	for (; i < len; i++)
+		ring[(head++) & mask] = b[i];
 	bfi_barrier();
-	*(volatile uint64_t *)&s->head = head + len;
+	*(volatile uint64_t *)&s->head = head;
 	bfi_barrier();
 	return 1;
 }
@@ -133,8 +180,8 @@ ring_tbits_pick(struct bfi_slot *s)
 
 /*
  * One event, with what it owes first (kmod/bft_ring.c: bft_ring_slow,
- * which every hit here is): LOST, SYNC, BREAK, THREAD, the time, the
- * event; all of it, or nothing and one more lost event.  @sync: the
+ * which every hit here is): LOST, SYNC, BREAK, THREAD and NAME, the time,
+ * the event; all of it, or nothing and one more lost event.  @sync: the
  * records start with a SYNC choosing @tbits.
  */
 static __attribute__((noinline)) void ring_write(struct bfi_ctx *c,
@@ -152,15 +199,23 @@ static __attribute__((noinline)) void ring_write(struct bfi_ctx *c,
 
 	if (now < time)
 		now = time;
+	c->name_at = 0;
 	s->produced++;
-	if (s->lost_owed) {
+	/*
+	 * What a stopped session still owes goes after the start's SYNC and
+	 * BREAK: a reader of the new session starts at that SYNC, and one
+	 * that read on across the stop finds every event counted.
+	 */
+	if (s->lost_owed && BFI_OWED_BREAK(owed) != BFT_BREAK_STOP) {
 		n += ring_esc_put(b + n, BFT_ESC_LOST);
 		n += bft_leb128_put(b + n, s->lost_owed);
 	}
 	if (sync) {
-		/* seq counts what precedes, the owed LOST included */
+		/* seq counts what precedes, an owed LOST before it included */
 		n += ring_esc_put(b + n, BFT_ESC_SYNC);
-		n += bft_leb128_put(b + n, s->written + s->lost);
+		n += bft_leb128_put(b + n, s->written + s->lost -
+				    (BFI_OWED_BREAK(owed) == BFT_BREAK_STOP ?
+				     s->lost_owed : 0));
 		n += bft_leb128_put(b + n, now);
 		n += bft_leb128_put(b + n, res);
 		n += bft_leb128_put(b + n, tbits);
@@ -170,12 +225,17 @@ static __attribute__((noinline)) void ring_write(struct bfi_ctx *c,
 		n += ring_esc_put(b + n, BFT_ESC_BREAK);
 		n += bft_leb128_put(b + n, BFI_OWED_BREAK(owed));
 	}
+	if (s->lost_owed && BFI_OWED_BREAK(owed) == BFT_BREAK_STOP) {
+		n += ring_esc_put(b + n, BFT_ESC_LOST);
+		n += bft_leb128_put(b + n, s->lost_owed);
+	}
 	if (sync || (owed & BFI_OWE_THREAD)) {
 		n += ring_esc_put(b + n, BFT_ESC_THREAD);
 		n += bft_leb128_put(b + n, a->tgid);
 		n += bft_leb128_put(b + n, s->tid);
 		n += bft_leb128_put(b + n, now - time);
 		time = now;
+		c->name_at = n + 1;
 	} else {
 		units = (now - time) / res;
 		if ((kind == BFI_EV_ENTER || kind == BFI_EV_EXIT) &&

@@ -304,7 +304,9 @@
  *   BFT_ESC_LOST (4): n
  *       n events were dropped here because the ring was full; it is
  *       written at the stream time of the record before it, just ahead of
- *       the next record that fits.  The
+ *       the next record that fits (or, for what a stopped session of a
+ *       ring that outlives it still owed, right after the next session's
+ *       SYNC and BREAK, whose seq leaves those events out).  The
  *       per-thread structure across a loss is unknown: treat it as a data
  *       break for every thread.    example: 7 lost:  44 00  07
  *   BFT_ESC_BREAK (5): reason (BFT_BREAK_*)

@@ -566,14 +566,14 @@ TEST(tiny_ring_overflows_with_exact_accounting)
 
 /*
  * A session stops with its ring full: the next session's stream, read
- * from where the last reader stopped, starts at its SYNC, with no LOST of
- * the last session ahead of it.
+ * from where the last reader stopped, starts at its SYNC and BREAK, and
+ * the LOST the last session still owed comes right after them.
  */
 TEST(start_after_stop_opens_with_a_sync)
 {
 	struct bfi_slot *s;
 	struct decoded d;
-	uint64_t lost;
+	uint64_t lost, owed;
 	int i;
 
 	ASSERT_EQ(0, rec_init(256, 0));
@@ -584,6 +584,7 @@ TEST(start_after_stop_opens_with_a_sync)
 	ASSERT_NE(NULL, s);
 	ASSERT_LT(0, s->lost_owed);
 	lost = s->lost;
+	owed = s->lost_owed;
 	live()->ctl = BFI_CTL(BFT_MODE_SHUTTING_DOWN, 0, 2);
 	s->tail = s->head;	/* the last session's reader drains */
 	live()->ctl = BFI_CTL(BFT_MODE_TRACING, BFT_BREAK_STOP, 3);
@@ -594,9 +595,45 @@ TEST(start_after_stop_opens_with_a_sync)
 	ASSERT_EQ(0, decode_feed(&d, s));
 	decode_end(&d);
 	EXPECT_EQ(0, bft_stream_stats(&d.s)->errors);
-	EXPECT_EQ(0, bft_stream_stats(&d.s)->lost);
+	EXPECT_EQ(owed, bft_stream_stats(&d.s)->lost);
 	EXPECT_EQ(1, bft_stream_stats(&d.s)->breaks);
 	EXPECT_EQ(s->produced, bft_stream_seq(&d.s));
+	decode_free(&d);
+	rec_fini();
+}
+
+/*
+ * The same, read by one reader across the stop and the start: every
+ * event lost in either session is counted, with no sequence gap.
+ */
+TEST(one_reader_across_a_stop_counts_every_loss)
+{
+	struct bfi_slot *s;
+	struct decoded d;
+	int i;
+
+	ASSERT_EQ(0, rec_init(256, 0));
+	ASSERT_EQ(0, decode_init(&d));
+	live()->ctl = BFI_CTL(BFT_MODE_TRACING, 0, 1);
+	for (i = 0; i < 500; i++)
+		CALL(int (*)(int), M_LEAF)(i);
+	s = slot_of(my_tid());
+	ASSERT_NE(NULL, s);
+	ASSERT_LT(0, s->lost_owed);
+	live()->ctl = BFI_CTL(BFT_MODE_SHUTTING_DOWN, 0, 2);
+	ASSERT_EQ(0, decode_feed(&d, s));
+	live()->ctl = BFI_CTL(BFT_MODE_TRACING, BFT_BREAK_STOP, 3);
+	for (i = 0; i < 500; i++)
+		CALL(int (*)(int), M_LEAF)(i);
+	ASSERT_EQ(0, decode_feed(&d, s));
+	CALL(int (*)(int), M_LEAF)(1);
+	ASSERT_EQ(0, decode_feed(&d, s));
+	decode_end(&d);
+	EXPECT_EQ(0, bft_stream_stats(&d.s)->errors);
+	EXPECT_EQ(0, bft_stream_stats(&d.s)->gaps);
+	EXPECT_EQ(s->lost - s->lost_owed, bft_stream_stats(&d.s)->lost);
+	EXPECT_EQ(1, bft_stream_stats(&d.s)->breaks);
+	EXPECT_EQ(s->produced - s->lost_owed, bft_stream_seq(&d.s));
 	decode_free(&d);
 	rec_fini();
 }
