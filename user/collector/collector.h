@@ -268,6 +268,9 @@ struct cthread {
 	uint8_t conn;		/* its data connection, set with name_sent */
 	bool name_sent;		/* in the current HQ session */
 	bool seen;
+	/* its name came with its records (NAME, uapi 2.2): they also tell
+	 * of renames, so /proc is not asked again */
+	bool name_recorded;
 	char *name;		/* "<comm> (<tgid>/<tid>)" */
 	struct bft_flow_writer flow;
 	FILE *flow_file;

@@ -78,36 +78,56 @@ static int thash_grow(struct coll *c)
 	return 0;
 }
 
-static char *thread_name(struct coll *c, uint32_t tgid, uint32_t tid)
+static char *thread_label(const char *comm, uint32_t tgid, uint32_t tid)
 {
-	char *comm = source_thread_name(c, tgid, tid), *name = NULL;
+	char *name = NULL;
 
 	if (asprintf(&name, "%s (%u/%u)", comm ? comm : "thread", tgid,
 		     tid) < 0)
 		name = NULL;
+	return name;
+}
+
+static char *thread_name(struct coll *c, uint32_t tgid, uint32_t tid)
+{
+	char *comm = source_thread_name(c, tgid, tid);
+	char *name = thread_label(comm, tgid, tid);
+
 	free(comm);
 	return name;
 }
 
-static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
+static struct cthread *thread_find(struct coll *c, uint32_t tgid,
+				   uint32_t tid)
+{
+	struct cthread *t;
+	uint32_t s;
+
+	if (!c->thash_cap)
+		return NULL;
+	for (s = thash_slot(tgid, tid, c->thash_cap); c->thash[s];
+	     s = (s + 1) & (c->thash_cap - 1)) {
+		t = c->threads[c->thash[s] - 1];
+		if (t->tgid == tgid && t->tid == tid)
+			return t;
+	}
+	return NULL;
+}
+
+/* A new thread, named @name (taken), or as the source says if NULL. */
+static struct cthread *thread_add(struct coll *c, uint32_t tgid, uint32_t tid,
+				  char *name)
 {
 	struct cthread *t, **v;
 	uint32_t s;
 
-	if (c->thash_cap) {
-		for (s = thash_slot(tgid, tid, c->thash_cap); c->thash[s];
-		     s = (s + 1) & (c->thash_cap - 1)) {
-			t = c->threads[c->thash[s] - 1];
-			if (t->tgid == tgid && t->tid == tid)
-				return t;
-		}
-	}
 	if ((c->nthreads + 1) * 2 > c->thash_cap && thash_grow(c))
 		return NULL;
 	t = calloc(1, sizeof(*t));
 	v = realloc(c->threads, (c->nthreads + 1) * sizeof(*v));
 	if (!t || !v) {
 		free(t);
+		free(name);
 		if (v)
 			c->threads = v;
 		return NULL;
@@ -118,7 +138,8 @@ static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
 	if (c->nthreads == 65536)
 		coll_log("more than 65536 threads: thread ids are reused");
 	t->wire_id = (uint16_t)c->nthreads;
-	t->name = thread_name(c, tgid, tid);
+	t->name_recorded = name != NULL;
+	t->name = name ? name : thread_name(c, tgid, tid);
 	if (c->o.outdir)
 		flow_file_open(c, t);
 	c->threads[c->nthreads++] = t;
@@ -129,14 +150,54 @@ static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
 	return t;
 }
 
+static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
+{
+	struct cthread *t = thread_find(c, tgid, tid);
+
+	return t ? t : thread_add(c, tgid, tid, NULL);
+}
+
+/*
+ * A NAME record: the thread's name as it was when it ran (uapi 2.2).  It
+ * comes just before the thread's first event on a CPU, so the thread is
+ * made here, and a short-lived thread keeps the name /proc no longer has.
+ */
+static int thread_named(struct coll *c, const struct bft_record *r)
+{
+	char comm[BFT_THREAD_NAME_MAX + 1], *name;
+	struct cthread *t;
+
+	bft_record_name(r, comm);
+	name = thread_label(comm, r->tgid, r->tid);
+	if (!name)
+		return -ENOMEM;
+	t = thread_find(c, r->tgid, r->tid);
+	if (!t)
+		return thread_add(c, r->tgid, r->tid, name) ? 0 : -ENOMEM;
+	t->name_recorded = true;
+	if (t->name && !strcmp(t->name, name)) {
+		free(name);
+		return 0;
+	}
+	if (c->o.verbose)
+		coll_log("thread %u renamed: %s", t->tid, name);
+	free(t->name);
+	t->name = name;
+	t->name_sent = false;	/* sent before its next event */
+	return 0;
+}
+
 void pipeline_check_renames(struct coll *c)
 {
 	uint32_t i;
 
 	for (i = 0; i < c->nthreads; i++) {
 		struct cthread *t = c->threads[i];
-		char *name = thread_name(c, t->tgid, t->tid);
+		char *name;
 
+		if (t->name_recorded)
+			continue;
+		name = thread_name(c, t->tgid, t->tid);
 		if (!name)
 			continue;
 		/* A thread that is gone keeps the name it had. */
@@ -572,6 +633,8 @@ static int on_record(void *ctx, const struct bft_record *r)
 	struct coll *c = ctx;
 
 	switch (r->kind) {
+	case BFT_REC_NAME:
+		return thread_named(c, r);
 	case BFT_REC_LOST:
 		c->lost_kernel += r->value;
 		break;
@@ -611,7 +674,7 @@ int pipeline_init(struct coll *c, unsigned int ncpus)
 		.ncpus = ncpus,
 		/* TIME, SYNC and THREAD only move a CPU's watermark: queueing
 		 * them would double the records the merge moves around. */
-		.kinds = BFT_REC_CALLTREE_KINDS,
+		.kinds = BFT_REC_CALLTREE_KINDS | BFT_REC_BIT(BFT_REC_NAME),
 		.on_record = on_record,
 		.ctx = c,
 		.on_error = on_stream_error,

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Thread names as the threads had them (NAME records, uapi 2.2), from
+ * bfcollector to bfhq's files, without a kernel.  The replay's threads
+ * are long gone, as a short-lived thread is by the time the collector
+ * looks: what names them is what their records say.
+ *
+ * The replay: thread A names itself "worker-1" and makes three calls;
+ * thread B is "boot" in the replay's table of thread names, then its
+ * records call it "é<\"x" (UTF-8, and the characters JSON escapes), then,
+ * after a rename, "late"; thread C has no NAME record and keeps the table's
+ * name.
+ */
+#include <jansson.h>
+
+#include "kselftest_harness.h"
+
+#include "wire/bft_writer.h"
+#include "collector_fixture.h"
+
+#define PID	4000
+#define A	4001	/* tids */
+#define B	4002
+#define C	4003
+
+FIXTURE(names) {
+	char dir[PATH_MAX];
+	char replay[PATH_MAX + 16];
+	char out[PATH_MAX + 16];
+	char flow[PATH_MAX + 16];
+	char log[PATH_MAX + 16];
+	int port;
+	pid_t hq, coll;
+};
+
+FIXTURE_SETUP(names)
+{
+	ASSERT_EQ(0, make_tmpdir(self->dir, sizeof(self->dir)));
+	snprintf(self->replay, sizeof(self->replay), "%s/replay", self->dir);
+	snprintf(self->out, sizeof(self->out), "%s/hq", self->dir);
+	snprintf(self->flow, sizeof(self->flow), "%s/flow", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/log", self->dir);
+	ASSERT_EQ(0, mkdir(self->replay, 0755));
+	self->port = free_port();
+	ASSERT_GT(self->port, 0);
+}
+
+FIXTURE_TEARDOWN(names)
+{
+	if (self->coll > 0)
+		wait_exit(self->coll, 0);
+	if (self->hq > 0)
+		wait_exit(self->hq, 0);
+	remove_tmpdir(self->dir);
+}
+
+static int call(struct bft_writer *w, uint64_t *t, uint32_t tid, uint32_t id)
+{
+	*t += 1000;
+	if (bft_writer_enter(w, *t, PID, tid, id))
+		return -1;
+	*t += 1000;
+	return bft_writer_exit(w, *t, PID, tid);
+}
+
+static int write_replay(const char *dir)
+{
+	static const char methods[] =
+		"1\t/usr/bin/prog\tmain\t0x10\t3\n"
+		"2\t/usr/bin/prog\twork\t0x20\t3\n";
+	static const char threads[] = "4000\t4002\tboot\n4000\t4003\tkeeper\n";
+	struct bft_writer w;
+	uint64_t t = 1000000000ull;
+	const uint8_t *p;
+	size_t bytes;
+	int i, r = 0;
+
+	r |= bft_writer_init(&w, 1000, 0);
+	r |= bft_writer_name(&w, t, PID, A, "worker-1");
+	for (i = 0; i < 3; i++)
+		r |= call(&w, &t, A, 2);
+	r |= bft_writer_name(&w, t, PID, B, "\xc3\xa9<\"x");
+	r |= call(&w, &t, B, 1);
+	r |= call(&w, &t, C, 1);
+	r |= bft_writer_sync(&w, t += 1000);
+	r |= bft_writer_name(&w, t, PID, B, "late");
+	r |= call(&w, &t, B, 2);
+	r |= bft_writer_sync(&w, t += 1000);
+	if (r) {
+		bft_writer_free(&w);
+		return -ENOMEM;
+	}
+	p = bft_writer_data(&w, &bytes);
+	r = syn_write_file(dir, "cpu0.bft", p, bytes) ?:
+	    syn_write_file(dir, "methods", methods, sizeof(methods) - 1) ?:
+	    syn_write_file(dir, "threads", threads, sizeof(threads) - 1);
+	bft_writer_free(&w);
+	return r;
+}
+
+/* The n-th (from 0) thread_name metadata of trace.json for tid. */
+static const char *json_thread_name(json_t *root, json_int_t tid, int n)
+{
+	json_t *ev = json_is_array(root) ? root :
+		     json_object_get(root, "traceEvents"), *e;
+	size_t k;
+
+	json_array_foreach(ev, k, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+
+		if (name && !strcmp(name, "thread_name") &&
+		    json_integer_value(json_object_get(e, "tid")) == tid &&
+		    !n--)
+			return json_string_value(json_object_get(
+				json_object_get(e, "args"), "name"));
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(names, threads_keep_the_names_their_records_give, 180)
+{
+	char port[16], hq[64], path[PATH_MAX + 64];
+	char *hq_argv[] = { "bfhq", "-p", port, "-o", self->out, "--start",
+			    "--count", "1", "--timeout", "120", NULL };
+	char *coll_argv[] = { "bfcollector", "--hq", hq, "--replay",
+			      self->replay, "--output", self->flow,
+			      "--connect-timeout", "30", NULL };
+	json_error_t jerr;
+	json_t *root;
+	char *threads, *json;
+
+	ASSERT_EQ(0, write_replay(self->replay));
+	snprintf(port, sizeof(port), "%d", self->port);
+	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
+	self->hq = spawn(hq_argv, self->log);
+	ASSERT_GT(self->hq, 0);
+	ASSERT_TRUE(wait_listening(self->port, slow_env() ? 30000 : 5000));
+	self->coll = spawn(coll_argv, self->log);
+	ASSERT_GT(self->coll, 0);
+	EXPECT_EQ(0, wait_exit(self->coll, 60000));
+	self->coll = 0;
+	EXPECT_EQ(0, wait_exit(self->hq, 30000));
+	self->hq = 0;
+
+	/* the collector's own table: the last name of each */
+	snprintf(path, sizeof(path), "%s/threads", self->flow);
+	threads = bft_test_slurp(path, NULL);
+	ASSERT_NE(NULL, threads);
+	EXPECT_NE(NULL, strstr(threads, "4001\t4000\tworker-1 (4000/4001)\n"))
+		TH_LOG("%s", threads);
+	EXPECT_NE(NULL, strstr(threads, "4002\t4000\tlate (4000/4002)\n"))
+		TH_LOG("%s", threads);
+	EXPECT_NE(NULL, strstr(threads, "4003\t4000\tkeeper (4000/4003)\n"))
+		TH_LOG("%s", threads);
+	free(threads);
+
+	/* bfhq heard of each name, the rename included */
+	snprintf(path, sizeof(path), "%s/trace-1/trace.json", self->out);
+	json = bft_test_slurp(path, NULL);
+	ASSERT_NE(NULL, json);
+	root = json_loads(json, 0, &jerr);
+	ASSERT_NE(NULL, root) TH_LOG("%s", jerr.text);
+	EXPECT_STREQ("worker-1 (4000/4001)", json_thread_name(root, A, 0));
+	EXPECT_EQ(NULL, json_thread_name(root, A, 1));
+	EXPECT_STREQ("keeper (4000/4003)", json_thread_name(root, C, 0));
+	EXPECT_STREQ("\xc3\xa9<\"x (4000/4002)", json_thread_name(root, B, 0));
+	EXPECT_STREQ("late (4000/4002)", json_thread_name(root, B, 1));
+	EXPECT_EQ(NULL, json_thread_name(root, B, 2));
+	EXPECT_EQ(NULL, strstr(json, "boot")) TH_LOG("the table's name stayed");
+	json_decref(root);
+	free(json);
+}
+
+TEST_HARNESS_MAIN
