@@ -225,6 +225,13 @@ struct bst_thread {
 	size_t ncalls, calls_cap;
 };
 
+/* The last NAME record of a thread (uapi 2.2). */
+struct bst_name {
+	uint32_t tgid, tid;
+	uint32_t count;		/* NAME records of it */
+	char name[BFT_THREAD_NAME_MAX + 1];
+};
+
 /* A BREAK, LOST or GAP record (a data break for every thread). */
 struct bst_mark {
 	uint16_t kind;		/* BFT_REC_BREAK, BFT_REC_LOST, BFT_REC_GAP */
@@ -250,6 +257,8 @@ struct bst_trace {
 	size_t nth;
 	struct bst_mark *marks;
 	size_t nmarks, marks_cap;
+	struct bst_name *names;
+	size_t nnames, names_cap;
 	struct bst_cpu *cpu;
 	uint32_t nr_cpus;
 	uint64_t orphans;	/* bft_calltree: exits with no frame */
@@ -278,6 +287,9 @@ size_t bst_marks_besides_losses(const struct bst_trace *t,
 /* The thread tid of process tgid, or NULL. */
 const struct bst_thread *bst_trace_thread(const struct bst_trace *t,
 					  uint32_t tgid, uint32_t tid);
+/* The name the thread's NAME records gave it last, or NULL if none did. */
+const char *bst_trace_name(const struct bst_trace *t, uint32_t tgid,
+			   uint32_t tid);
 /* Threads of tgid, in first-seen order, into out (up to cap); count. */
 size_t bst_trace_threads_of(const struct bst_trace *t, uint32_t tgid,
 			    const struct bst_thread **out, size_t cap);

@@ -104,6 +104,40 @@ static int on_call(void *arg, const struct bft_call_event *ev)
 	return 0;
 }
 
+static struct bst_name *name_find(const struct bst_trace *t, uint32_t tgid,
+				   uint32_t tid)
+{
+	for (size_t i = 0; i < t->nnames; i++)
+		if (t->names[i].tid == tid && t->names[i].tgid == tgid)
+			return &t->names[i];
+	return NULL;
+}
+
+/* Kept apart from the threads: a NAME whose event was lost makes none. */
+static int on_name(struct bst_trace *t, const struct bft_record *r)
+{
+	struct bst_name *nm = name_find(t, r->tgid, r->tid);
+
+	if (!nm) {
+		if (bst_grow((void **)&t->names, &t->names_cap, t->nnames + 1,
+			     sizeof(*t->names)))
+			return -ENOMEM;
+		nm = &t->names[t->nnames++];
+		*nm = (struct bst_name){ .tgid = r->tgid, .tid = r->tid };
+	}
+	nm->count++;
+	bft_record_name(r, nm->name);
+	return 0;
+}
+
+const char *bst_trace_name(const struct bst_trace *t, uint32_t tgid,
+			   uint32_t tid)
+{
+	const struct bst_name *nm = name_find(t, tgid, tid);
+
+	return nm ? nm->name : NULL;
+}
+
 static int on_record(void *arg, const struct bft_record *r)
 {
 	struct collect_ctx *c = arg;
@@ -137,6 +171,9 @@ static int on_record(void *arg, const struct bft_record *r)
 		else
 			for (uint64_t i = 0; i < r->value && !err; i++)
 				err = push_ev(th, BST_EXIT, 0, r);
+		break;
+	case BFT_REC_NAME:
+		err = on_name(t, r);
 		break;
 	case BFT_REC_BREAK:
 	case BFT_REC_LOST:
@@ -286,6 +323,7 @@ void bst_trace_free(struct bst_trace *t)
 	}
 	free(t->th);
 	free(t->marks);
+	free(t->names);
 	free(t->cpu);
 	memset(t, 0, sizeof(*t));
 }

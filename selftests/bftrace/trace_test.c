@@ -15,6 +15,8 @@
  * machine that cannot load the module).
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -579,6 +581,22 @@ static int thread_index(const struct bst_thread *th)
 	return leaves - 1;
 }
 
+/* Thread th's last NAME record names it as fmt says. */
+static void __attribute__((format(printf, 4, 5)))
+expect_name(struct __test_metadata *_metadata, const struct bst_trace *t,
+	    const struct bst_thread *th, const char *fmt, ...)
+{
+	const char *got = bst_trace_name(t, th->tgid, th->tid);
+	char want[BFT_THREAD_NAME_MAX + 1];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(want, sizeof(want), fmt, ap);
+	va_end(ap);
+	ASSERT_NE(NULL, got) TH_LOG("thread %u has no NAME record", th->tid);
+	EXPECT_STREQ(want, got) TH_LOG("thread %u", th->tid);
+}
+
 static void check_trace(struct __test_metadata *_metadata,
 			FIXTURE_DATA(trace) *self, const struct probe_set *ps,
 			bool check_calls)
@@ -613,6 +631,8 @@ static void check_trace(struct __test_metadata *_metadata,
 		bst_trace_thread(&self->t, (uint32_t)self->target.pid,
 				 (uint32_t)self->target.pid);
 	ASSERT_NE(NULL, main_th) TH_LOG("no events of the main thread");
+	expect_name(_metadata, &self->t, main_th, "%s",
+		    strrchr(self->exe, '/') + 1);
 	EXPECT_SAME_EV(m->raw, m->nraw, main_th->ev, main_th->n, "main thread");
 	if (check_calls) {
 		EXPECT_SAME_CALLS(m->calls, m->ncalls, main_th->calls,
@@ -641,6 +661,9 @@ static void check_trace(struct __test_metadata *_metadata,
 			       CT_FN_T_LEAF, k + 1);
 		seen[k]++;
 		snprintf(what, sizeof(what), "thread %u (k=%d)", th->tid, k);
+		/* gone before the trace was read: its name came with it */
+		if (ps->mode[FN_LEAF] != UNTRACED)
+			expect_name(_metadata, &self->t, th, CT_WORKER_NAME, k);
 		m_init(m, ps->mode, limit);
 		m_thread_run(m, k);
 		for (size_t j = 0; j < m->nraw; j++)

@@ -8,6 +8,7 @@
  * sibling-call tricks across it) and does a little work behind an asm
  * barrier, so each one is a real call with a real return in the binary.
  */
+#define _GNU_SOURCE	/* pthread_setname_np */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +83,14 @@ TRACED void ct_thread_body(int k)
 static void *thread_main(void *arg)
 {
 	int k = (int)(long)arg;
+	char name[16];
 
+	/*
+	 * Named by itself, as CT_WORKER_NAME says, then a few calls and gone:
+	 * only a name taken while it ran can be in the trace.
+	 */
+	snprintf(name, sizeof(name), CT_WORKER_NAME, k);
+	pthread_setname_np(pthread_self(), name);
 	/* All threads run their traced part at once, on whichever CPUs. */
 	pthread_barrier_wait(&start_line);
 	ct_thread_body(k);

@@ -15,7 +15,8 @@
  *   ct_thread_body -> { ct_t_leaf x (k + 1) ; ct_b -> ct_c }
  *
  * and the main thread joins them.  The thread part differs per thread only
- * in the ct_t_leaf count, so a test tells the threads apart by it.
+ * in the ct_t_leaf count, so a test tells the threads apart by it.  Thread
+ * k names itself CT_WORKER_NAME first, and exits right after its calls.
  */
 #ifndef BFT_CALLTREE_SHAPE_H
 #define BFT_CALLTREE_SHAPE_H
@@ -23,6 +24,7 @@
 #define CT_NEST_REPS	3
 #define CT_RECUR_DEPTH	100
 #define CT_NR_THREADS	4
+#define CT_WORKER_NAME	"ct-worker-%d"	/* of k */
 
 /* Function names, as the tests resolve them in the ELF files. */
 #define CT_FN_A			"ct_a"
