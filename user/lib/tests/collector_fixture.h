@@ -523,4 +523,81 @@ static inline char *complete_calls(const char *hqout, int traces)
 	return NULL;
 }
 
+/*
+ * One replay through bfhq: a test's own directories, the replay's input
+ * (written by the test into @replay), bfhq's output (@out) and the
+ * collector's .flow files (@flow).
+ */
+struct replay_run {
+	char dir[PATH_MAX];
+	char replay[PATH_MAX + 16];
+	char out[PATH_MAX + 16];
+	char flow[PATH_MAX + 16];
+	char log[PATH_MAX + 16];
+	int port;
+	pid_t hq, coll;
+};
+
+static inline int replay_run_init(struct replay_run *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (make_tmpdir(r->dir, sizeof(r->dir)))
+		return -1;
+	snprintf(r->replay, sizeof(r->replay), "%s/replay", r->dir);
+	snprintf(r->out, sizeof(r->out), "%s/hq", r->dir);
+	snprintf(r->flow, sizeof(r->flow), "%s/flow", r->dir);
+	snprintf(r->log, sizeof(r->log), "%s/log", r->dir);
+	r->port = free_port();
+	return mkdir(r->replay, 0755) || r->port <= 0 ? -1 : 0;
+}
+
+/*
+ * bfhq --start --count 1, then bfcollector --replay into it: 0 once both
+ * ended with status 0, else which one did not ("bfhq", "bfcollector").
+ */
+static inline const char *replay_run_go(struct replay_run *r)
+{
+	char port[16], hq[64];
+	char *hq_argv[] = { "bfhq", "-p", port, "-o", r->out, "--start",
+			    "--count", "1", "--timeout", "120", NULL };
+	char *coll_argv[] = { "bfcollector", "--hq", hq, "--replay",
+			      r->replay, "--output", r->flow,
+			      "--connect-timeout", "30", NULL };
+	int coll_status, hq_status;
+
+	snprintf(port, sizeof(port), "%d", r->port);
+	snprintf(hq, sizeof(hq), "127.0.0.1:%d", r->port);
+	r->hq = spawn(hq_argv, r->log);
+	if (r->hq <= 0 || !wait_listening(r->port, slow_env() ? 30000 : 5000))
+		return "bfhq";
+	r->coll = spawn(coll_argv, r->log);
+	if (r->coll <= 0)
+		return "bfcollector";
+	coll_status = wait_exit(r->coll, 60000);
+	r->coll = 0;
+	hq_status = wait_exit(r->hq, 30000);
+	r->hq = 0;
+	return coll_status ? "bfcollector" : hq_status ? "bfhq" : NULL;
+}
+
+/* A file of bfhq's first trace (its length in *n if n), or NULL. */
+static inline char *replay_run_file(const struct replay_run *r,
+				    const char *name, size_t *n)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/trace-1/%s", r->out, name);
+	return bft_test_slurp(path, n);
+}
+
+static inline void replay_run_fini(struct replay_run *r)
+{
+	if (r->coll > 0)
+		wait_exit(r->coll, 0);
+	if (r->hq > 0)
+		wait_exit(r->hq, 0);
+	if (r->dir[0])
+		remove_tmpdir(r->dir);
+}
+
 #endif /* COLLECTOR_FIXTURE_H */

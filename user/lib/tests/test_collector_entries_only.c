@@ -28,34 +28,17 @@
 #define B_CALLS	3000
 
 FIXTURE(eo) {
-	char dir[PATH_MAX];
-	char replay[PATH_MAX + 16];
-	char out[PATH_MAX + 16];
-	char flow[PATH_MAX + 16];
-	char log[PATH_MAX + 16];
-	int port;
-	pid_t hq, coll;
+	struct replay_run r;
 };
 
 FIXTURE_SETUP(eo)
 {
-	ASSERT_EQ(0, make_tmpdir(self->dir, sizeof(self->dir)));
-	snprintf(self->replay, sizeof(self->replay), "%s/replay", self->dir);
-	snprintf(self->out, sizeof(self->out), "%s/hq", self->dir);
-	snprintf(self->flow, sizeof(self->flow), "%s/flow", self->dir);
-	snprintf(self->log, sizeof(self->log), "%s/log", self->dir);
-	ASSERT_EQ(0, mkdir(self->replay, 0755));
-	self->port = free_port();
-	ASSERT_GT(self->port, 0);
+	ASSERT_EQ(0, replay_run_init(&self->r));
 }
 
 FIXTURE_TEARDOWN(eo)
 {
-	if (self->coll > 0)
-		wait_exit(self->coll, 0);
-	if (self->hq > 0)
-		wait_exit(self->hq, 0);
-	remove_tmpdir(self->dir);
+	replay_run_fini(&self->r);
 }
 
 static int write_replay(const char *dir, size_t *bytes)
@@ -96,22 +79,8 @@ static int write_replay(const char *dir, size_t *bytes)
 	return r;
 }
 
-static char *out_file(FIXTURE_DATA(eo) *self, const char *name, size_t *n)
-{
-	char path[PATH_MAX + 64];
-
-	snprintf(path, sizeof(path), "%s/trace-1/%s", self->out, name);
-	return bft_test_slurp(path, n);
-}
-
 TEST_F_TIMEOUT(eo, entries_only_calls_are_counted_instants, 180)
 {
-	char port[16], hq[64];
-	char *hq_argv[] = { "bfhq", "-p", port, "-o", self->out, "--start",
-			    "--count", "1", "--timeout", "120", NULL };
-	char *coll_argv[] = { "bfcollector", "--hq", hq, "--replay",
-			      self->replay, "--output", self->flow,
-			      "--connect-timeout", "30", NULL };
 	static const char *const files[] = { "tree.txt", "calls.txt",
 					     "folded.txt", "trace.json",
 					     "methods.txt" };
@@ -119,20 +88,10 @@ TEST_F_TIMEOUT(eo, entries_only_calls_are_counted_instants, 180)
 	struct bft_flow_error ferr;
 	size_t bytes, i, n;
 
-	ASSERT_EQ(0, write_replay(self->replay, &bytes));
-	snprintf(port, sizeof(port), "%d", self->port);
-	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
-	self->hq = spawn(hq_argv, self->log);
-	ASSERT_GT(self->hq, 0);
-	ASSERT_TRUE(wait_listening(self->port, slow_env() ? 30000 : 5000));
-	self->coll = spawn(coll_argv, self->log);
-	ASSERT_GT(self->coll, 0);
-	EXPECT_EQ(0, wait_exit(self->coll, 60000));
-	self->coll = 0;
-	EXPECT_EQ(0, wait_exit(self->hq, 30000));
-	self->hq = 0;
+	ASSERT_EQ(0, write_replay(self->r.replay, &bytes));
+	EXPECT_EQ(NULL, replay_run_go(&self->r)) show_log(self->r.log);
 
-	sum = out_file(self, "summary.txt", NULL);
+	sum = replay_run_file(&self->r, "summary.txt", NULL);
 	ASSERT_NE(NULL, sum);
 	/* main, mid twice (once past the depth), and every leaf */
 	EXPECT_NE(NULL, strstr(sum, "calls:         3006 (exits 3)\n"))
@@ -147,13 +106,13 @@ TEST_F_TIMEOUT(eo, entries_only_calls_are_counted_instants, 180)
 	free(sum);
 
 	/* A's frames whole around the instants; B's leaf counted, flat */
-	tree = out_file(self, "tree.txt", NULL);
+	tree = replay_run_file(&self->r, "tree.txt", NULL);
 	ASSERT_NE(NULL, tree);
 	EXPECT_NE(NULL, strstr(tree, "libx.so.1!leaf")) TH_LOG("%s", tree);
 	EXPECT_NE(NULL, strstr(tree, "3000")) TH_LOG("%s", tree);
 	EXPECT_EQ(NULL, strstr(tree, "leaf {")) TH_LOG("%s", tree);
 	free(tree);
-	folded = out_file(self, "folded.txt", NULL);
+	folded = replay_run_file(&self->r, "folded.txt", NULL);
 	ASSERT_NE(NULL, folded);
 	EXPECT_EQ(NULL, strstr(folded, "leaf;")) TH_LOG("%s", folded);
 	EXPECT_NE(NULL, strstr(folded, "prog!main;prog!mid "))
@@ -161,7 +120,7 @@ TEST_F_TIMEOUT(eo, entries_only_calls_are_counted_instants, 180)
 	free(folded);
 
 	/* leaf's calls are instants on the timeline, never slices */
-	json = out_file(self, "trace.json", NULL);
+	json = replay_run_file(&self->r, "trace.json", NULL);
 	ASSERT_NE(NULL, json);
 	{
 		json_error_t jerr;
@@ -197,17 +156,17 @@ TEST_F_TIMEOUT(eo, entries_only_calls_are_counted_instants, 180)
 
 	/* .flow has calls only: an entries-only call is one without
 	 * callees, so B's stays flat and balanced */
-	snprintf(path, sizeof(path), "%s/thread-%u.flow", self->flow, B);
+	snprintf(path, sizeof(path), "%s/thread-%u.flow", self->r.flow, B);
 	EXPECT_EQ(0, bft_flow_read_file(path, BFT_FLOW_STRICT |
 					BFT_FLOW_BALANCED, NULL, NULL, &ferr));
-	snprintf(path, sizeof(path), "%s/thread-%u.flow", self->flow, A);
+	snprintf(path, sizeof(path), "%s/thread-%u.flow", self->r.flow, A);
 	EXPECT_EQ(0, bft_flow_read_file(path, BFT_FLOW_STRICT |
 					BFT_FLOW_BALANCED, NULL, NULL, &ferr));
 
 	/* no output bigger than the trace: each stays under the stream's
 	 * 2 bytes an entry times a small factor, none grows with depth */
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		char *f = out_file(self, files[i], &n);
+		char *f = replay_run_file(&self->r, files[i], &n);
 
 		ASSERT_NE(NULL, f) TH_LOG("%s", files[i]);
 		EXPECT_LT(n, 100 * bytes) TH_LOG("%s: %zu bytes", files[i], n);

@@ -24,34 +24,17 @@
 #define C	4003
 
 FIXTURE(names) {
-	char dir[PATH_MAX];
-	char replay[PATH_MAX + 16];
-	char out[PATH_MAX + 16];
-	char flow[PATH_MAX + 16];
-	char log[PATH_MAX + 16];
-	int port;
-	pid_t hq, coll;
+	struct replay_run r;
 };
 
 FIXTURE_SETUP(names)
 {
-	ASSERT_EQ(0, make_tmpdir(self->dir, sizeof(self->dir)));
-	snprintf(self->replay, sizeof(self->replay), "%s/replay", self->dir);
-	snprintf(self->out, sizeof(self->out), "%s/hq", self->dir);
-	snprintf(self->flow, sizeof(self->flow), "%s/flow", self->dir);
-	snprintf(self->log, sizeof(self->log), "%s/log", self->dir);
-	ASSERT_EQ(0, mkdir(self->replay, 0755));
-	self->port = free_port();
-	ASSERT_GT(self->port, 0);
+	ASSERT_EQ(0, replay_run_init(&self->r));
 }
 
 FIXTURE_TEARDOWN(names)
 {
-	if (self->coll > 0)
-		wait_exit(self->coll, 0);
-	if (self->hq > 0)
-		wait_exit(self->hq, 0);
-	remove_tmpdir(self->dir);
+	replay_run_fini(&self->r);
 }
 
 static int call(struct bft_writer *w, uint64_t *t, uint32_t tid, uint32_t id)
@@ -119,31 +102,16 @@ static const char *json_thread_name(json_t *root, json_int_t tid, int n)
 
 TEST_F_TIMEOUT(names, threads_keep_the_names_their_records_give, 180)
 {
-	char port[16], hq[64], path[PATH_MAX + 64];
-	char *hq_argv[] = { "bfhq", "-p", port, "-o", self->out, "--start",
-			    "--count", "1", "--timeout", "120", NULL };
-	char *coll_argv[] = { "bfcollector", "--hq", hq, "--replay",
-			      self->replay, "--output", self->flow,
-			      "--connect-timeout", "30", NULL };
+	char path[PATH_MAX + 64];
 	json_error_t jerr;
 	json_t *root;
 	char *threads, *json;
 
-	ASSERT_EQ(0, write_replay(self->replay));
-	snprintf(port, sizeof(port), "%d", self->port);
-	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
-	self->hq = spawn(hq_argv, self->log);
-	ASSERT_GT(self->hq, 0);
-	ASSERT_TRUE(wait_listening(self->port, slow_env() ? 30000 : 5000));
-	self->coll = spawn(coll_argv, self->log);
-	ASSERT_GT(self->coll, 0);
-	EXPECT_EQ(0, wait_exit(self->coll, 60000));
-	self->coll = 0;
-	EXPECT_EQ(0, wait_exit(self->hq, 30000));
-	self->hq = 0;
+	ASSERT_EQ(0, write_replay(self->r.replay));
+	EXPECT_EQ(NULL, replay_run_go(&self->r)) show_log(self->r.log);
 
 	/* the collector's own table: the last name of each */
-	snprintf(path, sizeof(path), "%s/threads", self->flow);
+	snprintf(path, sizeof(path), "%s/threads", self->r.flow);
 	threads = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, threads);
 	EXPECT_NE(NULL, strstr(threads, "4001\t4000\tworker-1 (4000/4001)\n"))
@@ -155,8 +123,7 @@ TEST_F_TIMEOUT(names, threads_keep_the_names_their_records_give, 180)
 	free(threads);
 
 	/* bfhq heard of each name, the rename included */
-	snprintf(path, sizeof(path), "%s/trace-1/trace.json", self->out);
-	json = bft_test_slurp(path, NULL);
+	json = replay_run_file(&self->r, "trace.json", NULL);
 	ASSERT_NE(NULL, json);
 	root = json_loads(json, 0, &jerr);
 	ASSERT_NE(NULL, root) TH_LOG("%s", jerr.text);
