@@ -129,7 +129,8 @@ void bst_session_close(struct bst_session *s);
  */
 void bst_session_close_loaded(struct bst_session *s);
 /* A loopback port for this run, so that a lingering socket of an
- * earlier run cannot answer; salt tells apart two tests of one run. */
+ * earlier run cannot answer, free for TCP and UDP when chosen; salt
+ * tells apart two tests of one run. */
 int bst_run_port(int salt);
 /*
  * Stop (if a session is active), detach every target, restore options as

@@ -5,10 +5,14 @@
  * reset that hands the next test an idle module with the options it was
  * found with.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "capture/bft_rings.h"
@@ -183,9 +187,44 @@ void bst_session_close_loaded(struct bst_session *s)
 	bst_session_close(s);
 }
 
+/* Whether 127.0.0.1:port can be bound now, as a listener would (TCP with
+ * SO_REUSEADDR, as bfhq binds) or a datagram socket (UDP). */
+static bool port_free(int type, int port)
+{
+	struct sockaddr_in a = {
+		.sin_family = AF_INET,
+		.sin_port = htons((uint16_t)port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0), one = 1;
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	if (type == SOCK_STREAM)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	ok = !bind(fd, (struct sockaddr *)&a, sizeof(a));
+	close(fd);
+	return ok;
+}
+
+/*
+ * Below the kernel's ephemeral range (32768 up, by default), where no
+ * outgoing socket takes a port by itself, and free for TCP and UDP alike
+ * (bfhq --udp binds both): a port chosen blindly in 20000-39999 was once
+ * held by another socket, and bfhq could not start.
+ */
 int bst_run_port(int salt)
 {
-	return 20000 + (getpid() * salt + (int)(bst_now_ns() % 997)) % 20000;
+	int start = (getpid() * salt + (int)(bst_now_ns() % 997)) % 12000;
+
+	for (int i = 0; i < 12000; i++) {
+		int port = 20000 + (start + i * 7) % 12000;
+
+		if (port_free(SOCK_STREAM, port) && port_free(SOCK_DGRAM, port))
+			return port;
+	}
+	return 20000 + start;
 }
 
 bool bst_text_mentions(const char *text, const char *const *words)
