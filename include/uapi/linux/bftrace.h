@@ -442,8 +442,11 @@
 #define BFT_GENL_VERSION	1
 #define BFT_MCGRP_EVENTS	"events"
 #define BFT_DEV_NAME		"bftrace"	/* /dev/bftrace */
-/* 2: time inside ENTER and EXIT, SYNC's tbits (section 2.1) */
-#define BFT_PROTO_VERSION	2
+/*
+ * 2: time inside ENTER and EXIT, SYNC's tbits (section 2.1)
+ * 3: NAME records (section 2.2), which a reader of 2 cannot skip
+ */
+#define BFT_PROTO_VERSION	3
 
 /* The kernel's nesting limit for pending return probes, per thread. */
 #define BFT_URETPROBE_DEPTH	64
