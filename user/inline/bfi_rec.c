@@ -66,7 +66,6 @@ static struct bfi_slot *rec_slot_claim(struct bfi_area *a, uint64_t tp,
 		s->tbits = BFT_TIME_BITS;
 		s->gen = BFI_CTL_GEN(ctl);
 		s->owed = BFI_OWE_SYNC;
-		bfi_ring_name_take(s);
 		*index = i;
 		return s;
 	}
@@ -159,17 +158,21 @@ static void rec_slot_takeover(struct bfi_ctx *c)
 static void rec_gen_check(struct bfi_ctx *c)
 {
 	struct bfi_slot *s = c->slot;
+	uint32_t brk = BFI_CTL_BREAK(c->ctl);
 
 	if (s->gen == BFI_CTL_GEN(c->ctl))
 		return;
 	s->gen = BFI_CTL_GEN(c->ctl);
-	s->owed |= BFI_OWE_SYNC | BFI_OWE_BREAK(BFI_CTL_BREAK(c->ctl));
+	/* one BREAK is owed at most, and a stop's outweighs a suspend's */
+	if (BFI_OWED_BREAK(s->owed) == BFT_BREAK_STOP || !brk)
+		brk = BFI_OWED_BREAK(s->owed);
+	s->owed = (s->owed & ~BFI_OWE_BREAK(0xffu)) | BFI_OWE_SYNC |
+		  BFI_OWE_BREAK(brk);
 	/*
 	 * A start after a stop begins the stream a new reader starts at, as
 	 * the module's start resets its rings: a LOST still owed from the
 	 * last session goes after that SYNC (ring_write).
 	 */
-	bfi_ring_name_take(s);
 }
 
 static int rec_busy_take(struct bfi_slot *s)

@@ -103,17 +103,26 @@ static unsigned int ring_event_put(uint8_t *p, unsigned int tbits,
 
 /*
  * The calling thread's name as it is now, for the NAME after each THREAD
- * of its ring (uapi 2.2): taken when the thread claims or takes over its
- * slot (its first event) and at each start, not in ring_write, whose
- * stack is the recorder's deepest.
+ * of its ring (uapi 2.2): taken before each SYNC (ring_sync_prepare) and
+ * when the thread takes its slot over, not in ring_write, whose stack is
+ * the recorder's deepest.  The system call is written out here, not made
+ * through bfi_syscall: the compiler then knows the few registers it
+ * clobbers, and bfi_ring_event, on the deepest chain, saves no more.
  */
 void bfi_ring_name_take(struct bfi_slot *s)
 {
+	register long name __asm__("rsi") = (long)s->name;
+	register long opt __asm__("rdi") = PR_GET_NAME_ID;
+	long ret = NR_PRCTL;
 	unsigned int i;
 
 	for (i = 0; i < sizeof(s->name); i++)
 		s->name[i] = 0;
-	if (bfi_syscall(NR_PRCTL, PR_GET_NAME_ID, (long)s->name, 0))
+	__asm__ __volatile__("syscall"
+			     : "+a"(ret)
+			     : "r"(opt), "r"(name)
+			     : "rcx", "r11", "memory");
+	if (ret)
 		s->name[0] = 0;
 	s->name[BFT_THREAD_NAME_MAX] = 0;
 }
@@ -168,12 +177,15 @@ static int ring_put(struct bfi_ctx *c, const uint8_t *b, unsigned int len)
 }
 
 /*
- * The tbits after a SYNC now (bft_tbits.h), on its own: its tallies' stack
- * is then never on top of ring_write's bytes (the recorder's stack bound).
+ * What a SYNC needs, on its own frame, never on top of ring_write's bytes
+ * (the recorder's stack bound): the thread's name as it is now, for the
+ * NAME after the THREAD that follows the SYNC, and the tbits from here
+ * (bft_tbits.h).  A rename shows at the next flush's SYNC at the latest.
  */
 static __attribute__((noinline)) unsigned int
-ring_tbits_pick(struct bfi_slot *s)
+ring_sync_prepare(struct bfi_slot *s)
 {
+	bfi_ring_name_take(s);
 	return bft_tb_pick((const struct bft_tb_hist *)s->tb_keys,
 			   (unsigned char)s->tbits);
 }
@@ -281,5 +293,5 @@ void bfi_ring_event(struct bfi_ctx *c, enum bfi_ev kind, uint32_t id,
 		owed |= BFI_OWE_SYNC;
 	sync = (owed & BFI_OWE_SYNC) || BFI_OWED_BREAK(owed);
 	ring_write(c, kind, id, arg, owed, sync,
-		   sync ? ring_tbits_pick(s) : (s->tbits & 7));
+		   sync ? ring_sync_prepare(s) : (s->tbits & 7));
 }

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <setjmp.h>
+#include <sys/prctl.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -309,6 +310,9 @@ struct decoded {
 	char *text;
 	uint64_t first_sync_ns;
 	uint32_t threads, thread_tid[8];
+	uint32_t names;			/* NAME records, the first and last */
+	char first_name[BFT_THREAD_NAME_MAX + 1];
+	char last_name[BFT_THREAD_NAME_MAX + 1];
 };
 
 static int decoded_rec(void *ctx, const struct bft_record *r)
@@ -319,6 +323,11 @@ static int decoded_rec(void *ctx, const struct bft_record *r)
 		d->first_sync_ns = r->time_ns;
 	if (r->kind == BFT_REC_THREAD && d->threads < 8)
 		d->thread_tid[d->threads++] = r->tid;
+	if (r->kind == BFT_REC_NAME) {
+		bft_record_name(r, d->last_name);
+		if (!d->names++)
+			memcpy(d->first_name, d->last_name, sizeof(d->first_name));
+	}
 	return bft_calltree_feed(&d->ct, r);
 }
 
@@ -634,6 +643,37 @@ TEST(one_reader_across_a_stop_counts_every_loss)
 	EXPECT_EQ(s->lost - s->lost_owed, bft_stream_stats(&d.s)->lost);
 	EXPECT_EQ(1, bft_stream_stats(&d.s)->breaks);
 	EXPECT_EQ(s->produced - s->lost_owed, bft_stream_seq(&d.s));
+	decode_free(&d);
+	rec_fini();
+}
+
+/*
+ * The thread's name as it is at each SYNC: the first one names it as it
+ * was, and after a rename the next flush's SYNC names it anew.
+ */
+TEST(names_follow_a_rename_at_the_next_flush)
+{
+	struct decoded d;
+	char saved[16] = { 0 };
+
+	ASSERT_EQ(0, prctl(PR_GET_NAME, saved));
+	ASSERT_EQ(0, prctl(PR_SET_NAME, "before"));
+	ASSERT_EQ(0, rec_init(4096, 0));
+	ASSERT_EQ(0, decode_init(&d));
+	CALL(int (*)(int), M_LEAF)(1);
+	ASSERT_EQ(0, prctl(PR_SET_NAME, "after-rename"));
+	CALL(int (*)(int), M_LEAF)(2);		/* no SYNC due: no NAME */
+	R.area->flush_ns = 1000;
+	usleep(1000);
+	CALL(int (*)(int), M_LEAF)(3);		/* the flush's SYNC */
+	ASSERT_EQ(0, prctl(PR_SET_NAME, saved));
+	ASSERT_EQ(0, decode_feed(&d, slot_of(my_tid())));
+	decode_end(&d);
+	EXPECT_EQ(0, bft_stream_stats(&d.s)->errors);
+	EXPECT_STREQ("before", d.first_name);
+	EXPECT_STREQ("after-rename", d.last_name);
+	EXPECT_LE(2u, d.names);
+	EXPECT_GE(3u, d.names);		/* per SYNC, not per event */
 	decode_free(&d);
 	rec_fini();
 }
