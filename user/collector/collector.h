@@ -315,6 +315,12 @@ struct coll {
 	uint32_t nthreads;
 	uint32_t *thash;		/* (tgid, tid) -> index + 1 */
 	uint32_t thash_cap;
+	/* names of threads whose NAME came before any call (thread_named) */
+	struct pending_name {
+		uint32_t tgid, tid;
+		char comm[BFT_THREAD_NAME_MAX + 1];
+	} *pending;
+	uint32_t npending, pending_cap;
 	/* HQ session */
 	enum hq_state hq;
 	struct bfp_config config;

@@ -114,6 +114,64 @@ static struct cthread *thread_find(struct coll *c, uint32_t tgid,
 	return NULL;
 }
 
+/* At most this many names wait for their threads' first calls. */
+#define PENDING_MAX	4096
+
+/*
+ * A NAME record is written just before its thread's first event on a
+ * CPU, but that event may be lost, dropped while suspended or a call the
+ * call tree never reports: the name waits for the thread's first call
+ * instead of making a thread of its own, with no events.
+ */
+static int pending_put(struct coll *c, const struct bft_record *r,
+		       const char *comm)
+{
+	struct pending_name *p;
+	uint32_t i;
+
+	for (i = 0; i < c->npending; i++)
+		if (c->pending[i].tid == r->tid && c->pending[i].tgid == r->tgid)
+			break;
+	if (i == c->npending) {
+		if (c->npending == PENDING_MAX) {
+			/* the oldest: its thread's events were lost */
+			memmove(c->pending, c->pending + 1,
+				(PENDING_MAX - 1) * sizeof(*c->pending));
+			i = --c->npending;
+		}
+		if (c->npending == c->pending_cap) {
+			uint32_t cap = c->pending_cap ? 2 * c->pending_cap : 16;
+
+			p = realloc(c->pending, cap * sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			c->pending = p;
+			c->pending_cap = cap;
+		}
+		c->npending++;
+	}
+	p = &c->pending[i];
+	p->tgid = r->tgid;
+	p->tid = r->tid;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	return 0;
+}
+
+/* The name a NAME record gave the thread before its first call, or NULL. */
+static char *pending_take(struct coll *c, uint32_t tgid, uint32_t tid)
+{
+	char *name;
+
+	for (uint32_t i = 0; i < c->npending; i++) {
+		if (c->pending[i].tid != tid || c->pending[i].tgid != tgid)
+			continue;
+		name = thread_label(c->pending[i].comm, tgid, tid);
+		c->pending[i] = c->pending[--c->npending];
+		return name;
+	}
+	return NULL;
+}
+
 /* A new thread, named @name (taken), or as the source says if NULL. */
 static struct cthread *thread_add(struct coll *c, uint32_t tgid, uint32_t tid,
 				  char *name)
@@ -121,8 +179,10 @@ static struct cthread *thread_add(struct coll *c, uint32_t tgid, uint32_t tid,
 	struct cthread *t, **v;
 	uint32_t s;
 
-	if ((c->nthreads + 1) * 2 > c->thash_cap && thash_grow(c))
+	if ((c->nthreads + 1) * 2 > c->thash_cap && thash_grow(c)) {
+		free(name);
 		return NULL;
+	}
 	t = calloc(1, sizeof(*t));
 	v = realloc(c->threads, (c->nthreads + 1) * sizeof(*v));
 	if (!t || !v) {
@@ -154,13 +214,13 @@ static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
 {
 	struct cthread *t = thread_find(c, tgid, tid);
 
-	return t ? t : thread_add(c, tgid, tid, NULL);
+	return t ? t : thread_add(c, tgid, tid, pending_take(c, tgid, tid));
 }
 
 /*
- * A NAME record: the thread's name as it was when it ran (uapi 2.2).  It
- * comes just before the thread's first event on a CPU, so the thread is
- * made here, and a short-lived thread keeps the name /proc no longer has.
+ * A NAME record: the thread's name as it was when it ran (uapi 2.2), so a
+ * short-lived thread keeps the name /proc no longer has.  An empty name
+ * tells nothing: /proc or the replay's table names that thread.
  */
 static int thread_named(struct coll *c, const struct bft_record *r)
 {
@@ -168,13 +228,15 @@ static int thread_named(struct coll *c, const struct bft_record *r)
 	struct cthread *t;
 
 	bft_record_name(r, comm);
+	if (!comm[0])
+		return 0;
+	t = thread_find(c, r->tgid, r->tid);
+	if (!t)
+		return pending_put(c, r, comm);
+	t->name_recorded = true;
 	name = thread_label(comm, r->tgid, r->tid);
 	if (!name)
 		return -ENOMEM;
-	t = thread_find(c, r->tgid, r->tid);
-	if (!t)
-		return thread_add(c, r->tgid, r->tid, name) ? 0 : -ENOMEM;
-	t->name_recorded = true;
 	if (t->name && !strcmp(t->name, name)) {
 		free(name);
 		return 0;
@@ -798,6 +860,7 @@ void pipeline_free(struct coll *c)
 	}
 	free(c->threads);
 	free(c->thash);
+	free(c->pending);
 	if (c->outdir_fd >= 0)
 		close(c->outdir_fd);
 	c->outdir_fd = -1;

@@ -6,10 +6,12 @@
  * looks: what names them is what their records say.
  *
  * The replay: thread A names itself "worker-1" and makes three calls;
- * thread B is "boot" in the replay's table of thread names, then its
- * records call it "é<\"x" (UTF-8, and the characters JSON escapes), then,
- * after a rename, "late"; thread C has no NAME record and keeps the table's
- * name.
+ * thread B calls as "boot", the replay's table's name for it, then its
+ * records call it "é<\"x" (UTF-8, and characters JSON escapes), then,
+ * after a SYNC, "late"; thread C has no NAME record and keeps the
+ * table's name; thread D's NAME is all there is of it (its event was
+ * lost), so it is no thread; thread E's NAME is empty, which tells
+ * nothing, and the table names it.
  */
 #include <jansson.h>
 
@@ -22,6 +24,8 @@
 #define A	4001	/* tids */
 #define B	4002
 #define C	4003
+#define D	4004
+#define E	4005
 
 FIXTURE(names) {
 	struct replay_run r;
@@ -51,7 +55,8 @@ static int write_replay(const char *dir)
 	static const char methods[] =
 		"1\t/usr/bin/prog\tmain\t0x10\t3\n"
 		"2\t/usr/bin/prog\twork\t0x20\t3\n";
-	static const char threads[] = "4000\t4002\tboot\n4000\t4003\tkeeper\n";
+	static const char threads[] = "4000\t4002\tboot\n4000\t4003\tkeeper\n"
+				      "4000\t4005\tfromtable\n";
 	struct bft_writer w;
 	uint64_t t = 1000000000ull;
 	const uint8_t *p;
@@ -62,9 +67,13 @@ static int write_replay(const char *dir)
 	r |= bft_writer_name(&w, t, PID, A, "worker-1");
 	for (i = 0; i < 3; i++)
 		r |= call(&w, &t, A, 2);
+	r |= call(&w, &t, B, 1);
 	r |= bft_writer_name(&w, t, PID, B, "\xc3\xa9<\"x");
 	r |= call(&w, &t, B, 1);
 	r |= call(&w, &t, C, 1);
+	r |= bft_writer_name(&w, t, PID, D, "ghost");
+	r |= bft_writer_name(&w, t, PID, E, "");
+	r |= call(&w, &t, E, 2);
 	r |= bft_writer_sync(&w, t += 1000);
 	r |= bft_writer_name(&w, t, PID, B, "late");
 	r |= call(&w, &t, B, 2);
@@ -110,7 +119,7 @@ TEST_F_TIMEOUT(names, threads_keep_the_names_their_records_give, 180)
 	ASSERT_EQ(0, write_replay(self->r.replay));
 	EXPECT_EQ(NULL, replay_run_go(&self->r)) show_log(self->r.log);
 
-	/* the collector's own table: the last name of each */
+	/* the collector's own table: the last name of each, no D */
 	snprintf(path, sizeof(path), "%s/threads", self->r.flow);
 	threads = bft_test_slurp(path, NULL);
 	ASSERT_NE(NULL, threads);
@@ -120,20 +129,28 @@ TEST_F_TIMEOUT(names, threads_keep_the_names_their_records_give, 180)
 		TH_LOG("%s", threads);
 	EXPECT_NE(NULL, strstr(threads, "4003\t4000\tkeeper (4000/4003)\n"))
 		TH_LOG("%s", threads);
+	EXPECT_NE(NULL, strstr(threads, "4005\t4000\tfromtable (4000/4005)\n"))
+		TH_LOG("%s", threads);
+	EXPECT_EQ(NULL, strstr(threads, "4004")) TH_LOG("%s", threads);
 	free(threads);
+	snprintf(path, sizeof(path), "%s/thread-%u.flow", self->r.flow, D);
+	EXPECT_NE(0, access(path, F_OK)) TH_LOG("%s: a thread of no event", path);
 
-	/* bfhq heard of each name, the rename included */
+	/* bfhq heard of each name, both renames included */
 	json = replay_run_file(&self->r, "trace.json", NULL);
 	ASSERT_NE(NULL, json);
 	root = json_loads(json, 0, &jerr);
 	ASSERT_NE(NULL, root) TH_LOG("%s", jerr.text);
 	EXPECT_STREQ("worker-1 (4000/4001)", json_thread_name(root, A, 0));
 	EXPECT_EQ(NULL, json_thread_name(root, A, 1));
+	EXPECT_STREQ("boot (4000/4002)", json_thread_name(root, B, 0));
+	EXPECT_STREQ("\xc3\xa9<\"x (4000/4002)", json_thread_name(root, B, 1));
+	EXPECT_STREQ("late (4000/4002)", json_thread_name(root, B, 2));
+	EXPECT_EQ(NULL, json_thread_name(root, B, 3));
 	EXPECT_STREQ("keeper (4000/4003)", json_thread_name(root, C, 0));
-	EXPECT_STREQ("\xc3\xa9<\"x (4000/4002)", json_thread_name(root, B, 0));
-	EXPECT_STREQ("late (4000/4002)", json_thread_name(root, B, 1));
-	EXPECT_EQ(NULL, json_thread_name(root, B, 2));
-	EXPECT_EQ(NULL, strstr(json, "boot")) TH_LOG("the table's name stayed");
+	EXPECT_EQ(NULL, json_thread_name(root, D, 0));
+	EXPECT_STREQ("fromtable (4000/4005)", json_thread_name(root, E, 0));
+	EXPECT_EQ(NULL, strstr(json, "ghost")) TH_LOG("a thread of no event");
 	json_decref(root);
 	free(json);
 }
