@@ -225,15 +225,16 @@ static struct bft_ring_name *bft_ring_name_slot(struct bft_ring *r, pid_t tid)
 /*
  * NAME after a THREAD, unless this ring named the thread so since its last
  * SYNC.  The comm is read without the task lock, as bpf_get_current_comm()
- * reads it: only a rename racing this very hit can tear it, and then the
- * thread's next THREAD names it again.
+ * reads it, a race KCSAN is told of: only a rename racing this very hit
+ * can tear it, and then the thread's next THREAD names it again.
  */
 static u8 *bft_put_name(struct bft_ring *r, struct bft_recbuf *rb, u8 *p)
 {
 	struct bft_ring_name *slot = bft_ring_name_slot(r, current->pid);
 	size_t n;
 
-	strscpy_pad(rb->comm, current->comm, sizeof(rb->comm));
+	/* racy by design: see above */
+	data_race(strscpy_pad(rb->comm, current->comm, sizeof(rb->comm)));
 	if (!rb->sync && slot->tid == current->pid &&
 	    !memcmp(slot->comm, rb->comm, sizeof(rb->comm)))
 		return p;
