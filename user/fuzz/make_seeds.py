@@ -43,8 +43,14 @@ def stream_seeds(corpus):
         "4100 00c0843de807 4200d209d309f403 81 4300c801 c001 6200 c08001"
         "02 440007 460005 4001 450001 41004f80897ae807".replace(" ", ""))
     huge_unit = bytes.fromhex("410000008080808080808080800160006000")
+    # NAME records (uapi 2.2): "worker-1", then a rename with UTF-8
+    names = bytes.fromhex(
+        "410000c0843de80700 4200d209d30900 4900 08 776f726b65722d31 81"
+        "4200d209d30900 4900 05 c3a93c2278 82 410002c0843de80700"
+        .replace(" ", ""))
     for sel in (0x00, 0x03, 0x80, 0x8f):
         put(corpus, "fuzz_stream", bytes([sel]) + ex)
+        put(corpus, "fuzz_stream", bytes([sel]) + names)
     put(corpus, "fuzz_stream", bytes([0x05]) + huge_unit)
 
 
