@@ -13,7 +13,7 @@
 #
 # Logs of every step: build/logs/.  Environment:
 #   BFT_KERNELS        subset of kernels to test (default: all of scripts/kernels.sh)
-#   BFT_GUEST_TIMEOUT  seconds for the selftests in one guest (default 1800)
+#   BFT_GUEST_TIMEOUT  seconds for the selftests in one guest (default 2400)
 #   BFT_VERBOSE=1      stream the full output of test steps (default in CI);
 #                      otherwise only TAP result lines and guest-run messages.
 set -euo pipefail
@@ -24,7 +24,7 @@ cd "$root"
 . scripts/kernels.sh
 
 read -r -a kernels <<<"${BFT_KERNELS:-$BFT_ALL_KERNELS}"
-guest_timeout=${BFT_GUEST_TIMEOUT:-1800}
+guest_timeout=${BFT_GUEST_TIMEOUT:-2400}
 verbose=${BFT_VERBOSE:-}
 [[ -n $verbose || -z ${CI:-} ]] || verbose=1
 jobs=$(nproc 2>/dev/null || echo 2)
