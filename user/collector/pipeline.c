@@ -217,6 +217,16 @@ static struct cthread *thread_get(struct coll *c, uint32_t tgid, uint32_t tid)
 	return t ? t : thread_add(c, tgid, tid, pending_take(c, tgid, tid));
 }
 
+/* t is called @name (taken) from now: HQ hears it before its next event. */
+static void thread_rename(struct coll *c, struct cthread *t, char *name)
+{
+	if (c->o.verbose)
+		coll_log("thread %u renamed: %s", t->tid, name);
+	free(t->name);
+	t->name = name;
+	t->name_sent = false;
+}
+
 /*
  * A NAME record: the thread's name as it was when it ran (uapi 2.2), so a
  * short-lived thread keeps the name /proc no longer has.  An empty name
@@ -237,15 +247,10 @@ static int thread_named(struct coll *c, const struct bft_record *r)
 	name = thread_label(comm, r->tgid, r->tid);
 	if (!name)
 		return -ENOMEM;
-	if (t->name && !strcmp(t->name, name)) {
+	if (t->name && !strcmp(t->name, name))
 		free(name);
-		return 0;
-	}
-	if (c->o.verbose)
-		coll_log("thread %u renamed: %s", t->tid, name);
-	free(t->name);
-	t->name = name;
-	t->name_sent = false;	/* sent before its next event */
+	else
+		thread_rename(c, t, name);
 	return 0;
 }
 
@@ -264,15 +269,10 @@ void pipeline_check_renames(struct coll *c)
 			continue;
 		/* A thread that is gone keeps the name it had. */
 		if (t->name && strcmp(t->name, name) &&
-		    strncmp(name, "thread (", 8)) {
-			if (c->o.verbose)
-				coll_log("thread %u renamed: %s", t->tid, name);
-			free(t->name);
-			t->name = name;
-			t->name_sent = false;	/* sent before its next event */
-			continue;
-		}
-		free(name);
+		    strncmp(name, "thread (", 8))
+			thread_rename(c, t, name);
+		else
+			free(name);
 	}
 }
 
