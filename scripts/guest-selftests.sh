@@ -85,6 +85,9 @@ for t in "${tests[@]}"; do
 		insmod "$ko" || { result "not ok" "reload bftrace.ko before $name"; continue; }
 	fi
 	echo "# ==== $name ($kver)"
+	# the kernel log's timestamps then tell which test a message came from
+	echo "bftrace-selftests: start $name" >/dev/kmsg 2>/dev/null || true
+	t_start=$SECONDS
 	rc=0
 	limit=$per_test_timeout
 	# both backends, each waiting up to 420 s on a slow bpftrace map print
@@ -99,6 +102,7 @@ for t in "${tests[@]}"; do
 	elif ((rc != 0)); then
 		failed=1
 	fi
+	echo "# ==== $name took $((SECONDS - t_start)) s"
 	# a test killed before its teardown (offline_test) must not leave
 	# the tests after it one CPU short
 	for c in /sys/devices/system/cpu/cpu[0-9]*/online; do
