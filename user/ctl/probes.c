@@ -545,7 +545,12 @@ int probes_attach(struct ctl *c, pid_t pid, struct probe_set *s)
 		n++;
 	}
 	if (!n) {
-		err_msg("every selected function is attached to process %d already", (int)pid);
+		if (s->quiet_known)
+			vlog(c, 1, "every selected function is attached to process %d already",
+			     (int)pid);
+		else
+			err_msg("every selected function is attached to process %d already",
+				(int)pid);
 		ret = EXIT_OK;
 		goto out;
 	}

@@ -94,6 +94,7 @@ struct probe_set {
 	size_t nhooks;		/* rows that are hooks alone */
 	struct bft_hooks hooks;
 	bool fallback;		/* return probes dropped for safety */
+	bool quiet_known;	/* all attached already: said at -v only */
 };
 
 /*

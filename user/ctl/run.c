@@ -23,7 +23,8 @@
  *
  * With --no-follow the release is a PTRACE_DETACH.  Otherwise bfctl stays
  * the tracer of the command's process tree (run_follow.c): every exec of
- * it goes through 1-3 again, every new process gets its own attach.
+ * it goes through 1-3 again, every new process gets its own attach, and
+ * the breakpoint of 2 stays for the libraries it loads later (run_loads.c).
  *
  * If anything fails before the first release, the child is killed, never
  * left running untraced, and whatever was attached is detached.
@@ -46,11 +47,6 @@
 #include "output.h"
 #include "probes.h"
 #include "run.h"
-
-/* <link.h>'s enum r_state: RT_CONSISTENT is 0.  r_state follows r_version
- * (int, padded), r_map and r_brk in struct r_debug. */
-#define R_STATE_OFFSET	24
-#define RT_CONSISTENT	0
 
 struct hold {
 	pid_t pid;
@@ -127,11 +123,12 @@ static int hold_point(struct ctl *c, struct hold *h)
  * The tracer's options, PTRACE_O_EXITKILL aside: that one is set only
  * while a process has a breakpoint in it or has not been released, which
  * would kill or free it untraced if bfctl died then.  A released process
- * must outlive bfctl, as it did before bfctl followed.
+ * must outlive bfctl, as it did before bfctl followed, unless it carries
+ * the loader hook of run_loads.c: that would kill it at its next dlopen().
  */
 static long trace_opts;
 
-static int set_exitkill(pid_t pid, bool on)
+int run_exitkill(pid_t pid, bool on)
 {
 	long o = trace_opts | (on ? PTRACE_O_EXITKILL : 0);
 
@@ -140,7 +137,7 @@ static int set_exitkill(pid_t pid, bool on)
 
 static int arm(struct hold *h)
 {
-	if (set_exitkill(h->pid, true))
+	if (run_exitkill(h->pid, true))
 		return -errno;
 	errno = 0;
 	h->saved = ptrace(PTRACE_PEEKTEXT, h->pid, (void *)h->bp, NULL);
@@ -165,7 +162,7 @@ static int disarm(struct hold *h)
 	h->armed = false;
 	if (ptrace(PTRACE_SETREGS, h->pid, NULL, &regs))
 		return -errno;
-	return set_exitkill(h->pid, false);
+	return run_exitkill(h->pid, false);
 }
 
 static bool at_bp(const struct hold *h)
@@ -262,11 +259,12 @@ int run_kill(pid_t pid)
 	}
 }
 
-int run_hold(struct ctl *c, pid_t pid, int *gone)
+int run_hold(struct ctl *c, pid_t pid, int *gone, struct run_loader *ld)
 {
 	struct hold h = { .pid = pid, .gone = -1 };
 	int rc, e;
 
+	*ld = (struct run_loader){ 0 };
 	rc = hold_point(c, &h);
 	if (!rc) {
 		e = run_to_hold(c, &h);
@@ -281,6 +279,10 @@ int run_hold(struct ctl *c, pid_t pid, int *gone)
 	if (rc && h.gone == -1)
 		h.gone = run_kill(pid);
 	*gone = h.gone;
+	if (!rc && h.r_debug) {
+		ld->bp = h.bp;
+		ld->r_debug = h.r_debug;
+	}
 	return rc;
 }
 
@@ -359,6 +361,8 @@ int run_attach(struct run *r, pid_t pid)
 	if (rc)
 		return rc;
 	rc = probes_build(r->c, pid, &pl, r->o, probes_features(r->c), &set);
+	/* a library loaded again, or one with nothing new */
+	set.quiet_known = r->follow;
 	if (!rc)
 		rc = probes_attach(r->c, pid, &set);
 	if (!rc && !r->started) {
@@ -463,6 +467,7 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	pid_t pid;
 	int rc, pipefd[2], st, gone, child_errno = 0;
 	struct run_park park = { 0 };
+	struct run_loader ld;
 	bool inline_be = false;
 
 	rc = cmd_args(c, current_cmd, defs, argc, argv, ARGS_STOP_AT_POSITIONAL,
@@ -543,7 +548,7 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	close(pipefd[0]);
 	vlog(c, 2, "run: process %d stopped after exec", (int)pid);
 
-	rc = run_hold(c, pid, &gone);
+	rc = run_hold(c, pid, &gone, &ld);
 	if (rc)
 		goto out;
 	if (o.list) {
@@ -591,7 +596,9 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	if (r.persist && !r.follow)
 		ctl_close(c);
 	/* following, bfctl stays the tracer; else it lets go */
-	if ((r.follow && set_exitkill(pid, false)) ||
+	if (r.follow)
+		run_loads_arm(&r, pid, &ld);
+	if ((r.follow && !ld.armed && run_exitkill(pid, false)) ||
 	    ptrace(r.follow ? PTRACE_CONT : PTRACE_DETACH, pid, NULL, NULL)) {
 		err_msg("run: releasing process %d: %s", (int)pid, strerror(errno));
 		run_kill(pid);
@@ -601,7 +608,7 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	vlog(c, 1, "run: process %d released%s", (int)pid,
 	     r.follow ? "; following its processes" : "");
 	if (r.follow) {
-		rc = run_follow(&r, pid, rc == EXIT_OK, &st);
+		rc = run_follow(&r, pid, rc == EXIT_OK, &ld, &st);
 		if (rc)
 			goto out;
 	}

@@ -11,7 +11,13 @@
 
 #include "probes.h"
 
-#define RUN_NAMES 8	/* programs named in the "nothing matched" summary */
+#define RUN_NAMES 8
+
+/* <link.h>'s enum r_state; r_state follows r_version (int, padded),
+ * r_map and r_brk in struct r_debug. */
+#define R_STATE_OFFSET	24
+#define RT_CONSISTENT	0
+#define RT_ADD		1	/* programs named in the "nothing matched" summary */
 
 struct run {
 	struct ctl *c;
@@ -26,12 +32,52 @@ struct run {
 };
 
 /*
+ * The loader's hook in a process: _dl_debug_state() and r_debug, 0 where
+ * it has none (a static program, or a loader without them).
+ */
+struct run_loader {
+	uint64_t bp, r_debug;
+	bool armed;		/* a breakpoint on bp for the session */
+	bool adding;		/* r_state was RT_ADD at the last stop */
+};
+
+/*
  * pid is stopped on its exec, before its first instruction: run it to
  * the hold point (its libraries mapped, none of their code run).  On
  * failure the message is out and the process killed.  *gone is its wait
  * status if it ended meanwhile (exited, or killed here), else -1.
  */
-int run_hold(struct ctl *c, pid_t pid, int *gone);
+int run_hold(struct ctl *c, pid_t pid, int *gone, struct run_loader *ld);
+
+/* PTRACE_O_EXITKILL on or off for pid, the other options kept. */
+int run_exitkill(pid_t pid, bool on);
+
+/*
+ * Follow the libraries held pid loads from now on (run_loads.c): arm the
+ * hook ld for the session when following.  0, or -errno with the message
+ * out (loads are then not followed, the rest goes on).
+ */
+int run_loads_arm(struct run *r, pid_t pid, struct run_loader *ld);
+
+/* Is tid, in a SIGTRAP stop, on the hook of its process? */
+bool run_loads_hit(pid_t tid, const struct run_loader *ld);
+
+/*
+ * tid of tgid stopped on the hook: after a load, attach what the patterns
+ * select in the new libraries; then step it past the hook.  1 when probes
+ * were attached, 0 when none, or -errno.
+ */
+int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld);
+
+/* Lift the hook (tid stopped): 0 or -errno. */
+int run_loads_disarm(pid_t tid, struct run_loader *ld);
+
+/*
+ * Before tid is let go: lift the hook, and if tid stopped on it
+ * (trapped: a SIGTRAP stop), step it past.  1 if it did (its SIGTRAP is
+ * bfctl's, not to be delivered), 0, or -errno.
+ */
+int run_loads_let_go(pid_t tid, struct run_loader *ld, bool trapped);
 
 /*
  * Resolve the patterns in pid, held, attach, and start tracing with the
@@ -43,11 +89,12 @@ int run_attach(struct run *r, pid_t pid);
 
 /*
  * Follow leader, seized and released from its first image (traced or
- * not), and every process it creates, until it ends; then detach from
- * anything left.  Returns EXIT_OK with its wait status in *status, or an
+ * not, ld its loader hook), the libraries it loads, and every process it
+ * creates, until it ends; then detach from anything left.  Returns EXIT_OK with its wait status in *status, or an
  * exit code for a failure of bfctl's own.
  */
-int run_follow(struct run *r, pid_t leader, bool traced, int *status);
+int run_follow(struct run *r, pid_t leader, bool traced,
+	       const struct run_loader *ld, int *status);
 
 /* A held child parked on a `jmp .` so another tracer can seize it. */
 struct run_park {

@@ -12,6 +12,10 @@
  *  - A new thread just continues: its process's probes cover it.
  *  - An exec is held like the command's first one (run_hold), the probes of
  *    the old image detached, the patterns resolved in the new one.
+ *  - A library loaded later stops its loading thread on the loader's hook
+ *    (run_loads.c), and the patterns are resolved again.  A new process
+ *    has its parent's copy of the hook, so it is followed even when its
+ *    image matched nothing: a library it loads may match.
  *  - Signals are delivered unchanged; a group-stop (SIGSTOP, SIGTSTP, the
  *    module's pause) stays a stop through PTRACE_LISTEN until SIGCONT.
  *
@@ -33,7 +37,9 @@
 
 struct tracee {
 	pid_t pid;
+	pid_t tgid;		/* its process, once known */
 	bool traced;		/* a process with probes attached */
+	struct run_loader ld;	/* a process's loader hook */
 };
 
 struct tracees {
@@ -60,7 +66,7 @@ static struct tracee *add(struct tracees *t, pid_t pid)
 		t->v = p;
 		t->cap = ncap;
 	}
-	t->v[t->n] = (struct tracee){ .pid = pid };
+	t->v[t->n] = (struct tracee){ .pid = pid, .tgid = pid };
 	return &t->v[t->n++];
 }
 
@@ -117,11 +123,16 @@ static void on_new(struct run *r, struct tracees *t, pid_t pid)
 	if (!e)
 		err_msg("run: out of memory: process %d not followed", (int)pid);
 	if (!e || task_ids(pid, &tgid, &ppid) || tgid != pid) {
+		if (e)
+			e->tgid = tgid;
 		resume(pid, PTRACE_CONT, 0);
 		return;
 	}
 	parent = find(t, ppid);
-	if (parent && !parent->traced) {
+	/* a fork has the parent's memory: its hook too */
+	if (parent)
+		e->ld = parent->ld;
+	if (parent && !parent->traced && !e->ld.armed) {
 		vlog(r->c, 2, "run: process %d, a child of %d, runs its image: untraced",
 		     (int)pid, (int)ppid);
 		resume(pid, PTRACE_CONT, 0);
@@ -137,6 +148,7 @@ static void on_new(struct run *r, struct tracees *t, pid_t pid)
 /* Returns true when the process ended meanwhile (*gone its status). */
 static bool on_exec(struct run *r, struct tracees *t, pid_t pid, int *gone)
 {
+	struct run_loader ld;
 	unsigned long former;
 	struct tracee *e;
 	int rc, d;
@@ -151,13 +163,20 @@ static bool on_exec(struct run *r, struct tracees *t, pid_t pid, int *gone)
 			ctl_nl_fail(r->c, "detaching the probes of the image before the exec", d);
 		e->traced = false;
 	}
+	if (e)
+		e->ld = (struct run_loader){ 0 };	/* gone with the old image */
 	vlog(r->c, 2, "run: process %d stopped after exec", (int)pid);
-	if (run_hold(r->c, pid, gone))
+	if (run_hold(r->c, pid, gone, &ld))
 		return *gone != -1;
 	rc = run_attach(r, pid);
 	e = find(t, pid);
-	if (e)
+	if (e) {
 		e->traced = !rc;
+		e->ld = ld;
+		run_loads_arm(r, pid, &e->ld);
+		if (!e->ld.armed)
+			run_exitkill(pid, false);
+	}
 	released_untraced(r, pid, rc);
 	resume(pid, PTRACE_CONT, 0);
 	return false;
@@ -174,8 +193,9 @@ static bool group_stop(int sig)
  */
 static void detach_all(struct tracees *t)
 {
+	struct tracee *e, *proc;
 	unsigned long child;
-	int st, ev;
+	int st, ev, sig, hook;
 	pid_t pid;
 
 	for (size_t i = 0; i < t->n; i++)
@@ -197,12 +217,62 @@ static void detach_all(struct tracees *t)
 		     ev == PTRACE_EVENT_CLONE) &&
 		    !ptrace(PTRACE_GETEVENTMSG, pid, NULL, &child) && !find(t, (pid_t)child))
 			add(t, (pid_t)child);
-		ptrace(PTRACE_DETACH, pid, NULL, (void *)(long)(ev ? 0 : WSTOPSIG(st)));
+		sig = ev ? 0 : WSTOPSIG(st);
+		/* the loader hook goes before its process runs untraced */
+		e = find(t, pid);
+		proc = e ? find(t, e->tgid) : NULL;
+		if (proc) {
+			hook = run_loads_let_go(pid, &proc->ld, sig == SIGTRAP);
+			if (hook < 0)
+				err_msg("run: lifting the loader hook of process %d: %s",
+					(int)proc->pid, strerror(-hook));
+			sig = hook > 0 ? 0 : sig;
+		}
+		ptrace(PTRACE_DETACH, pid, NULL, (void *)(long)sig);
 		drop(t, pid);
 	}
 }
 
-int run_follow(struct run *r, pid_t leader, bool traced, int *status)
+/* A SIGTRAP stop on the loader hook: true when it was one. */
+static bool on_trap(struct run *r, struct tracees *t, pid_t tid)
+{
+	struct tracee *e = find(t, tid), *proc = find(t, e->tgid);
+	int rc;
+
+	if (!proc || !run_loads_hit(tid, &proc->ld))
+		return false;
+	rc = run_loads_on_hit(r, tid, proc->pid, &proc->ld);
+	if (rc < 0 && rc != -ESRCH)
+		err_msg("run: process %d, thread %d, on the loader hook: %s",
+			(int)proc->pid, (int)tid, strerror(-rc));
+	proc->traced |= rc > 0;
+	resume(tid, PTRACE_CONT, 0);
+	return true;
+}
+
+static volatile sig_atomic_t ending;
+
+static void on_end_signal(int sig)
+{
+	ending = sig;
+}
+
+/*
+ * SIGTERM and SIGHUP end bfctl as they did before it followed loads, and
+ * the command runs on untraced; only the loader hooks must go first.
+ */
+static void catch_end_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_end_signal };
+
+	sigemptyset(&sa.sa_mask);
+	/* no SA_RESTART: waitpid() returns to look at `ending` */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+int run_follow(struct run *r, pid_t leader, bool traced,
+	       const struct run_loader *ld, int *status)
 {
 	struct tracees t = { 0 };
 	int rc = EXIT_OK, st, ev, sig;
@@ -214,8 +284,17 @@ int run_follow(struct run *r, pid_t leader, bool traced, int *status)
 		return EXIT_FAIL;
 	}
 	t.v[0].traced = traced;
+	t.v[0].ld = *ld;
+	catch_end_signals();
 	for (;;) {
 		pid = waitpid(-1, &st, __WALL);
+		if (pid < 0 && ending) {
+			vlog(r->c, 1, "run: %s: letting the command go, untraced",
+			     strsignal(ending));
+			detach_all(&t);
+			signal(ending, SIG_DFL);
+			raise(ending);
+		}
 		if (pid < 0) {
 			if (errno == EINTR)
 				continue;
@@ -250,6 +329,8 @@ int run_follow(struct run *r, pid_t leader, bool traced, int *status)
 			resume(pid, group_stop(sig) ? PTRACE_LISTEN : PTRACE_CONT, 0);
 			break;
 		case 0:
+			if (sig == SIGTRAP && on_trap(r, &t, pid))
+				break;
 			resume(pid, PTRACE_CONT, sig);	/* delivered unchanged */
 			break;
 		default:

@@ -616,6 +616,46 @@ EOF
 	fi
 }
 
+# run follows dlopen(): libfxdl.so is no dependency of fx_dl, only opened
+# once the trace runs.  Each thread's calls, entries and exits in order,
+# must be exactly what fx_dl makes: the constructor's inside dlopen() on
+# the main thread, and the first calls of a thread older and one younger
+# than the load.
+dlopen_check() { # name, mode (fx_dl's: load, reopen)
+	local name=$1 mode=$2
+	settle
+	if ! bf --json run -p 'libfxdl*:fxdl_*' -- "$FX/fx_dl" "$mode" >"$T/run.json" 2>"$T/err"; then
+		note "$T/err" "$T/run.json"; not_ok "$name # run failed"; return
+	fi
+	bf stop >/dev/null
+	bf --json record --last --events >"$T/ev.json" 2>>"$T/err"
+	if python3 - "$T/run.json" "$T/ev.json" "$mode" >"$T/cmp" 2>&1 <<'EOF'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+pid = runs[0]["pid"]
+events = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+seq = {}
+for e in events:
+    if e.get("tgid") == pid and e["kind"] in ("enter", "exit"):
+        seq.setdefault(e["tid"], []).append(
+            (">" if e["kind"] == "enter" else "<") + e["name"].split("!", 1)[1])
+call = lambda f, *inner: [">" + f] + [x for i in inner for x in i] + ["<" + f]
+ctor = call("fxdl_init", call("fxdl_ctor_work"))
+entry = call("fxdl_entry", call("fxdl_leaf"))
+main = ctor + (ctor + entry if sys.argv[3] == "reopen" else [])
+for tid, s in seq.items():
+    print("%d: %s" % (tid, " ".join(s)))
+assert seq.get(pid) == main, "main thread: want %s" % " ".join(main)
+others = [s for tid, s in seq.items() if tid != pid]
+assert others == [entry * 3] * 2, "want 2 threads of: %s" % " ".join(entry * 3)
+EOF
+	then
+		note "$T/cmp"; ok "$name"
+	else
+		note "$T/cmp" "$T/err"; not_ok "$name"
+	fi
+}
+
 sec_run_follow() {
 	local pats=(-p 'fx_pie:fx_*' -p 'fx_pie:foo_*' -p 'libfx*:fxlib_*' -p '!fxlib_local')
 	# sh forks, its child execs fx_pie, which forks a child that does not exec
@@ -631,6 +671,8 @@ sec_run_follow() {
 	expect_fail "run: no process matched: said at the end, with what was searched" 5 \
 		'no process of the command matched the patterns: [0-9]+ program images searched \((sh|dash|bash)' \
 		bf run -p 'fx_c:fx_first' -- sh -c "sh -c 'exit 3'; exit 7"
+	dlopen_check "run follows dlopen: the library's constructor and two threads' first calls, exactly" load
+	dlopen_check "run follows dlclose and a second dlopen: the constructor runs traced again" reopen
 	check "run: signals reach the followed command unchanged (SIGTERM, SIGSTOP until SIGCONT)" bash -c '
 	"$1" run -p "fx_c:fx_first" -- sh -c "$2/fx_c; kill -TERM \$\$; exit 1" >/dev/null
 	rc=$?; echo "SIGTERM: exit $rc"; [[ $rc == 143 ]] || exit 1

@@ -7,6 +7,7 @@
 #   fx_pie        C, PIE, linked with libfx.so (rpath $ORIGIN)
 #   fx_cet        C, PIE, -fcf-protection=full (functions start with endbr64)
 #   fx_static     C, static
+#   fx_dl         C, PIE, dlopen()s libfxdl.so at run time (not a DT_NEEDED)
 #   fx_stripped   fx_stripped.full (PIE, -rdynamic) stripped: .dynsym only
 #   fx_dbg        PIE stripped to .dynsym, its .symtab in fx_dbg.debug
 #                 (found by build-id or .gnu_debuglink)
@@ -28,7 +29,7 @@ mkdir -p "$out"
 cd "$out"
 CC=${CC:-cc}
 CXX=${CXX:-c++}
-srcs="$here/fx.h $here/fx_main.c $here/fx_lib.c $here/fx_cpp.cc $here/fx_cold.c $here/fx_exc.cc $here/build.sh"
+srcs="$here/fx.h $here/fx_main.c $here/fx_lib.c $here/fx_cpp.cc $here/fx_cold.c $here/fx_exc.cc $here/fx_dl.c $here/fx_dl_lib.c $here/build.sh"
 
 fresh() { # output
 	[ -e "$1" ] || return 1
@@ -40,6 +41,8 @@ fresh libfx.so || $CC $base -fPIC -shared -fcf-protection=none -o libfx.so "$her
 fresh fx_c || $CC $base -no-pie -fcf-protection=none -o fx_c "$here/fx_main.c"
 fresh fx_pie || $CC $base -fPIE -pie -fcf-protection=none -DFX_WITH_LIB -o fx_pie \
 	"$here/fx_main.c" -L. -lfx -Wl,-rpath,'$ORIGIN'
+fresh libfxdl.so || $CC $base -fPIC -shared -fcf-protection=none -o libfxdl.so "$here/fx_dl_lib.c"
+fresh fx_dl || $CC $base -fPIE -pie -fcf-protection=none -pthread -o fx_dl "$here/fx_dl.c" -ldl
 fresh fx_cet || $CC $base -fPIE -pie -fcf-protection=full -o fx_cet "$here/fx_main.c"
 fresh fx_static || $CC $base -static -fcf-protection=none -o fx_static "$here/fx_main.c"
 if ! fresh fx_stripped; then

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bfctl run, following the libraries a process loads after its start
+ * (dlopen(3)): the patterns apply to them as to the program's first ones.
+ *
+ * The loader calls _dl_debug_state() with r_debug.r_state == RT_ADD before
+ * it maps a library, and with RT_CONSISTENT once the library and what it
+ * needs are mapped, before their relocation and their constructors.  The
+ * hold point of run.c stays armed for the session: a breakpoint on that
+ * function, whose stop holds the loading thread while the patterns are
+ * resolved over the new maps and the new functions attached.  So the
+ * library's constructors, and the first call any thread makes into it,
+ * are traced.  Threads that load nothing run on meanwhile.
+ *
+ * The breakpoint must not be lifted to let the thread through, or another
+ * thread could pass it meanwhile: _dl_debug_state() is a lone `ret` (it
+ * exists only to be trapped), so the stop ends with the `ret` done by
+ * hand.  A loader whose function is anything else is held once, at the
+ * start, as before.
+ *
+ * A process that carries the breakpoint is killed with bfctl should bfctl
+ * die (PTRACE_O_EXITKILL): left running, it would die of SIGTRAP at its
+ * next dlopen() or dlclose().  When the command ends, the breakpoint is
+ * lifted from every process still running before it is let go.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+
+#include "output.h"
+#include "run.h"
+
+#define OP_RET	0xc3
+#define OP_INT3	0xcc
+
+static int poke_byte(pid_t pid, uint64_t addr, uint8_t want, uint8_t *was)
+{
+	long word;
+
+	errno = 0;
+	word = ptrace(PTRACE_PEEKTEXT, pid, (void *)addr, NULL);
+	if (errno)
+		return -errno;
+	if (was)
+		*was = (uint8_t)word;
+	word = (word & ~0xffL) | want;
+	return ptrace(PTRACE_POKETEXT, pid, (void *)addr, (void *)word) ? -errno : 0;
+}
+
+int run_loads_arm(struct run *r, pid_t pid, struct run_loader *ld)
+{
+	uint8_t was;
+	int rc;
+
+	ld->armed = false;
+	if (!r->follow || !ld->bp || !ld->r_debug)
+		return 0;
+	rc = run_exitkill(pid, true);
+	if (!rc)
+		rc = poke_byte(pid, ld->bp, OP_INT3, &was);
+	if (!rc && was != OP_RET) {
+		/* not the lone `ret` it should be: leave it as it was */
+		rc = poke_byte(pid, ld->bp, was, NULL);
+		vlog(r->c, 1, "run: process %d: the loader's _dl_debug_state is no lone ret (%#x); libraries it loads later are not followed",
+		     (int)pid, was);
+		return rc ? rc : run_exitkill(pid, false);
+	}
+	if (rc) {
+		err_msg("run: process %d: arming the loader hook: %s; libraries it loads later are not followed",
+			(int)pid, strerror(-rc));
+		return rc;
+	}
+	ld->armed = true;
+	ld->adding = false;
+	vlog(r->c, 2, "run: process %d: loads followed at %#" PRIx64, (int)pid, ld->bp);
+	return 0;
+}
+
+bool run_loads_hit(pid_t tid, const struct run_loader *ld)
+{
+	struct user_regs_struct regs;
+
+	return ld->bp && !ptrace(PTRACE_GETREGS, tid, NULL, &regs) &&
+	       regs.rip == ld->bp + 1;
+}
+
+/* Do the `ret` the breakpoint stands on. */
+static int step_ret(pid_t tid)
+{
+	struct user_regs_struct regs;
+	long to;
+
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &regs))
+		return -errno;
+	errno = 0;
+	to = ptrace(PTRACE_PEEKDATA, tid, (void *)regs.rsp, NULL);
+	if (errno)
+		return -errno;
+	regs.rip = (unsigned long)to;
+	regs.rsp += 8;
+	return ptrace(PTRACE_SETREGS, tid, NULL, &regs) ? -errno : 0;
+}
+
+int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld)
+{
+	int rc, attached = 0;
+	size_t searched;
+	long state;
+
+	errno = 0;
+	state = ptrace(PTRACE_PEEKDATA, tid, (void *)(ld->r_debug + R_STATE_OFFSET), NULL);
+	if (errno)
+		return -errno;
+	vlog(r->c, 3, "run: process %d, thread %d: loader hook, r_state %d", (int)tgid,
+	     (int)tid, (int)(int32_t)state);
+	if ((int32_t)state == RT_ADD) {
+		ld->adding = true;
+	} else if ((int32_t)state == RT_CONSISTENT && ld->adding) {
+		/* a dlclose() ends in RT_CONSISTENT too: only a load counts */
+		ld->adding = false;
+		vlog(r->c, 1, "run: process %d loaded a library: resolving the patterns again",
+		     (int)tgid);
+		searched = r->searched;
+		rc = run_attach(r, tgid);
+		r->searched = searched;	/* the same image, searched again */
+		if (rc && rc != EXIT_NOMATCH)
+			err_msg("run: process %d: the library it loaded is not traced", (int)tgid);
+		attached = !rc;
+	}
+	rc = step_ret(tid);
+	return rc ? rc : attached;
+}
+
+int run_loads_disarm(pid_t tid, struct run_loader *ld)
+{
+	int rc;
+
+	if (!ld->armed)
+		return 0;
+	rc = poke_byte(tid, ld->bp, OP_RET, NULL);
+	if (!rc)
+		ld->armed = false;
+	return rc;
+}
+
+int run_loads_let_go(pid_t tid, struct run_loader *ld, bool trapped)
+{
+	bool on_hook = trapped && run_loads_hit(tid, ld);
+	int rc = run_loads_disarm(tid, ld);
+
+	if (!rc && on_hook)
+		rc = step_ret(tid);
+	return rc ? rc : on_hook;
+}
