@@ -19,6 +19,8 @@ packages=(
 	libmnl-dev libelf-dev libdw-dev libbpf-dev libiberty-dev libjansson-dev
 	# bfctl's entry probe placement decodes x86-64 instructions
 	libcapstone-dev
+	# <sys/sdt.h>: the USDT probes of the test programs
+	systemtap-sdt-dev
 	# bfcollector's inclusion and exclusion regexes
 	libpcre2-dev
 	# bfhq --http, the live viewer

@@ -124,6 +124,30 @@ def elf_seeds(corpus):
             os.unlink(out)
 
 
+def sdt_seeds(corpus):
+    # argument texts (selector 0), then a tiny program with USDT notes (1)
+    for arg in ("-4@%eax", "1@%ah", "8@$-1", "-4@-20(%rbp)",
+                "8@16(%rax,%rbx,8)", "-4@g(%rip)", "4@0x601040", "%rdi",
+                "3@%eax", "8@(%rax"):
+        put(corpus, "fuzz_sdt", b"\x00" + arg.encode())
+    src = ("#include <sys/sdt.h>\n"
+           "int g = 5;\n"
+           "void _start(void) { int x = g * 3;\n"
+           "  DTRACE_PROBE(p, zero); DTRACE_PROBE2(p, two, x, g);\n"
+           "  for (;;); }\n")
+    out = os.path.join(corpus, ".sdt.elf")
+    try:
+        subprocess.run(["cc", "-x", "c", "-", "-o", out, "-O1", "-nostdlib",
+                        "-static", "-fno-asynchronous-unwind-tables",
+                        "-Wl,-n", "-Wl,--build-id=none", "-Wl,-z,norelro"],
+                       input=src.encode(), check=True)
+        with open(out, "rb") as f:
+            put(corpus, "fuzz_sdt", b"\x01" + f.read())
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+
+
 def nla(t, payload):
     n = 4 + len(payload)
     return struct.pack("<HH", n, t) + payload + bytes((-n) % 4)
@@ -284,6 +308,7 @@ def main():
     config_seeds(corpus, msgs)
     flow_seeds(corpus)
     elf_seeds(corpus)
+    sdt_seeds(corpus)
     nl_seeds(corpus)
     hq_seeds(corpus, msgs)
     collector_seeds(corpus, msgs)
