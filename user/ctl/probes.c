@@ -16,6 +16,35 @@
 #include "output.h"
 #include "probes.h"
 
+/*
+ * An inclusion whose object is not mapped (yet): bfctl run waits for it,
+ * attach says that it does not.
+ */
+static void say_pending(struct ctl *c, pid_t pid, const struct bft_patterns *ps,
+			const struct bft_plan *pl, const struct probe_opts *o)
+{
+	for (size_t i = 0; i < ps->n; i++) {
+		const struct bft_pattern *p = &ps->p[i];
+		size_t j = 0;
+
+		if (p->exclude || !p->object)
+			continue;
+		while (j < pl->nobjs && !bft_pattern_in_scope(p, pl->objs[j].path))
+			j++;
+		if (j < pl->nobjs)
+			continue;
+		if (o->quiet_nomatch)
+			vlog(c, 1, "pattern '%s' waits: no object of process %d matches '%s' yet",
+			     p->text, (int)pid, p->object);
+		else if (strcmp(current_cmd->name, "attach"))
+			err_msg("pattern '%s': no object of process %d matches '%s' at its start",
+				p->text, (int)pid, p->object);
+		else
+			err_msg("pattern '%s': no object of process %d matches '%s'; libraries it loads later are not probed (bfctl run follows them)",
+				p->text, (int)pid, p->object);
+	}
+}
+
 int probes_select(struct ctl *c, pid_t pid, struct probe_opts *o,
 		  struct bft_plan *pl)
 {
@@ -40,6 +69,8 @@ int probes_select(struct ctl *c, pid_t pid, struct probe_opts *o,
 		return rc == -ENOMEM ? EXIT_FAIL : EXIT_USAGE;
 	}
 	rc = bft_plan_pid(pl, pid, &ps, &ro, err, sizeof(err));
+	if (!rc)
+		say_pending(c, pid, &ps, pl, o);
 	bft_patterns_free(&ps);
 	if (rc) {
 		err_msg("%s", err);

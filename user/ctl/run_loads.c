@@ -128,7 +128,8 @@ int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld
 		rc = run_attach(r, tgid);
 		r->searched = searched;	/* the same image, searched again */
 		if (rc && rc != EXIT_NOMATCH)
-			err_msg("run: process %d: the library it loaded is not traced", (int)tgid);
+			err_msg("run: process %d: attaching what the patterns select in the library it loaded failed (above)",
+				(int)tgid);
 		attached = !rc;
 	}
 	rc = step_ret(tid);

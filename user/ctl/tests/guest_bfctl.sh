@@ -871,6 +871,10 @@ sec_bad() {
 	expect_fail "bad input: a pattern that matches nothing" 5 'no function of process' \
 		bf attach --pid "$FXPID" -p 'no_such_function_*'
 	check "  ... and nothing is attached" nothing_attached "$FXPID"
+	expect_fail "attach: a pattern whose object is not mapped is said; the rest attaches" 0 \
+		"pattern 'libnone\\*:x': no object of process [0-9]+ matches 'libnone\\*'; libraries it loads later are not probed" \
+		bf attach --pid "$FXPID" -p 'libnone*:x' -p 'fx_c:foo_fast'
+	bf detach --pid "$FXPID" >/dev/null
 	expect_fail "bad input: more functions than --max-probes" 6 'raise the cap with --max-probes' \
 		bf attach --pid "$FXPID" -p 'fx_c:*' --max-probes 3
 	check "  ... and nothing is attached" nothing_attached "$FXPID"

@@ -132,7 +132,7 @@ fail:
 	return rc;
 }
 
-static bool object_match(const struct bft_pattern *p, const char *path)
+bool bft_pattern_in_scope(const struct bft_pattern *p, const char *path)
 {
 	const char *base;
 
@@ -154,7 +154,7 @@ static bool symbol_match(const struct bft_pattern *p, const char *name)
 bool bft_patterns_scope(const struct bft_patterns *ps, const char *path)
 {
 	for (size_t i = 0; i < ps->n; i++)
-		if (!ps->p[i].exclude && object_match(&ps->p[i], path))
+		if (!ps->p[i].exclude && bft_pattern_in_scope(&ps->p[i], path))
 			return true;
 	return false;
 }
@@ -176,14 +176,14 @@ bool bft_patterns_match(const struct bft_patterns *ps, const char *path,
 	for (size_t i = 0; i < ps->n && !in; i++) {
 		const struct bft_pattern *p = &ps->p[i];
 
-		in = !p->exclude && object_match(p, path) && any_name(p, names, n);
+		in = !p->exclude && bft_pattern_in_scope(p, path) && any_name(p, names, n);
 	}
 	if (!in)
 		return false;
 	for (size_t i = 0; i < ps->n; i++) {
 		const struct bft_pattern *p = &ps->p[i];
 
-		if (p->exclude && object_match(p, path) && any_name(p, names, n))
+		if (p->exclude && bft_pattern_in_scope(p, path) && any_name(p, names, n))
 			return false;
 	}
 	return true;

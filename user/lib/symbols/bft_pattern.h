@@ -50,6 +50,9 @@ int bft_patterns_init(struct bft_patterns *ps, const char *const *texts,
 		      size_t n, bool regex, char *err, size_t errlen);
 void bft_patterns_free(struct bft_patterns *ps);
 
+/* Does p's object scope take the object at path (no scope: every one)? */
+bool bft_pattern_in_scope(const struct bft_pattern *p, const char *path);
+
 /* Can an inclusion select anything in the object at path? */
 bool bft_patterns_scope(const struct bft_patterns *ps, const char *path);
 
