@@ -9,7 +9,9 @@
 #
 # Environment: BFT_TEST_TIMEOUT (seconds per test binary, default 600);
 # BFT_SELFTESTS, a space-separated list of names (pipeline_test,
-# guest_bfctl.sh, ...), runs only those, for working on one of them.
+# guest_bfctl.sh, ...), runs only those, for working on one of them;
+# BFT_INLINE_VARIANTS=1 runs every inline variant here (0: none);
+# BFT_PROTOCOL_VARIANTS= (empty) every protocol variant of pipeline_test.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -40,9 +42,21 @@ fi
 export BFT_KO=$ko
 # The guest is the tests' own: offline_test takes a CPU offline and back.
 export BFT_TEST_HOTPLUG=1
-# The inline backend needs no kernel feature: its stress test's 100
-# attach/stop cycles run natively, a few here.
-export BFT_INLINE_CYCLES=${BFT_INLINE_CYCLES:-10}
+. "$root/scripts/kernels.sh"
+# Guest time goes to what depends on the kernel.  pipeline_test: what the
+# collector does apart from it runs in each backend's v1 variant here (the
+# BPF backend's other variants run natively).
+export BFT_PROTOCOL_VARIANTS=${BFT_PROTOCOL_VARIANTS-1}
+# guest_bfctl.sh: the BPF backend counts on fewer kinds of binary than the
+# module; nl_fuzz_test: 30 s of random requests on each kernel
+export BFT_BFCTL_BPF_KINDS=${BFT_BFCTL_BPF_KINDS-short}
+export BFT_FUZZ_SECONDS=${BFT_FUZZ_SECONDS:-30}
+# The inline backend needs no kernel feature: its variants run natively,
+# and here only the calltree and exception targets' (trace_test, exc_test),
+# in the oldest kernel's guest alone.
+inline_here() { # test name
+	[[ $kver == "$KVER_61" && ($1 == trace_test || $1 == exc_test) ]]
+}
 
 loaded() { [[ -d /sys/module/bftrace ]]; }
 if loaded; then
@@ -92,7 +106,10 @@ for t in "${tests[@]}"; do
 	limit=$per_test_timeout
 	# both backends, each waiting up to 420 s on a slow bpftrace map print
 	[[ $name == guest_bfctl.sh ]] && ((limit < 1200)) && limit=1200
-	timeout -k 10 "$limit" "$t" 2>&1 | tee "$tmp/out" || rc=${PIPESTATUS[0]}
+	inline=0
+	inline_here "$name" && inline=1
+	BFT_INLINE_VARIANTS=${BFT_INLINE_VARIANTS:-$inline} \
+		timeout -k 10 "$limit" "$t" 2>&1 | tee "$tmp/out" || rc=${PIPESTATUS[0]}
 	if ((rc == 124 || rc == 137)); then
 		result "not ok" "$name # TIMEOUT: killed after ${limit}s"
 	elif ((rc != 0)) && ! grep -q '^not ok ' "$tmp/out"; then

@@ -380,10 +380,13 @@ int bst_bpf_collect(struct bft_bpf *b, int quiet_ms, int max_ms,
 /*
  * The inline backend (bst_ops.c), through its table of operations, with a
  * registry of the test's own ($BFT_INLINE_DIR, a new temporary directory):
- * 0, 1 with why (a skip: BFT_BACKEND names another backend), or -errno.
+ * 0, 1 with why (a skip: BFT_BACKEND names another backend, or the inline
+ * variants are not wanted here), or -errno.
  */
 struct bft_backend_ops;
 int bst_inline_open(void **hp, char **dirp, char *why, size_t len);
+/* false with why when BFT_INLINE_VARIANTS=0 (the guests, mostly) */
+bool bst_inline_wanted(char *why, size_t len);
 void bst_inline_close(void *h, char *dir);
 /* bst_collect() through any backend's table. */
 int bst_ops_collect(const struct bft_backend_ops *ops, void *h, int quiet_ms,
