@@ -18,10 +18,10 @@ static const struct cmd commands[] = {
 	  "Launch COMMAND under trace, missing not even its first call.\n"
 	  "It is held before its first instruction until the probes are attached\n"
 	  "and tracing has started; bfctl then exits with its exit status.\n"
-	  "Every process it creates, every program it execs and every library\n"
-	  "it loads later (dlopen) is followed and held the same way (not with\n"
-	  "--no-follow); one that matches nothing runs untraced, and run fails\n"
-	  "(5) only if no process ever matched." },
+	  "Every process it creates and every program it execs is followed and\n"
+	  "held the same way, and every library it loads later (dlopen), its\n"
+	  "loading thread held (not with --no-follow); one that matches nothing\n"
+	  "runs untraced, and run fails (5) only if no process ever matched." },
 	{ "start", cmd_mode, "", "Start recording (mode tracing)." },
 	{ "stop", cmd_mode, "",
 	  "Stop recording, detach every probe, seal the rings (mode shutting_down)." },

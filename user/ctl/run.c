@@ -455,8 +455,8 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 		  .help = "a session started here outlives bfctl" },
 		{ .name = "no-follow", .kind = ARG_FLAG, .dest = &no_follow,
 		  .help = "trace the command's first program only, not the "
-			  "processes and programs it starts (always so with "
-			  "--backend inline)" },
+			  "processes and programs it starts nor the libraries "
+			  "it loads later (always so with --backend inline)" },
 		ARG_END
 	};
 	struct strlist cmdline = { 0 };

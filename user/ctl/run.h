@@ -11,13 +11,13 @@
 
 #include "probes.h"
 
-#define RUN_NAMES 8
+#define RUN_NAMES 8	/* programs named in the "nothing matched" summary */
 
 /* <link.h>'s enum r_state; r_state follows r_version (int, padded),
  * r_map and r_brk in struct r_debug. */
 #define R_STATE_OFFSET	24
 #define RT_CONSISTENT	0
-#define RT_ADD		1	/* programs named in the "nothing matched" summary */
+#define RT_ADD		1
 
 struct run {
 	struct ctl *c;
@@ -65,8 +65,10 @@ bool run_loads_hit(pid_t tid, const struct run_loader *ld);
 /*
  * tid of tgid stopped on the hook: after a load, attach what the patterns
  * select in the new libraries; then step it past the hook.  1 when probes
- * were attached, 0 when none, or -errno.
+ * were attached, 0 when none, RUN_LOADS_LOST when the attach failed and
+ * the process lost every probe (probes_attach's rollback), or -errno.
  */
+#define RUN_LOADS_LOST 2
 int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld);
 
 /* Lift the hook (tid stopped): 0 or -errno. */
@@ -90,8 +92,9 @@ int run_attach(struct run *r, pid_t pid);
 /*
  * Follow leader, seized and released from its first image (traced or
  * not, ld its loader hook), the libraries it loads, and every process it
- * creates, until it ends; then detach from anything left.  Returns EXIT_OK with its wait status in *status, or an
- * exit code for a failure of bfctl's own.
+ * creates, until it ends; then detach from anything left.  Returns
+ * EXIT_OK with its wait status in *status, or an exit code for a failure
+ * of bfctl's own.
  */
 int run_follow(struct run *r, pid_t leader, bool traced,
 	       const struct run_loader *ld, int *status);

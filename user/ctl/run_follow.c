@@ -15,14 +15,18 @@
  *  - A library loaded later stops its loading thread on the loader's hook
  *    (run_loads.c), and the patterns are resolved again.  A new process
  *    has its parent's copy of the hook, so it is followed even when its
- *    image matched nothing: a library it loads may match.
+ *    image matched nothing: a library it loads may match.  Which hook it
+ *    has is taken at its parent's fork event, where the parent is stopped:
+ *    by the child's first stop the parent may have exited or exec'd.
  *  - Signals are delivered unchanged; a group-stop (SIGSTOP, SIGTSTP, the
  *    module's pause) stays a stop through PTRACE_LISTEN until SIGCONT.
  *
- * When the command's process ends, the rest are detached: they run on,
- * untraced once the session ends.  Tasks are known by their first stop;
- * which process is which is read from /proc, so the order in which the
- * parent's fork event and the child's first stop arrive does not matter.
+ * When the command's process ends, the rest are detached, their hooks
+ * lifted first: they run on, untraced once the session ends.  Tasks are
+ * known by their first stop; which process is which is read from /proc,
+ * so the order in which the parent's fork event and the child's first stop
+ * arrive does not matter.  A child announced by a fork event but not seen
+ * yet is waited for before bfctl lets go: it carries the hook too.
  */
 #include <errno.h>
 #include <signal.h>
@@ -31,6 +35,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "output.h"
 #include "run.h"
@@ -38,6 +43,7 @@
 struct tracee {
 	pid_t pid;
 	pid_t tgid;		/* its process, once known */
+	bool seen;		/* its first stop came (else a fork event told) */
 	bool traced;		/* a process with probes attached */
 	struct run_loader ld;	/* a process's loader hook */
 };
@@ -66,7 +72,7 @@ static struct tracee *add(struct tracees *t, pid_t pid)
 		t->v = p;
 		t->cap = ncap;
 	}
-	t->v[t->n] = (struct tracee){ .pid = pid, .tgid = pid };
+	t->v[t->n] = (struct tracee){ .pid = pid, .tgid = pid, .seen = true };
 	return &t->v[t->n++];
 }
 
@@ -113,26 +119,55 @@ static void released_untraced(struct run *r, pid_t pid, int rc)
 		err_msg("run: process %d released untraced", (int)pid);
 }
 
+/*
+ * A fork, vfork or clone event of parent: its child, whose first stop may
+ * come later, gets the parent's hook now, while the parent is stopped.
+ */
+static void on_fork_event(struct tracees *t, pid_t parent)
+{
+	struct tracee *p = find(t, parent), *proc, *e;
+	struct run_loader ld = { 0 };
+	unsigned long child;
+
+	if (!p || ptrace(PTRACE_GETEVENTMSG, parent, NULL, &child) || find(t, (pid_t)child))
+		return;
+	proc = find(t, p->tgid);
+	if (proc)
+		ld = proc->ld;
+	e = add(t, (pid_t)child);
+	if (e) {
+		e->seen = false;
+		e->ld = ld;
+	}
+}
+
 /* The first stop of a task bfctl has not seen: a new thread or process. */
 static void on_new(struct run *r, struct tracees *t, pid_t pid)
 {
-	struct tracee *e = add(t, pid), *parent;
-	pid_t tgid, ppid;
+	struct tracee *e = find(t, pid), *parent;
+	pid_t tgid = pid, ppid = 0;
+	bool announced = e != NULL;
 	int rc;
 
 	if (!e)
+		e = add(t, pid);
+	if (!e)
 		err_msg("run: out of memory: process %d not followed", (int)pid);
 	if (!e || task_ids(pid, &tgid, &ppid) || tgid != pid) {
-		if (e)
+		if (e) {
+			e->seen = true;
 			e->tgid = tgid;
+		}
 		resume(pid, PTRACE_CONT, 0);
 		return;
 	}
+	e->seen = true;
 	parent = find(t, ppid);
-	/* a fork has the parent's memory: its hook too */
-	if (parent)
+	/* a fork has the parent's memory, its hook too (taken at its event) */
+	if (!announced && parent)
 		e->ld = parent->ld;
-	if (parent && !parent->traced && !e->ld.armed) {
+	if (parent && !parent->traced) {
+		/* the parent's image matched nothing: neither does this copy */
 		vlog(r->c, 2, "run: process %d, a child of %d, runs its image: untraced",
 		     (int)pid, (int)ppid);
 		resume(pid, PTRACE_CONT, 0);
@@ -190,11 +225,13 @@ static bool group_stop(int sig)
 /*
  * Let everything left go.  A running tracee is interrupted first (only a
  * stopped one can be detached); one stopped by a signal keeps that stop.
+ * A process's hook is lifted at the first stop of any of its threads; a
+ * thread stopped on it is stepped past, its SIGTRAP not delivered.
  */
 static void detach_all(struct tracees *t)
 {
 	struct tracee *e, *proc;
-	unsigned long child;
+	struct run_loader was;
 	int st, ev, sig, hook;
 	pid_t pid;
 
@@ -212,15 +249,38 @@ static void detach_all(struct tracees *t)
 			continue;
 		}
 		ev = st >> 16;
-		/* a child born meanwhile is attached: let it go too */
-		if ((ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK ||
-		     ev == PTRACE_EVENT_CLONE) &&
-		    !ptrace(PTRACE_GETEVENTMSG, pid, NULL, &child) && !find(t, (pid_t)child))
-			add(t, (pid_t)child);
 		sig = ev ? 0 : WSTOPSIG(st);
-		/* the loader hook goes before its process runs untraced */
 		e = find(t, pid);
-		proc = e ? find(t, e->tgid) : NULL;
+		if (!e) {
+			/* a child nothing announced: no hook bfctl knows of */
+			ptrace(PTRACE_DETACH, pid, NULL, (void *)(long)sig);
+			continue;
+		}
+		if (!e->seen) {
+			pid_t tgid = pid, ppid;
+
+			/* its first stop: a thread's process is its own record */
+			if (!task_ids(pid, &tgid, &ppid))
+				e->tgid = tgid;
+			e->seen = true;
+		}
+		proc = find(t, e->tgid);
+		was = proc ? proc->ld : (struct run_loader){ 0 };
+		if (ev == PTRACE_EVENT_EXEC && proc) {
+			/* the old image, its hook with it, is gone */
+			proc->ld = (struct run_loader){ 0 };
+		} else if (ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK ||
+			   ev == PTRACE_EVENT_CLONE) {
+			/* born meanwhile, with the hook as it is now */
+			on_fork_event(t, pid);
+			e = find(t, pid);
+			proc = find(t, e->tgid);
+		} else if (ev == PTRACE_EVENT_STOP && proc && was.bp &&
+			   run_loads_hit(pid, &was)) {
+			/* on the hook, its SIGTRAP still pending: take that first */
+			ptrace(PTRACE_CONT, pid, NULL, NULL);
+			continue;
+		}
 		if (proc) {
 			hook = run_loads_let_go(pid, &proc->ld, sig == SIGTRAP);
 			if (hook < 0)
@@ -245,37 +305,63 @@ static bool on_trap(struct run *r, struct tracees *t, pid_t tid)
 	if (rc < 0 && rc != -ESRCH)
 		err_msg("run: process %d, thread %d, on the loader hook: %s",
 			(int)proc->pid, (int)tid, strerror(-rc));
-	proc->traced |= rc > 0;
+	if (rc == RUN_LOADS_LOST)
+		proc->traced = false;
+	else if (rc > 0)
+		proc->traced = true;
 	resume(tid, PTRACE_CONT, 0);
 	return true;
 }
 
-static volatile sig_atomic_t ending;
-
-static void on_end_signal(int sig)
-{
-	ending = sig;
-}
-
 /*
  * SIGTERM and SIGHUP end bfctl as they did before it followed loads, and
- * the command runs on untraced; only the loader hooks must go first.
+ * the command runs on untraced; only the loader hooks must go first.  They
+ * are blocked, with SIGCHLD (a tracee's stop sends it), and taken between
+ * events: no attach is cut short by one.  SIGPIPE is ignored: a report
+ * into a closed pipe must not kill bfctl, and with it the command.
  */
-static void catch_end_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_end_signal };
+static sigset_t end_set, wait_set, old_mask;
 
-	sigemptyset(&sa.sa_mask);
-	/* no SA_RESTART: waitpid() returns to look at `ending` */
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+static void block_signals(void)
+{
+	sigemptyset(&end_set);
+	sigaddset(&end_set, SIGTERM);
+	sigaddset(&end_set, SIGHUP);
+	wait_set = end_set;
+	sigaddset(&wait_set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &wait_set, &old_mask);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* The next event's pid, -1 with errno, or 0 with *ending the signal. */
+static pid_t next_event(int *st, int *ending)
+{
+	static const struct timespec now;
+	pid_t pid;
+	int sig;
+
+	for (;;) {
+		sig = sigtimedwait(&end_set, NULL, &now);
+		if (sig > 0) {
+			*ending = sig;
+			return 0;
+		}
+		pid = waitpid(-1, st, __WALL | WNOHANG);
+		if (pid)
+			return pid;
+		sig = sigwaitinfo(&wait_set, NULL);
+		if (sig == SIGTERM || sig == SIGHUP) {
+			*ending = sig;
+			return 0;
+		}
+	}
 }
 
 int run_follow(struct run *r, pid_t leader, bool traced,
 	       const struct run_loader *ld, int *status)
 {
 	struct tracees t = { 0 };
-	int rc = EXIT_OK, st, ev, sig;
+	int rc = EXIT_OK, st, ev, sig, ending = 0;
 	pid_t pid;
 
 	if (!add(&t, leader)) {
@@ -285,14 +371,15 @@ int run_follow(struct run *r, pid_t leader, bool traced,
 	}
 	t.v[0].traced = traced;
 	t.v[0].ld = *ld;
-	catch_end_signals();
+	block_signals();
 	for (;;) {
-		pid = waitpid(-1, &st, __WALL);
-		if (pid < 0 && ending) {
+		pid = next_event(&st, &ending);
+		if (!pid) {
 			vlog(r->c, 1, "run: %s: letting the command go, untraced",
 			     strsignal(ending));
 			detach_all(&t);
 			signal(ending, SIG_DFL);
+			sigprocmask(SIG_SETMASK, &old_mask, NULL);
 			raise(ending);
 		}
 		if (pid < 0) {
@@ -312,7 +399,7 @@ int run_follow(struct run *r, pid_t leader, bool traced,
 			continue;
 		ev = st >> 16;
 		sig = WSTOPSIG(st);
-		if (!find(&t, pid)) {
+		if (!find(&t, pid) || !find(&t, pid)->seen) {
 			on_new(r, &t, pid);
 			continue;
 		}
@@ -335,6 +422,7 @@ int run_follow(struct run *r, pid_t leader, bool traced,
 			break;
 		default:
 			/* fork, vfork, clone: the child shows at its first stop */
+			on_fork_event(&t, pid);
 			resume(pid, PTRACE_CONT, 0);
 		}
 	}
@@ -344,6 +432,7 @@ ended:
 		vlog(r->c, 1, "run: the command ended; %zu tasks of it left running, untraced",
 		     t.n);
 	detach_all(&t);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	free(t.v);
 	return rc;
 }

@@ -28,11 +28,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <elf.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
 
 #include "output.h"
 #include "run.h"
+#include "symbols/bft_elf.h"
 
 #define OP_RET	0xc3
 #define OP_INT3	0xcc
@@ -51,27 +53,68 @@ static int poke_byte(pid_t pid, uint64_t addr, uint8_t want, uint8_t *was)
 	return ptrace(PTRACE_POKETEXT, pid, (void *)addr, (void *)word) ? -errno : 0;
 }
 
+/* x86-64, without a shadow stack the `ret` done by hand would desync */
+static const char *why_not(pid_t pid)
+{
+	char fn[64], line[256];
+	unsigned char id[EI_NIDENT];
+	const char *why = NULL;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)pid);
+	f = fopen(fn, "re");
+	if (!f || fread(id, 1, sizeof(id), f) != sizeof(id) || id[EI_CLASS] != ELFCLASS64)
+		why = "it is no 64-bit program";
+	if (f)
+		fclose(f);
+	if (why)
+		return why;
+	snprintf(fn, sizeof(fn), "/proc/%d/status", (int)pid);
+	f = fopen(fn, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "x86_Thread_features:", 20) && strstr(line, "shstk"))
+			why = "it runs with a shadow stack";
+	if (f)
+		fclose(f);
+	return why;
+}
+
 int run_loads_arm(struct run *r, pid_t pid, struct run_loader *ld)
 {
-	uint8_t was;
+	const char *why;
+	long word;
 	int rc;
 
 	ld->armed = false;
 	if (!r->follow || !ld->bp || !ld->r_debug)
 		return 0;
+	why = why_not(pid);
+	if (why) {
+		vlog(r->c, 1, "run: process %d: %s; libraries it loads later are not followed",
+		     (int)pid, why);
+		return 0;
+	}
+	errno = 0;
+	word = ptrace(PTRACE_PEEKTEXT, pid, (void *)ld->bp, NULL);
+	if (errno)
+		return -errno;
+	/* a lone `ret`, or `endbr64; ret` where glibc is built for CET */
+	if ((word & 0xffffffffffL) == 0xc3fa1e0ff3L) {
+		ld->bp += BFT_ENDBR64_LEN;
+		word >>= 8 * BFT_ENDBR64_LEN;
+	}
+	if ((word & 0xff) != OP_RET) {
+		vlog(r->c, 1, "run: process %d: the loader's _dl_debug_state is no lone ret (%#lx); libraries it loads later are not followed",
+		     (int)pid, word & 0xff);
+		return 0;
+	}
 	rc = run_exitkill(pid, true);
 	if (!rc)
-		rc = poke_byte(pid, ld->bp, OP_INT3, &was);
-	if (!rc && was != OP_RET) {
-		/* not the lone `ret` it should be: leave it as it was */
-		rc = poke_byte(pid, ld->bp, was, NULL);
-		vlog(r->c, 1, "run: process %d: the loader's _dl_debug_state is no lone ret (%#x); libraries it loads later are not followed",
-		     (int)pid, was);
-		return rc ? rc : run_exitkill(pid, false);
-	}
+		rc = poke_byte(pid, ld->bp, OP_INT3, NULL);
 	if (rc) {
 		err_msg("run: process %d: arming the loader hook: %s; libraries it loads later are not followed",
 			(int)pid, strerror(-rc));
+		run_exitkill(pid, false);
 		return rc;
 	}
 	ld->armed = true;
@@ -114,7 +157,7 @@ int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld
 	errno = 0;
 	state = ptrace(PTRACE_PEEKDATA, tid, (void *)(ld->r_debug + R_STATE_OFFSET), NULL);
 	if (errno)
-		return -errno;
+		state = -1;	/* unknown: no resolve, but the thread goes on */
 	vlog(r->c, 3, "run: process %d, thread %d: loader hook, r_state %d", (int)tgid,
 	     (int)tid, (int)(int32_t)state);
 	if ((int32_t)state == RT_ADD) {
@@ -127,10 +170,14 @@ int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld
 		searched = r->searched;
 		rc = run_attach(r, tgid);
 		r->searched = searched;	/* the same image, searched again */
-		if (rc && rc != EXIT_NOMATCH)
+		if (rc && rc != EXIT_NOMATCH) {
+			/* probes_attach() rolled the process back, and said so */
 			err_msg("run: process %d: attaching what the patterns select in the library it loaded failed (above)",
 				(int)tgid);
-		attached = !rc;
+			attached = RUN_LOADS_LOST;
+		} else {
+			attached = !rc;
+		}
 	}
 	rc = step_ret(tid);
 	return rc ? rc : attached;
