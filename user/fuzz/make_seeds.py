@@ -100,6 +100,21 @@ def flow_seeds(corpus):
     put(corpus, "fuzz_flow", b"\x80# ids\nprog!main=1\r\nprog!a=b=2\n\n")
 
 
+def tiny_elf(corpus, src):
+    # a static program without libc, as small as the linker makes it
+    out = os.path.join(corpus, ".tiny.elf")
+    try:
+        subprocess.run(["cc", "-x", "c", "-", "-o", out, "-O1", "-nostdlib",
+                        "-static", "-fno-asynchronous-unwind-tables",
+                        "-Wl,-n", "-Wl,--build-id=none", "-Wl,-z,norelro"],
+                       input=src.encode(), check=True)
+        with open(out, "rb") as f:
+            return f.read()
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+
+
 def elf_seeds(corpus):
     # an ELF header alone; then a tiny program with two functions
     eh = bytearray(64)
@@ -111,17 +126,7 @@ def elf_seeds(corpus):
     src = ("__attribute__((noinline)) int f1(int x) { return x * 3; }\n"
            "__attribute__((noinline)) int f2(int x) { return f1(x) + 1; }\n"
            "void _start(void) { f2(1); for (;;); }\n")
-    out = os.path.join(corpus, ".tiny.elf")
-    try:
-        subprocess.run(["cc", "-x", "c", "-", "-o", out, "-O1", "-nostdlib",
-                        "-static", "-fno-asynchronous-unwind-tables",
-                        "-Wl,-n", "-Wl,--build-id=none", "-Wl,-z,norelro"],
-                       input=src.encode(), check=True)
-        with open(out, "rb") as f:
-            put(corpus, "fuzz_elf", f.read())
-    finally:
-        if os.path.exists(out):
-            os.unlink(out)
+    put(corpus, "fuzz_elf", tiny_elf(corpus, src))
 
 
 def sdt_seeds(corpus):
@@ -135,17 +140,7 @@ def sdt_seeds(corpus):
            "void _start(void) { int x = g * 3;\n"
            "  DTRACE_PROBE(p, zero); DTRACE_PROBE2(p, two, x, g);\n"
            "  for (;;); }\n")
-    out = os.path.join(corpus, ".sdt.elf")
-    try:
-        subprocess.run(["cc", "-x", "c", "-", "-o", out, "-O1", "-nostdlib",
-                        "-static", "-fno-asynchronous-unwind-tables",
-                        "-Wl,-n", "-Wl,--build-id=none", "-Wl,-z,norelro"],
-                       input=src.encode(), check=True)
-        with open(out, "rb") as f:
-            put(corpus, "fuzz_sdt", b"\x01" + f.read())
-    finally:
-        if os.path.exists(out):
-            os.unlink(out)
+    put(corpus, "fuzz_sdt", b"\x01" + tiny_elf(corpus, src))
 
 
 def nla(t, payload):

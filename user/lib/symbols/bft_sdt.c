@@ -138,8 +138,14 @@ static int parse_sym(const char *s, size_t len, int64_t *v,
 	name[n] = 0;
 	if (!lookup)
 		return fail(err, errlen, -EINVAL, "symbol '%s' with nothing to look it up", name);
-	if (lookup(ctx, name, &addr))
+	switch (lookup(ctx, name, &addr)) {
+	case 0:
+		break;
+	case -ENOTUNIQ:
+		return fail(err, errlen, -EINVAL, "symbol '%s' is defined more than once", name);
+	default:
 		return fail(err, errlen, -EINVAL, "symbol '%s' is not defined in the file", name);
+	}
 	*v = (int64_t)(addr + (uint64_t)off);
 	return 0;
 }
@@ -198,8 +204,9 @@ int bft_sdt_parse_arg(const char *text, struct bft_sdt_arg *a,
 	}
 	if (size != 1 && size != 2 && size != 4 && size != 8 &&
 	    size != -1 && size != -2 && size != -4 && size != -8)
-		return fail(err, errlen, -EINVAL, "'%s': size %" PRId64 " is not 1, 2, 4 or 8",
-			    text, size < 0 ? -size : size);
+		return fail(err, errlen, -EINVAL, "'%s': size %.*s is not 1, 2, 4 or 8",
+			    text, (int)(at ? at - text - (text[0] == '-') : 0),
+			    text + (text[0] == '-'));
 	a->is_signed = size < 0;
 	a->size = (uint8_t)(size < 0 ? -size : size);
 	len = strlen(op);
@@ -313,10 +320,15 @@ struct sdt_file {
 	uint64_t size;		/* of the file */
 };
 
+/*
+ * A symbol's address.  Two definitions at different addresses (a static of
+ * that name in two files) make it ambiguous: -ENOTUNIQ, never a guess.
+ */
 static int lookup_sym(void *ctx, const char *name, uint64_t *addr)
 {
 	struct sdt_file *f = ctx;
 	Elf_Scn *scn = NULL;
+	bool found = false;
 
 	while ((scn = elf_nextscn(f->elf, scn))) {
 		Elf_Data *d = elf_getdata(scn, NULL);
@@ -334,13 +346,15 @@ static int lookup_sym(void *ctx, const char *name, uint64_t *addr)
 			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
 				continue;
 			sn = elf_strptr(f->elf, sh.sh_link, s.st_name);
-			if (sn && !strcmp(sn, name)) {
-				*addr = s.st_value;
-				return 0;
-			}
+			if (!sn || strcmp(sn, name))
+				continue;
+			if (found && *addr != s.st_value)
+				return -ENOTUNIQ;
+			*addr = s.st_value;
+			found = true;
 		}
 	}
-	return -ENOENT;
+	return found ? 0 : -ENOENT;
 }
 
 /* The file offset of addr, in a PT_LOAD segment with flag (PF_X, PF_W). */

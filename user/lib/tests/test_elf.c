@@ -32,6 +32,7 @@
 #include "kselftest_harness.h"
 #include "bft_test.h"
 #pragma GCC diagnostic pop
+#include "fixture_build.h"
 
 static const char prog_src[] =
 	"#include <stdlib.h>\n"
@@ -72,34 +73,14 @@ static const char datafunc_src[] =
 	"        \".popsection\\n\");\n"
 	"int main(void) { return 0; }\n";
 
-/* dir/name into buf; paths here are short, so a cut one is a setup bug. */
-static void path_of(char *buf, size_t len, const char *dir, const char *name)
-{
-	int w = snprintf(buf, len, "%s/%s", dir, name);
-
-	if (w < 0 || (size_t)w >= len)
-		abort();
-}
-
 FIXTURE(elf) {
 	char dir[PATH_MAX];
 };
 
 FIXTURE_SETUP(elf)
 {
-	const char *base = getenv("BFT_TEST_TMPDIR");
-	char exe[PATH_MAX];
-	ssize_t n;
-
-	if (!base) {
-		n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-		ASSERT_GT(n, 0);
-		exe[n] = '\0';
-		base = dirname(exe);
-	}
-	path_of(self->dir, sizeof(self->dir), base, "elf-fixtures-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir)) TH_LOG("mkdtemp %s: %s", self->dir,
-						   strerror(errno));
+	ASSERT_EQ(0, fx_tmpdir(self->dir, sizeof(self->dir), "elf-fixtures"))
+		TH_LOG("mkdtemp: %s", strerror(errno));
 }
 
 FIXTURE_TEARDOWN(elf)
@@ -114,7 +95,7 @@ static int write_file(const char *dir, const char *name, const char *text)
 	FILE *f;
 	int ok;
 
-	path_of(path, sizeof(path), dir, name);
+	fx_path_of(path, sizeof(path), dir, name);
 	f = fopen(path, "w");
 	if (!f)
 		return -1;
@@ -122,38 +103,11 @@ static int write_file(const char *dir, const char *name, const char *text)
 	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
-/* Runs a shell command; returns its exit status, -1 if it did not exit. */
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	if (st == -1 || !WIFEXITED(st)) {
-		fprintf(stderr, "# failed: %s\n", cmd);
-		return -1;
-	}
-	if (WEXITSTATUS(st))
-		fprintf(stderr, "# exit %d: %s\n", WEXITSTATUS(st), cmd);
-	return WEXITSTATUS(st);
-}
-
-static const char *cc(void)
-{
-	const char *c = getenv("BFT_FIXTURE_CC");
-
-	return c && *c ? c : "cc";
-}
-
 /* Compile dir/src into dir/out with flags. */
 static int build(const char *dir, const char *out, const char *flags,
 		 const char *src)
 {
-	return run("cd '%s' && %s -O1 -w %s -o %s %s", dir, cc(), flags, out, src);
+	return fx_run("cd '%s' && %s -O1 -w %s -o %s %s", dir, fx_cc(), flags, out, src);
 }
 
 /* The value nm (or nm -D) prints for name, or UINT64_MAX. */
@@ -271,7 +225,7 @@ TEST_F(elf, cet_pie_function_starts_with_endbr64)
 	ASSERT_EQ(0, write_file(self->dir, "prog.c", prog_src));
 	ASSERT_EQ(0, build(self->dir, "cet-pie", "-fcf-protection=full -fPIE -pie",
 			   "prog.c"));
-	path_of(path, sizeof(path), self->dir, "cet-pie");
+	fx_path_of(path, sizeof(path), self->dir, "cet-pie");
 	ASSERT_EQ(0, bft_elf_open(path, &e, err, sizeof(err))) TH_LOG("%s", err);
 
 	ASSERT_EQ(0, bft_elf_find_func(e, "bft_fixture_add", &f))
@@ -298,7 +252,7 @@ TEST_F(elf, nocet_nopie_offset_is_translated)
 	ASSERT_EQ(0, write_file(self->dir, "prog.c", prog_src));
 	ASSERT_EQ(0, build(self->dir, "plain", "-fcf-protection=none -fno-pie -no-pie",
 			   "prog.c"));
-	path_of(path, sizeof(path), self->dir, "plain");
+	fx_path_of(path, sizeof(path), self->dir, "plain");
 	ASSERT_EQ(0, bft_elf_open(path, &e, err, sizeof(err))) TH_LOG("%s", err);
 	ASSERT_EQ(0, bft_elf_find_func(e, "bft_fixture_mul", &f))
 		TH_LOG("%s", bft_elf_errmsg(e));
@@ -319,7 +273,7 @@ TEST_F(elf, static_binary_resolves_own_and_libc_functions)
 	ASSERT_EQ(0, write_file(self->dir, "prog.c", prog_src));
 	if (build(self->dir, "static", "-static -fcf-protection=full", "prog.c"))
 		SKIP(return, "no static libc to link against");
-	path_of(path, sizeof(path), self->dir, "static");
+	fx_path_of(path, sizeof(path), self->dir, "static");
 	ASSERT_EQ(0, bft_elf_open(path, &e, err, sizeof(err))) TH_LOG("%s", err);
 	ASSERT_EQ(0, bft_elf_find_func(e, "bft_fixture_add", &f))
 		TH_LOG("%s", bft_elf_errmsg(e));
@@ -340,13 +294,13 @@ TEST_F(elf, stripped_shared_library_resolves_through_dynsym)
 	ASSERT_EQ(0, write_file(self->dir, "lib.c", lib_src));
 	ASSERT_EQ(0, build(self->dir, "libfix.so",
 			   "-shared -fPIC -fcf-protection=full", "lib.c"));
-	ASSERT_EQ(0, run("cd '%s' && strip --strip-all -o libfix-stripped.so libfix.so",
-			 self->dir));
-	path_of(path, sizeof(path), self->dir, "libfix-stripped.so");
-	path_of(full, sizeof(full), self->dir, "libfix.so");
+	ASSERT_EQ(0, fx_run("cd '%s' && strip --strip-all -o libfix-stripped.so libfix.so",
+			    self->dir));
+	fx_path_of(path, sizeof(path), self->dir, "libfix-stripped.so");
+	fx_path_of(full, sizeof(full), self->dir, "libfix.so");
 	/* The premise: strip removed .symtab and kept .dynsym. */
-	ASSERT_EQ(0, run("! readelf -SW '%s' | grep -q '\\.symtab'", path));
-	ASSERT_EQ(0, run("readelf -SW '%s' | grep -q '\\.dynsym'", path));
+	ASSERT_EQ(0, fx_run("! readelf -SW '%s' | grep -q '\\.symtab'", path));
+	ASSERT_EQ(0, fx_run("readelf -SW '%s' | grep -q '\\.dynsym'", path));
 
 	ASSERT_EQ(0, bft_elf_open(path, &e, err, sizeof(err))) TH_LOG("%s", err);
 	ASSERT_EQ(0, bft_elf_find_func(e, "bft_lib_exported", &f))
@@ -415,7 +369,7 @@ TEST_F(elf, glob_reports_each_matching_function_once)
 	ASSERT_EQ(0, write_file(self->dir, "prog.c", prog_src));
 	ASSERT_EQ(0, build(self->dir, "cet-pie", "-fcf-protection=full -fPIE -pie",
 			   "prog.c"));
-	path_of(path, sizeof(path), self->dir, "cet-pie");
+	fx_path_of(path, sizeof(path), self->dir, "cet-pie");
 	ASSERT_EQ(0, bft_elf_open(path, &e, err, sizeof(err))) TH_LOG("%s", err);
 	ASSERT_EQ(0, bft_elf_for_each_func(e, "bft_fixture_*", remember, &s, &count));
 	EXPECT_EQ(3U, s.n);
@@ -450,7 +404,7 @@ TEST_F(elf, dynsym_copies_of_symtab_functions_are_skipped)
 
 	ASSERT_EQ(0, write_file(self->dir, "lib.c", lib_src));
 	ASSERT_EQ(0, build(self->dir, "libfix.so", "-shared -fPIC", "lib.c"));
-	path_of(path, sizeof(path), self->dir, "libfix.so");
+	fx_path_of(path, sizeof(path), self->dir, "libfix.so");
 	ASSERT_EQ(0, bft_elf_open(path, &e, err, sizeof(err))) TH_LOG("%s", err);
 	ASSERT_EQ(0, bft_elf_for_each_func(e, "bft_lib_*", remember, &s, &count));
 	EXPECT_EQ(2U, s.n);
@@ -459,7 +413,7 @@ TEST_F(elf, dynsym_copies_of_symtab_functions_are_skipped)
 	EXPECT_FALSE(s.dynamic[at]);
 	bft_elf_close(e);
 	/* Stripped: only the exported one, now from .dynsym. */
-	ASSERT_EQ(0, run("cd '%s' && strip --strip-all libfix.so", self->dir));
+	ASSERT_EQ(0, fx_run("cd '%s' && strip --strip-all libfix.so", self->dir));
 	ASSERT_EQ(0, bft_elf_open(path, &e, err, sizeof(err))) TH_LOG("%s", err);
 	memset(&s, 0, sizeof(s));
 	ASSERT_EQ(0, bft_elf_for_each_func(e, "bft_lib_*", remember, &s, &count));
@@ -478,9 +432,9 @@ TEST_F(elf, same_named_locals_are_ambiguous)
 	ASSERT_EQ(0, write_file(self->dir, "dup1.c", dup1_src));
 	ASSERT_EQ(0, write_file(self->dir, "dup2.c", dup2_src));
 	ASSERT_EQ(0, build(self->dir, "dup", "-fcf-protection=none", "dup1.c dup2.c"));
-	path_of(path, sizeof(path), self->dir, "dup");
+	fx_path_of(path, sizeof(path), self->dir, "dup");
 	/* The premise: two local functions of that name. */
-	ASSERT_EQ(0, run("test \"$(nm '%s' | grep -c ' t bft_dup$')\" = 2", path));
+	ASSERT_EQ(0, fx_run("test \"$(nm '%s' | grep -c ' t bft_dup$')\" = 2", path));
 	ASSERT_EQ(0, bft_elf_open(path, &e, err, sizeof(err))) TH_LOG("%s", err);
 	EXPECT_EQ(-ENOTUNIQ, bft_elf_find_func(e, "bft_dup", &f));
 	EXPECT_NE(NULL, strstr(bft_elf_errmsg(e), "bft_dup"));
@@ -497,8 +451,8 @@ TEST_F(elf, function_outside_executable_segment_is_rejected)
 
 	ASSERT_EQ(0, write_file(self->dir, "datafunc.c", datafunc_src));
 	ASSERT_EQ(0, build(self->dir, "datafunc", "", "datafunc.c"));
-	path_of(path, sizeof(path), self->dir, "datafunc");
-	ASSERT_EQ(0, run("nm '%s' | grep -q ' D bft_data_func$'", path));
+	fx_path_of(path, sizeof(path), self->dir, "datafunc");
+	ASSERT_EQ(0, fx_run("nm '%s' | grep -q ' D bft_data_func$'", path));
 	ASSERT_EQ(0, bft_elf_open(path, &e, err, sizeof(err))) TH_LOG("%s", err);
 	EXPECT_EQ(-EINVAL, bft_elf_find_func(e, "bft_data_func", &f));
 	EXPECT_NE(NULL, strstr(bft_elf_errmsg(e), "not in an executable segment"))
@@ -514,7 +468,7 @@ TEST_F(elf, missing_functions_and_data_objects_are_not_found)
 
 	ASSERT_EQ(0, write_file(self->dir, "prog.c", prog_src));
 	ASSERT_EQ(0, build(self->dir, "prog", "", "prog.c"));
-	path_of(path, sizeof(path), self->dir, "prog");
+	fx_path_of(path, sizeof(path), self->dir, "prog");
 	ASSERT_EQ(0, bft_elf_open(path, &e, err, sizeof(err))) TH_LOG("%s", err);
 	EXPECT_EQ(-ENOENT, bft_elf_find_func(e, "bft_no_such_function", &f));
 	EXPECT_NE(NULL, strstr(bft_elf_errmsg(e), "no function 'bft_no_such_function'"))
@@ -531,18 +485,18 @@ TEST_F(elf, non_elf_inputs_are_rejected_clearly)
 	char path[PATH_MAX], err[256];
 
 	ASSERT_EQ(0, write_file(self->dir, "prog.c", prog_src));
-	path_of(path, sizeof(path), self->dir, "prog.c");
+	fx_path_of(path, sizeof(path), self->dir, "prog.c");
 	EXPECT_EQ(-ENOEXEC, bft_elf_open(path, &e, err, sizeof(err)));
 	EXPECT_EQ(NULL, e);
 	EXPECT_NE(NULL, strstr(err, "not an ELF file")) TH_LOG("%s", err);
 
-	ASSERT_EQ(0, run("cd '%s' && %s -c -o prog.o prog.c", self->dir, cc()));
-	path_of(path, sizeof(path), self->dir, "prog.o");
+	ASSERT_EQ(0, fx_run("cd '%s' && %s -c -o prog.o prog.c", self->dir, fx_cc()));
+	fx_path_of(path, sizeof(path), self->dir, "prog.o");
 	EXPECT_EQ(-ENOEXEC, bft_elf_open(path, &e, err, sizeof(err)));
 	EXPECT_NE(NULL, strstr(err, "neither an executable nor a shared object"))
 		TH_LOG("%s", err);
 
-	path_of(path, sizeof(path), self->dir, "no-such-file");
+	fx_path_of(path, sizeof(path), self->dir, "no-such-file");
 	EXPECT_EQ(-ENOENT, bft_elf_open(path, &e, err, sizeof(err)));
 	EXPECT_NE(NULL, strstr(err, "no-such-file")) TH_LOG("%s", err);
 

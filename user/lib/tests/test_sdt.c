@@ -32,6 +32,7 @@
 #include "kselftest_harness.h"
 #include "bft_test.h"
 #pragma GCC diagnostic pop
+#include "fixture_build.h"
 
 #define FIXTURE_SRC	BFT_TEST_SRCDIR "/sdt_fixtures"
 
@@ -49,38 +50,6 @@ static const char bad_note_src[] =
 	"        \".text\\n bad_site: nop\\n ret\\n\");\n"
 	"int main(void) { return 0; }\n";
 
-static void path_of(char *buf, size_t len, const char *dir, const char *name)
-{
-	int w = snprintf(buf, len, "%s/%s", dir, name);
-
-	if (w < 0 || (size_t)w >= len)
-		abort();
-}
-
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
-		fprintf(stderr, "# failed: %s\n", cmd);
-		return -1;
-	}
-	return 0;
-}
-
-static const char *cc(void)
-{
-	const char *c = getenv("BFT_FIXTURE_CC");
-
-	return c ? c : "cc";
-}
-
 FIXTURE(sdt) {
 	char dir[PATH_MAX];
 	char pie[PATH_MAX], nopie[PATH_MAX];
@@ -88,24 +57,13 @@ FIXTURE(sdt) {
 
 FIXTURE_SETUP(sdt)
 {
-	const char *base = getenv("BFT_TEST_TMPDIR");
-	char exe[PATH_MAX];
-	ssize_t n;
-
-	if (!base) {
-		n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-		ASSERT_GT(n, 0);
-		exe[n] = '\0';
-		base = dirname(exe);
-	}
-	path_of(self->dir, sizeof(self->dir), base, "sdt-fixtures-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
-	path_of(self->pie, sizeof(self->pie), self->dir, "sdt_pie");
-	path_of(self->nopie, sizeof(self->nopie), self->dir, "sdt_nopie");
-	ASSERT_EQ(0, run("%s -O2 -fPIE -pie -o %s %s/sdt_prog.c %s/sdt_gated.c", cc(),
-			 self->pie, FIXTURE_SRC, FIXTURE_SRC));
-	ASSERT_EQ(0, run("%s -O0 -no-pie -o %s %s/sdt_prog.c %s/sdt_gated.c", cc(),
-			 self->nopie, FIXTURE_SRC, FIXTURE_SRC));
+	ASSERT_EQ(0, fx_tmpdir(self->dir, sizeof(self->dir), "sdt-fixtures"));
+	fx_path_of(self->pie, sizeof(self->pie), self->dir, "sdt_pie");
+	fx_path_of(self->nopie, sizeof(self->nopie), self->dir, "sdt_nopie");
+	ASSERT_EQ(0, fx_run("%s -O2 -fPIE -pie -o %s %s/sdt_prog.c %s/sdt_gated.c", fx_cc(),
+			    self->pie, FIXTURE_SRC, FIXTURE_SRC));
+	ASSERT_EQ(0, fx_run("%s -O0 -no-pie -o %s %s/sdt_prog.c %s/sdt_gated.c", fx_cc(),
+			    self->nopie, FIXTURE_SRC, FIXTURE_SRC));
 }
 
 FIXTURE_TEARDOWN(sdt)
@@ -200,8 +158,8 @@ TEST_F(sdt, a_stripped_file_loses_only_the_probe_whose_symbol_went)
 	char stripped[PATH_MAX], err[512];
 	struct bft_sdt_list l;
 
-	path_of(stripped, sizeof(stripped), self->dir, "sdt_stripped");
-	ASSERT_EQ(0, run("strip --strip-all -o %s %s", stripped, self->pie));
+	fx_path_of(stripped, sizeof(stripped), self->dir, "sdt_stripped");
+	ASSERT_EQ(0, fx_run("strip --strip-all -o %s %s", stripped, self->pie));
 	ASSERT_EQ(0, bft_sdt_read(stripped, &l, err, sizeof(err))) TH_LOG("%s", err);
 	ASSERT_EQ(5, l.n);
 	for (size_t i = 0; i < l.n; i++) {
@@ -365,13 +323,13 @@ TEST_F(sdt, a_bad_probe_is_listed_with_its_reason)
 	struct bft_sdt_list l;
 	FILE *f;
 
-	path_of(src, sizeof(src), self->dir, "bad.c");
-	path_of(exe, sizeof(exe), self->dir, "bad");
+	fx_path_of(src, sizeof(src), self->dir, "bad.c");
+	fx_path_of(exe, sizeof(exe), self->dir, "bad");
 	f = fopen(src, "w");
 	ASSERT_NE(NULL, f);
 	fputs(bad_note_src, f);
 	fclose(f);
-	ASSERT_EQ(0, run("%s -o %s %s", cc(), exe, src));
+	ASSERT_EQ(0, fx_run("%s -o %s %s", fx_cc(), exe, src));
 	ASSERT_EQ(0, bft_sdt_read(exe, &l, err, sizeof(err))) TH_LOG("%s", err);
 	ASSERT_EQ(1, l.n);
 	EXPECT_STREQ("bad", l.v[0].provider);
@@ -386,6 +344,8 @@ TEST_F(sdt, a_bad_probe_is_listed_with_its_reason)
 static int fake_lookup(void *ctx, const char *sym, uint64_t *addr)
 {
 	(void)ctx;
+	if (!strcmp(sym, "twice"))
+		return -ENOTUNIQ;
 	if (strcmp(sym, "counter"))
 		return -ENOENT;
 	*addr = 0x4010;
@@ -418,6 +378,8 @@ TEST(arguments_parse_into_what_a_handler_evaluates)
 	static const char *const bad[][2] = {
 		{ "3@%eax", "size 3" },
 		{ "16@%rax", "size 16" },
+		{ "-9223372036854775808@%rax", "size 9223372036854775808 is not" },
+		{ "4@twice(%rip)", "'twice' is defined more than once" },
 		{ "4@%foo", "unknown register %foo" },
 		{ "4@", "no operand" },
 		{ "x@%eax", "bad size" },
