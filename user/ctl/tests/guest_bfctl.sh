@@ -125,6 +125,9 @@ wait_for() { # file, regex, seconds
 fixture() { # out-file, program, args...
 	local out=$1
 	shift
+	# emptied first: the background job truncates it only once it runs,
+	# and an earlier fixture's "ready" must not pass for this one's
+	: >"$out"
 	"$@" >"$out" 2>&1 &
 	FXPID=$!
 	bg_pids+=("$FXPID")
@@ -140,6 +143,8 @@ bounded_wait() { # pid, seconds
 }
 
 # bfctl record counts the calls from its start: wait for it to say so.
+# The caller empties the file before it starts the reader: a line left by
+# an earlier reader would let the check go on before this one reads.
 rec_ready() { # its stderr file
 	wait_for "$1" 'record: recording' 120
 }
@@ -275,6 +280,7 @@ count_check() { # name, expected, program, patterns...
 		note "$T/err"; not_ok "$name # attach failed"; bpftrace_stop; return
 	fi
 	tracing
+	: >"$T/rec.err"
 	bf --json record --pid "$FXPID" >"$T/rec.json" 2>"$T/rec.err" &
 	local rec=$!
 	bg_pids+=("$rec")
@@ -468,6 +474,7 @@ EOF
 	step attached
 	tracing
 	# bounded above every step until 'bfctl stop' ends it (bf's 120 s is not)
+	: >"$T/rec.err"
 	timeout -k 5 900 "$BFCTL" --json record --pid "$sq" >"$T/rec.json" 2>"$T/rec.err" 7>&- &
 	local rec=$!
 	bg_pids+=("$rec")
@@ -996,6 +1003,7 @@ sec_exc() {
 		return
 	fi
 	fixture_exc() {
+		: >"$T/exc.out"
 		"$FX/fx_exc" wait >"$T/exc.out" 2>&1 <"$T/exc.in" &
 		EXCPID=$!
 		bg_pids+=("$EXCPID")
@@ -1089,6 +1097,7 @@ sec_record() {
 		note "$T/fx.out"; not_ok "record: fixture did not start"; return
 	fi
 	bf attach --pid "$FXPID" -p 'fx_c:foo_fast' >/dev/null 2>"$T/err" && tracing
+	: >"$T/rec.err"
 	bf --json record --pid "$FXPID" >"$T/rec.json" 2>"$T/rec.err" &
 	local first=$!
 	bg_pids+=("$first")
@@ -1131,6 +1140,7 @@ sec_newcomer() {
 		note "$T/err" "$T/status"; not_ok "start with no reader says nothing reads the rings"
 	fi
 	bf stop >/dev/null 2>&1
+	: >"$T/rec.err"
 	bf record >/dev/null 2>"$T/rec.err" &
 	local reader=$!
 	bg_pids+=("$reader")
@@ -1177,6 +1187,7 @@ sec_newcomer() {
 	rm -rf "$T/coll"
 	if fixture "$T/fx2.out" "$FX/fx_c" work "$N" && new=$FXPID &&
 	   bf attach --pid "$new" -p 'fx_c:foo_fast' >/dev/null 2>&1; then
+		: >"$T/coll.log"
 		"$root/build/user/bfcollector" --output "$T/coll" >"$T/coll.log" 2>&1 &
 		coll=$!
 		bg_pids+=("$coll")
@@ -1266,6 +1277,7 @@ sys.exit(1)' || rc=$?
 			not_ok "bfcollector --hq with an unknown host gives up at once (exit $rc, $((SECONDS - t0)) s)"
 		fi
 	fi
+	: >"$T/port"
 	python3 -c '
 import socket, sys
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
