@@ -431,7 +431,9 @@ TEST_F(ctr, survives_garbage_vanishing_and_unknown_counters)
 	EXPECT_NE(NULL, strstr(log, "\"no such thing\" (Nowhere): no such "
 			       "counter"));
 	EXPECT_NE(NULL, strstr(log, "unknown request 85; disconnected"));
-	EXPECT_NE(NULL, strstr(log, "went away; reconnecting"));
+	/* a close with the agent's last message unread is a reset: either way */
+	EXPECT_NE(NULL, strstr(log, "went away"));
+	EXPECT_NE(NULL, strstr(log, "; reconnecting"));
 	free(log);
 	if (_metadata->passed != 1 || getenv("BFT_SHOW_LOG"))
 		show_log(self->log);
