@@ -109,6 +109,8 @@ build_step() { # name cmd...
 step_rc=0
 step_nok=0
 step_log=
+# what a test step shows of its log unless verbose
+shown_lines='^(not )?ok [0-9]+|^guest-run:|^# (Totals|PASSED|FAILED)'
 test_step() { # name cmd...
 	local name=$1 log t0=$SECONDS
 	shift
@@ -121,7 +123,7 @@ test_step() { # name cmd...
 		"$@" 2>&1 | tee "$log" || step_rc=${PIPESTATUS[0]}
 	else
 		"$@" 2>&1 | tee "$log" |
-			grep --line-buffered -E '^(not )?ok [0-9]+|^guest-run:|^# (Totals|PASSED|FAILED)' |
+			grep --line-buffered -E "$shown_lines" |
 			sed -u 's/^/    /' || step_rc=${PIPESTATUS[0]}
 	fi
 	tally "$name" "$log" "$t0"
@@ -305,7 +307,7 @@ for k in "${kernels[@]}"; do
 		if [[ -n $verbose ]]; then
 			cat "$bg_log"
 		else
-			grep -E '^(not )?ok [0-9]+|^guest-run:|^# (Totals|PASSED|FAILED)' "$bg_log" |
+			grep -E "$shown_lines" "$bg_log" |
 				sed 's/^/    /' || true
 		fi
 		step_log=$bg_log

@@ -52,7 +52,7 @@ struct hold {
 	pid_t pid;
 	uint64_t bp;		/* breakpoint address, 0: none needed */
 	uint64_t r_debug;	/* 0: stop at the first hit */
-	long saved;		/* the word the breakpoint replaced */
+	uint8_t saved;		/* the byte the breakpoint replaced */
 	bool armed;
 	int gone;		/* its wait status once it ended, else -1 */
 };
@@ -135,17 +135,29 @@ int run_exitkill(pid_t pid, bool on)
 	return ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)o) ? -errno : 0;
 }
 
-static int arm(struct hold *h)
+int run_poke_byte(pid_t pid, uint64_t addr, uint8_t want, uint8_t *was)
 {
-	if (run_exitkill(h->pid, true))
-		return -errno;
+	long word;
+
 	errno = 0;
-	h->saved = ptrace(PTRACE_PEEKTEXT, h->pid, (void *)h->bp, NULL);
+	word = ptrace(PTRACE_PEEKTEXT, pid, (void *)addr, NULL);
 	if (errno)
 		return -errno;
-	if (ptrace(PTRACE_POKETEXT, h->pid, (void *)h->bp,
-		   (void *)((h->saved & ~0xffL) | 0xcc)))
+	if (was)
+		*was = (uint8_t)word;
+	word = (word & ~0xffL) | want;
+	return ptrace(PTRACE_POKETEXT, pid, (void *)addr, (void *)word) ? -errno : 0;
+}
+
+static int arm(struct hold *h)
+{
+	int rc;
+
+	if (run_exitkill(h->pid, true))
 		return -errno;
+	rc = run_poke_byte(h->pid, h->bp, 0xcc, &h->saved);
+	if (rc)
+		return rc;
 	h->armed = true;
 	return 0;
 }
@@ -154,9 +166,11 @@ static int arm(struct hold *h)
 static int disarm(struct hold *h)
 {
 	struct user_regs_struct regs;
+	int rc = run_poke_byte(h->pid, h->bp, h->saved, NULL);
 
-	if (ptrace(PTRACE_POKETEXT, h->pid, (void *)h->bp, (void *)h->saved) ||
-	    ptrace(PTRACE_GETREGS, h->pid, NULL, &regs))
+	if (rc)
+		return rc;
+	if (ptrace(PTRACE_GETREGS, h->pid, NULL, &regs))
 		return -errno;
 	regs.rip = h->bp;
 	h->armed = false;

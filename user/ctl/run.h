@@ -52,6 +52,9 @@ int run_hold(struct ctl *c, pid_t pid, int *gone, struct run_loader *ld);
 /* PTRACE_O_EXITKILL on or off for pid, the other options kept. */
 int run_exitkill(pid_t pid, bool on);
 
+/* Write the byte want at addr in stopped pid, the old one into *was: 0 or -errno. */
+int run_poke_byte(pid_t pid, uint64_t addr, uint8_t want, uint8_t *was);
+
 /*
  * Follow the libraries held pid loads from now on (run_loads.c): arm the
  * hook ld for the session when following.  0, or -errno with the message
@@ -70,9 +73,6 @@ bool run_loads_hit(pid_t tid, const struct run_loader *ld);
  */
 #define RUN_LOADS_LOST 2
 int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld);
-
-/* Lift the hook (tid stopped): 0 or -errno. */
-int run_loads_disarm(pid_t tid, struct run_loader *ld);
 
 /*
  * Before tid is let go: lift the hook, and if tid stopped on it

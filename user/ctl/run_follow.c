@@ -231,7 +231,6 @@ static bool group_stop(int sig)
 static void detach_all(struct tracees *t)
 {
 	struct tracee *e, *proc;
-	struct run_loader was;
 	int st, ev, sig, hook;
 	pid_t pid;
 
@@ -265,7 +264,6 @@ static void detach_all(struct tracees *t)
 			e->seen = true;
 		}
 		proc = find(t, e->tgid);
-		was = proc ? proc->ld : (struct run_loader){ 0 };
 		if (ev == PTRACE_EVENT_EXEC && proc) {
 			/* the old image, its hook with it, is gone */
 			proc->ld = (struct run_loader){ 0 };
@@ -275,8 +273,7 @@ static void detach_all(struct tracees *t)
 			on_fork_event(t, pid);
 			e = find(t, pid);
 			proc = find(t, e->tgid);
-		} else if (ev == PTRACE_EVENT_STOP && proc && was.bp &&
-			   run_loads_hit(pid, &was)) {
+		} else if (ev == PTRACE_EVENT_STOP && proc && run_loads_hit(pid, &proc->ld)) {
 			/* on the hook, its SIGTRAP still pending: take that first */
 			ptrace(PTRACE_CONT, pid, NULL, NULL);
 			continue;
@@ -362,6 +359,7 @@ int run_follow(struct run *r, pid_t leader, bool traced,
 {
 	struct tracees t = { 0 };
 	int rc = EXIT_OK, st, ev, sig, ending = 0;
+	struct tracee *e;
 	pid_t pid;
 
 	if (!add(&t, leader)) {
@@ -399,7 +397,8 @@ int run_follow(struct run *r, pid_t leader, bool traced,
 			continue;
 		ev = st >> 16;
 		sig = WSTOPSIG(st);
-		if (!find(&t, pid) || !find(&t, pid)->seen) {
+		e = find(&t, pid);
+		if (!e || !e->seen) {
 			on_new(r, &t, pid);
 			continue;
 		}

@@ -39,20 +39,6 @@
 #define OP_RET	0xc3
 #define OP_INT3	0xcc
 
-static int poke_byte(pid_t pid, uint64_t addr, uint8_t want, uint8_t *was)
-{
-	long word;
-
-	errno = 0;
-	word = ptrace(PTRACE_PEEKTEXT, pid, (void *)addr, NULL);
-	if (errno)
-		return -errno;
-	if (was)
-		*was = (uint8_t)word;
-	word = (word & ~0xffL) | want;
-	return ptrace(PTRACE_POKETEXT, pid, (void *)addr, (void *)word) ? -errno : 0;
-}
-
 /* x86-64, without a shadow stack the `ret` done by hand would desync */
 static const char *why_not(pid_t pid)
 {
@@ -110,7 +96,7 @@ int run_loads_arm(struct run *r, pid_t pid, struct run_loader *ld)
 	}
 	rc = run_exitkill(pid, true);
 	if (!rc)
-		rc = poke_byte(pid, ld->bp, OP_INT3, NULL);
+		rc = run_poke_byte(pid, ld->bp, OP_INT3, NULL);
 	if (rc) {
 		err_msg("run: process %d: arming the loader hook: %s; libraries it loads later are not followed",
 			(int)pid, strerror(-rc));
@@ -183,13 +169,14 @@ int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld
 	return rc ? rc : attached;
 }
 
-int run_loads_disarm(pid_t tid, struct run_loader *ld)
+/* Lift the hook (tid stopped): 0 or -errno. */
+static int disarm(pid_t tid, struct run_loader *ld)
 {
 	int rc;
 
 	if (!ld->armed)
 		return 0;
-	rc = poke_byte(tid, ld->bp, OP_RET, NULL);
+	rc = run_poke_byte(tid, ld->bp, OP_RET, NULL);
 	if (!rc)
 		ld->armed = false;
 	return rc;
@@ -198,7 +185,7 @@ int run_loads_disarm(pid_t tid, struct run_loader *ld)
 int run_loads_let_go(pid_t tid, struct run_loader *ld, bool trapped)
 {
 	bool on_hook = trapped && run_loads_hit(tid, ld);
-	int rc = run_loads_disarm(tid, ld);
+	int rc = disarm(tid, ld);
 
 	if (!rc && on_hook)
 		rc = step_ret(tid);
