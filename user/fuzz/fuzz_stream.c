@@ -30,6 +30,7 @@ static int on_record(void *ctx, const struct bft_record *r)
 	mix(d, r->offset);
 	mix(d, r->tid);
 	mix(d, r->seq);
+	mix(d, (uint64_t)r->mark_signed << 16 | r->mark_unread);
 	return 0;
 }
 

@@ -48,9 +48,14 @@ def stream_seeds(corpus):
         "410000c0843de80700 4200d209d30900 4900 08 776f726b65722d31 81"
         "4200d209d30900 4900 05 c3a93c2278 82 410002c0843de80700"
         .replace(" ", ""))
+    # MARK and its ARGs (uapi 2.2): probe 7, -3, 5000000000, 258
+    marks = bytes.fromhex(
+        "410000c0843de80700 4200d209d30900 4a00 07 03 01 00 4b00 05"
+        "4b00 80e497d012 4b00 8202 81 410002c0843de80700".replace(" ", ""))
     for sel in (0x00, 0x03, 0x80, 0x8f):
         put(corpus, "fuzz_stream", bytes([sel]) + ex)
         put(corpus, "fuzz_stream", bytes([sel]) + names)
+        put(corpus, "fuzz_stream", bytes([sel]) + marks)
     put(corpus, "fuzz_stream", bytes([0x05]) + huge_unit)
 
 

@@ -362,6 +362,27 @@
  *       name.  A rename shows at the thread's next THREAD record (after a
  *       context switch, or a SYNC).  Not an event: seq does not count it.
  *       example: "worker-1":  49 00  08  77 6f 72 6b 65 72 2d 31
+ *   BFT_ESC_MARK (10): id, n, signed, unread
+ *       A USDT probe (BFT_PF_USDT) was hit by the thread of the last
+ *       THREAD record: id is the probe's BFT_P_METHOD_ID, n (0 to
+ *       BFT_USDT_MAX_ARGS) its number of arguments.  Bit i of signed:
+ *       argument i is signed.  Bit i of unread: argument i could not be
+ *       read (its memory faulted or is not mapped) and its ARG carries 0.
+ *       The n BFT_ESC_ARG records of the arguments, in order, follow at
+ *       once in the same ring, with nothing between: a writer that cannot
+ *       fit all of them writes none, and counts one lost event.  Counts
+ *       as one event in seq; the ARGs do not.
+ *       example: probe 7 with 3 arguments, the first signed:
+ *         4a 00  07 03 01 00
+ *   BFT_ESC_ARG (11): value
+ *       One argument of the MARK before it, read with the size and sign
+ *       its BFT_P_ARGS entry gives: an unsigned argument is its value
+ *       zero-extended to 64 bits; a signed one is sign-extended to 64
+ *       bits and zigzag-encoded, (v << 1) ^ (v >> 63), so -1 is 1 and 1
+ *       is 2.  Not an event.
+ *       examples: signed -3:  4b 00  05
+ *                 unsigned 5000000000:  4b 00  80 e4 97 d0 12
+ *                 unsigned 2^64 - 1:  4b 00  ff ff ff ff ff ff ff ff ff 01
  *   BFT_ESC_TIME_SHORT (0x20..0x3f): no payload
  *       Stream time += (kind - 0x1f) * res_ns, i.e. 1 to 32 units.
  *       example: 3 units:  62 00
@@ -400,7 +421,37 @@
  *   outer frame is still misattributed: the kernel drops its return
  *   instance without telling any handler.
  *
- * 2.4 Memory ordering (kmod/bft_ring.c).  Ring n is written only on CPU n,
+ * 2.4 USDT probes.  A probe with BFT_PF_USDT sits on a <sys/sdt.h> site
+ * (a nop the ELF note .note.stapsdt describes).  Its handler records one
+ * BFT_ESC_MARK and its BFT_ESC_ARGs and nothing else: no ENTER, no return
+ * probe.  BFT_PF_USDT takes no other BFT_PF_* bit.  Its BFT_P_NAME is
+ * "provider:name" by convention, and its method id shares the id space of
+ * the functions'.  BFT_P_REF_CTR_OFFSET, when not 0, is the file offset of
+ * the probe's semaphore: the kernel adds one to that 2-byte counter in
+ * every process mapping the file while the probe is registered (the
+ * uprobe ref_ctr_offset), and takes it back at detach.  BFT_P_ARGS holds
+ * the arguments: an array of struct bft_usdt_arg, at most
+ * BFT_USDT_MAX_ARGS, each evaluated at the hit as
+ *     BFT_USDT_CONST  value
+ *     BFT_USDT_REG    register base, shifted right by shift (8 for %ah)
+ *     BFT_USDT_MEM    the size bytes of the process at
+ *                     value + base + index * scale
+ * then cut to size bytes (1, 2, 4 or 8) and sign- or zero-extended.  A
+ * register is an 8-byte slot of x86-64's struct pt_regs (r15 0, r14 1,
+ * r13 2, r12 3, rbp 4, rbx 5, r11 6, r10 7, r9 8, r8 9, rax 10, rcx 11,
+ * rdx 12, rsi 13, rdi 14, rip 16, rsp 19), BFT_USDT_NOREG for none, or
+ * BFT_USDT_SITE, the address the probe site has in the process: a tool
+ * turns an operand naming a symbol into BFT_USDT_SITE plus the symbol's
+ * distance from the site, so no load address needs to be known.  The
+ * attach rejects, with -EINVAL: BFT_P_ARGS or BFT_P_REF_CTR_OFFSET
+ * without BFT_PF_USDT, a size that is not a whole number of entries, too
+ * many entries, a bad loc, size, scale, shift or register, nonzero pad,
+ * and a semaphore offset past the end of the file (-ERANGE).
+ *   example, "-4@-8(%rbp)": loc 2, size 4, signed 1, base 4, index 0xff,
+ *   scale 1, shift 0, pad 0, value -8:
+ *     02 04 01 04 ff 01 00 00  f8 ff ff ff ff ff ff ff
+ *
+ * 2.5 Memory ordering (kmod/bft_ring.c).  Ring n is written only on CPU n,
  * with preemption off: by the handlers there, and by the flush work and
  * the control path through a work item bound to CPU n; no lock.  Bytes in
  * [tail, head) are never written; the writer's smp_store_release(head)
@@ -409,7 +460,7 @@
  * smp_store_release(tail) after its copy, so a slot is reused only after
  * it has been read.
  *
- * 2.5 The status without netlink: BFT_IOC_STATUS on any /dev/bftrace file,
+ * 2.6 The status without netlink: BFT_IOC_STATUS on any /dev/bftrace file,
  * bound or not (ioctl number 0xc020bf02 on x86-64), answers what
  * BFT_CMD_GET_STATUS answers, in one system call with no message to build
  * or parse: a sampler asking ten times a second pays a few microseconds.
@@ -445,8 +496,9 @@
 /*
  * 2: time inside ENTER and EXIT, SYNC's tbits (section 2.1)
  * 3: NAME records (section 2.2), which a reader of 2 cannot skip
+ * 4: USDT probes, MARK and ARG records (sections 2.2, 2.4)
  */
-#define BFT_PROTO_VERSION	3
+#define BFT_PROTO_VERSION	4
 
 /* The kernel's nesting limit for pending return probes, per thread. */
 #define BFT_URETPROBE_DEPTH	64
@@ -520,6 +572,8 @@ enum bft_probe_attr {
 	BFT_P_NAME,		/* NUL-terminated string: display signature */
 	BFT_P_HITS,		/* u64: entry hits recorded (dump only) */
 	BFT_P_PAD,
+	BFT_P_REF_CTR_OFFSET,	/* u64: BFT_PF_USDT's semaphore (2.4), 0 none */
+	BFT_P_ARGS,		/* binary: struct bft_usdt_arg[] (2.4) */
 	__BFT_P_MAX,
 };
 
@@ -546,6 +600,8 @@ enum bft_probe_attr {
 			 BFT_PF_HOOK_THROW | BFT_PF_HOOK_RETHROW |	\
 			 BFT_PF_HOOK_FORCED | BFT_PF_HOOK_LONGJMP |	\
 			 BFT_PF_HOOK_EXIT)
+/* A USDT site: records BFT_ESC_MARK (section 2.4); no other bit with it. */
+#define BFT_PF_USDT		(1U << 9)
 /* In BFT_CMD_GET_METHODS only: the probe is detached (see there). */
 #define BFT_PF_GONE	(1U << 31)
 
@@ -675,6 +731,7 @@ enum bft_event {
 #define BFT_FEAT_OWNER		(1ULL << 8)	/* sessions have owners */
 /* attaches outside a session have owners; BFT_A_PERSIST on BFT_CMD_ATTACH */
 #define BFT_FEAT_ATTACH_PERSIST	(1ULL << 9)
+#define BFT_FEAT_USDT		(1ULL << 10)	/* BFT_PF_USDT, MARK, ARG */
 
 /* 2.2: escape records */
 #define BFT_ESC_LEAD		0x40	/* | kind; then 0x00 */
@@ -688,6 +745,8 @@ enum bft_event {
 #define BFT_ESC_THROW		7
 #define BFT_ESC_UNWIND		8
 #define BFT_ESC_NAME		9
+#define BFT_ESC_MARK		10
+#define BFT_ESC_ARG		11
 #define BFT_ESC_TIME_SHORT	0x20	/* 0x20..0x3f: 1..32 units */
 #define BFT_TIME_SHORT_MAX	32
 /* 2.1: time bits of ENTER and EXIT values at a session's start */
@@ -712,10 +771,31 @@ enum bft_event {
 /* BFT_ESC_NAME: the longest name (a comm without its terminator) */
 #define BFT_THREAD_NAME_MAX	15
 
+/* BFT_P_ARGS (section 2.4) */
+#define BFT_USDT_MAX_ARGS	12	/* as many as <sys/sdt.h> takes */
+#define BFT_USDT_CONST		0
+#define BFT_USDT_REG		1
+#define BFT_USDT_MEM		2
+#define BFT_USDT_NREGS		21	/* pt_regs slots r15 .. ss */
+#define BFT_USDT_SITE		0xfe	/* pseudo register: the site's address */
+#define BFT_USDT_NOREG		0xff
+
+struct bft_usdt_arg {
+	__u8 loc;		/* BFT_USDT_CONST, _REG or _MEM */
+	__u8 size;		/* 1, 2, 4 or 8 */
+	__u8 is_signed;		/* 0 or 1 */
+	__u8 base;		/* REG: the register; MEM: base, or NOREG/SITE */
+	__u8 index;		/* MEM: index register, or NOREG; else NOREG */
+	__u8 scale;		/* MEM: 1, 2, 4 or 8; else 1 */
+	__u8 shift;		/* REG: 0, or 8 for %ah..%dh; else 0 */
+	__u8 pad;		/* 0 */
+	__s64 value;		/* CONST: the value; MEM: displacement; REG: 0 */
+};
+
 /* A record is at most this long: a ring never holds a longer one. */
 #define BFT_RECORD_MAX		32
 
-/* ioctls on /dev/bftrace (section 2.5) */
+/* ioctls on /dev/bftrace (section 2.6) */
 #define BFT_IOC_MAGIC		0xBF
 #define BFT_IOC_BIND_CPU	_IOW(BFT_IOC_MAGIC, 1, __u32)
 

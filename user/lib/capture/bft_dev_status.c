@@ -11,7 +11,7 @@
 
 #include <linux/bftrace.h>
 
-/* section 2.5 gives these sizes; the kernel's copy must agree */
+/* section 2.6 gives these sizes; the kernel's copy must agree */
 _Static_assert(sizeof(struct bft_ioc_status) == 32, "bft_ioc_status size");
 _Static_assert(sizeof(struct bft_ioc_cpu_stats) == 64,
 	       "bft_ioc_cpu_stats size");

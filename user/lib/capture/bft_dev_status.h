@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * bft_dev_status: BFT_CMD_GET_STATUS's answer through BFT_IOC_STATUS on an
- * open /dev/bftrace file (bftrace.h section 2.5), for callers that sample
+ * open /dev/bftrace file (bftrace.h section 2.6), for callers that sample
  * it often: one system call, no netlink message.
  */
 #ifndef BFT_DEV_STATUS_H

@@ -93,6 +93,10 @@ struct bft_nl_probe {
 	uint32_t method_id;		/* the id ENTER records carry */
 	uint32_t flags;			/* BFT_PF_* */
 	const char *name;		/* display signature; NULL sends "" */
+	/* BFT_PF_USDT only (bftrace.h 2.4); 0 and NULL otherwise */
+	uint64_t ref_ctr_offset;	/* the semaphore's file offset, 0 none */
+	const struct bft_usdt_arg *args;
+	uint32_t nargs;			/* <= BFT_USDT_MAX_ARGS */
 };
 
 /*

@@ -25,8 +25,13 @@ static size_t probe_attrs_size(const struct bft_nl_probe *p)
 	sz += MNL_ALIGN(MNL_ATTR_HDRLEN + strlen(p->path) + 1);
 	sz += MNL_ALIGN(MNL_ATTR_HDRLEN + sizeof(uint64_t));
 	sz += 2 * MNL_ALIGN(MNL_ATTR_HDRLEN + sizeof(uint32_t));
-	if (p->name)
-		sz += MNL_ALIGN(MNL_ATTR_HDRLEN + strlen(p->name) + 1);
+	/* NULL goes out as "" */
+	sz += MNL_ALIGN(MNL_ATTR_HDRLEN + (p->name ? strlen(p->name) : 0) + 1);
+	if (p->ref_ctr_offset)
+		sz += MNL_ALIGN(MNL_ATTR_HDRLEN + sizeof(uint64_t));
+	if (p->nargs)
+		sz += MNL_ALIGN(MNL_ATTR_HDRLEN +
+				p->nargs * sizeof(struct bft_usdt_arg));
 	return sz;
 }
 
@@ -93,6 +98,12 @@ static int chunk_attach(struct bft_nl *nl, uint32_t tgid,
 		mnl_attr_put_u32(nlh, BFT_P_FLAGS, p->flags);
 		/* the module requires a name; NULL means an empty one */
 		mnl_attr_put_strz(nlh, BFT_P_NAME, p->name ? p->name : "");
+		if (p->ref_ctr_offset)
+			mnl_attr_put_u64(nlh, BFT_P_REF_CTR_OFFSET,
+					 p->ref_ctr_offset);
+		if (p->nargs)
+			mnl_attr_put(nlh, BFT_P_ARGS,
+				     p->nargs * sizeof(*p->args), p->args);
 		mnl_attr_nest_end(nlh, in);
 	}
 	mnl_attr_nest_end(nlh, outer);

@@ -583,3 +583,45 @@ void bft_sdt_free(struct bft_sdt_list *l)
 	l->v = NULL;
 	l->n = 0;
 }
+
+void bft_sdt_uapi_args(const struct bft_sdt_probe *p, struct bft_usdt_arg *out)
+{
+	static const uint8_t loc[] = {
+		[BFT_SDT_CONST] = BFT_USDT_CONST,
+		[BFT_SDT_REG] = BFT_USDT_REG,
+		[BFT_SDT_MEM] = BFT_USDT_MEM,
+	};
+
+	for (size_t i = 0; i < p->nargs; i++) {
+		const struct bft_sdt_arg *a = &p->args[i];
+		struct bft_usdt_arg *u = &out[i];
+
+		memset(u, 0, sizeof(*u));
+		u->loc = loc[a->loc];
+		u->size = a->size;
+		u->is_signed = a->is_signed;
+		u->base = BFT_USDT_NOREG;
+		u->index = BFT_USDT_NOREG;
+		u->scale = 1;
+		switch (a->loc) {
+		case BFT_SDT_CONST:
+			u->value = a->value;
+			break;
+		case BFT_SDT_REG:
+			u->base = a->base;
+			u->shift = a->shift;
+			break;
+		case BFT_SDT_MEM:
+			u->base = a->base;
+			u->index = a->index;
+			u->scale = a->scale;
+			u->value = a->value;
+			/* the site's address is known at the hit, the bias not */
+			if (a->base == BFT_SDT_BIAS) {
+				u->base = BFT_USDT_SITE;
+				u->value = (int64_t)((uint64_t)a->value - p->pc);
+			}
+			break;
+		}
+	}
+}

@@ -43,6 +43,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/bftrace.h>
 
 #define BFT_SDT_MAX_ARGS	12	/* <sys/sdt.h> takes at most 12 */
 #define BFT_SDT_NAME_MAX	64	/* provider, name: longer ones are refused */
@@ -125,5 +126,12 @@ int bft_sdt_eval(const struct bft_sdt_arg *a, const uint64_t *regs,
 		 uint64_t bias,
 		 int (*read)(void *ctx, uint64_t addr, void *buf, size_t len),
 		 void *ctx, uint64_t *v);
+
+/*
+ * p's arguments as the uapi takes them (bftrace.h 2.4): a symbol's
+ * address becomes BFT_USDT_SITE plus its distance from the site; unused
+ * registers are BFT_USDT_NOREG and unused scales 1.  out holds p->nargs.
+ */
+void bft_sdt_uapi_args(const struct bft_sdt_probe *p, struct bft_usdt_arg *out);
 
 #endif /* BFT_SDT_H */

@@ -411,7 +411,7 @@ TEST(decoder_errors_surface_through_feed)
 	};
 	struct bft_merge m;
 	uint8_t b[32];
-	int n = hex_parse("41 00 00 c0 84 3d e8 07 02 4a 00", b, sizeof(b));
+	int n = hex_parse("41 00 00 c0 84 3d e8 07 02 4c 00", b, sizeof(b));
 
 	got.l.action = BFT_STREAM_STOP;
 	ASSERT_EQ(0, bft_merge_init(&m, &o));

@@ -393,7 +393,7 @@ struct err_case {
 
 static const struct err_case err_cases[] = {
 	{ "kind 0", SYNC0 "40 00", BFT_SERR_KIND_ZERO, 9, "escape byte 0x40" },
-	{ "kind 10", SYNC0 "4a 00 01", BFT_SERR_KIND_UNKNOWN, 9, "0x4a" },
+	{ "kind 12", SYNC0 "4c 00 01", BFT_SERR_KIND_UNKNOWN, 9, "0x4c" },
 	{ "kind 0x1f", SYNC0 "5f 00", BFT_SERR_KIND_UNKNOWN, 9, "0x5f" },
 	{ "enter before sync", "81", BFT_SERR_BEFORE_SYNC, 0, "ENTER" },
 	{ "thread before sync", THR, BFT_SERR_BEFORE_SYNC, 0, "THREAD" },
@@ -529,7 +529,7 @@ TEST(resync_skips_garbage_to_next_sync_and_marks_a_gap)
 	const struct bft_stream_stats *st;
 
 	/* enter, garbage (unknown kind), events lost in it, then a SYNC */
-	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 4a 00 81 81 ff 41 "
+	ASSERT_EQ(0, decode_hex(SYNC0 THR "81 4c 00 81 81 ff 41 "
 				"41 00 06 90 8b 40 01 00 " THR "82", &l,
 				BFT_STREAM_RESYNC, &s));
 	ASSERT_EQ(1u, l.nerr);
@@ -574,7 +574,7 @@ TEST(resync_from_stream_start_finds_first_sync)
 TEST(resync_candidate_split_across_feeds_is_found)
 {
 	uint8_t b[64];
-	int n = hex_parse("4a 00 aa bb " SYNC0 THR "83", b, sizeof(b));
+	int n = hex_parse("4c 00 aa bb " SYNC0 THR "83", b, sizeof(b));
 	int cut;
 
 	ASSERT_GT(n, 0);
@@ -648,7 +648,7 @@ TEST(record_callback_can_abort_the_feed)
 TEST(policy_applies_without_error_callback)
 {
 	uint8_t b[64];
-	int n = hex_parse(SYNC0 "4a 00 " SYNC0, b, sizeof(b));
+	int n = hex_parse(SYNC0 "4c 00 " SYNC0, b, sizeof(b));
 	struct bft_stream_opts o = { .policy = BFT_STREAM_RESYNC };
 	struct bft_stream s;
 
@@ -1061,6 +1061,154 @@ TEST(malformed_names_are_reported_with_offset)
 	expect_refused(_metadata, name_err_cases,
 		       sizeof(name_err_cases) / sizeof(name_err_cases[0]),
 		       BFT_REC_BIT(BFT_REC_NAME));
+}
+
+/*
+ * The MARK and ARG examples of bftrace.h 2.2: probe 7 with 3 arguments,
+ * the first signed (-3), then 5000000000 and 258 unsigned.  MARK is one
+ * event, its ARGs none.
+ *   SYNC0, THREAD 1234/1235
+ *   MARK 7, 3 args, signed 1, unread 0       4a 00 07 03 01 00
+ *   ARG -3 (zigzag 5)                        4b 00 05
+ *   ARG 5000000000                           4b 00 80 e4 97 d0 12
+ *   ARG 258                                  4b 00 82 02
+ *   ENTER 1                                  81
+ *   SYNC seq 2                               41 00 02 c0 84 3d e8 07 00
+ */
+#define MARK_HEX SYNC0 THR "4a 00 07 03 01 00 4b 00 05 " \
+	"4b 00 80 e4 97 d0 12 4b 00 82 02 81 41 00 02 c0 84 3d e8 07 00"
+
+static void check_marks(struct __test_metadata *_metadata,
+			const struct rec_log *l)
+{
+	ASSERT_EQ(8u, l->n);
+	EXPECT_EQ(BFT_REC_MARK, l->r[2].kind);
+	EXPECT_EQ(BFT_ESC_MARK, l->r[2].esc);
+	EXPECT_EQ(7u, l->r[2].value);
+	EXPECT_EQ(3u, l->r[2].value2);
+	EXPECT_EQ(1u, l->r[2].mark_signed);
+	EXPECT_EQ(0u, l->r[2].mark_unread);
+	EXPECT_EQ(1235u, l->r[2].tid);
+	EXPECT_EQ(0u, l->r[2].seq);
+	EXPECT_EQ(BFT_REC_ARG, l->r[3].kind);
+	EXPECT_EQ(-3, (int64_t)l->r[3].value);
+	EXPECT_EQ(0u, l->r[3].value2);
+	EXPECT_EQ(1u, l->r[3].seq);
+	EXPECT_EQ(5000000000u, l->r[4].value);
+	EXPECT_EQ(1u, l->r[4].value2);
+	EXPECT_EQ(258u, l->r[5].value);
+	EXPECT_EQ(2u, l->r[5].value2);
+	EXPECT_EQ(BFT_REC_ENTER, l->r[6].kind);
+	EXPECT_EQ(1u, l->r[6].seq);
+	EXPECT_EQ(BFT_REC_SYNC, l->r[7].kind);
+	EXPECT_EQ(2u, l->r[7].value);
+}
+
+TEST(mark_example_decodes_as_one_event)
+{
+	struct bft_stream s;
+	struct rec_log l = { 0 };
+
+	ASSERT_EQ(0, decode_hex(MARK_HEX, &l, BFT_STREAM_STOP, &s));
+	EXPECT_EQ(0u, l.nerr);
+	check_marks(_metadata, &l);
+	EXPECT_EQ(1u, bft_stream_stats(&s)->marks);
+	EXPECT_EQ(2u, bft_stream_stats(&s)->events);
+	EXPECT_EQ(3u, bft_stream_stats(&s)->by_kind[BFT_REC_ARG]);
+	rec_log_free(&l);
+}
+
+TEST(mark_split_at_every_byte_decodes_the_same)
+{
+	decode_split_everywhere(_metadata, MARK_HEX, 0, 7, check_marks);
+}
+
+TEST(writer_produces_mark_example_and_extremes)
+{
+	uint64_t args[3] = { (uint64_t)-3, 5000000000u, 258 };
+	uint64_t ext[2] = { UINT64_MAX, (uint64_t)INT64_MIN };
+	struct bft_writer w;
+	char got[200];
+	const uint8_t *p;
+	size_t len;
+
+	ASSERT_EQ(0, bft_writer_init(&w, 1000, 0));
+	ASSERT_EQ(0, bft_writer_set_time_bits(&w, 0));
+	ASSERT_EQ(0, bft_writer_sync(&w, 1000000));
+	ASSERT_EQ(0, bft_writer_mark(&w, 1000000, 1234, 1235, 7, 3, args,
+				     1, 0));
+	ASSERT_EQ(0, bft_writer_enter(&w, 1000000, 1234, 1235, 1));
+	ASSERT_EQ(0, bft_writer_sync(&w, 1000000));
+	EXPECT_EQ(-EINVAL, bft_writer_mark(&w, 1000000, 1, 2, 7, 1, args,
+					   2, 0));
+	EXPECT_EQ(-EINVAL, bft_writer_mark(&w, 1000000, 1, 2, 7, 13, args,
+					   0, 0));
+	p = bft_writer_data(&w, &len);
+	EXPECT_STREQ("410000c0843de80700" "4200d209d30900" "4a0007030100"
+		     "4b0005" "4b0080e497d012" "4b008202" "81"
+		     "410002c0843de80700", hex_format(p, len, got));
+	bft_writer_free(&w);
+
+	/* 2^64 - 1 unsigned and INT64_MIN signed: both ten bytes */
+	ASSERT_EQ(0, bft_writer_init(&w, 1000, 0));
+	ASSERT_EQ(0, bft_writer_set_time_bits(&w, 0));
+	ASSERT_EQ(0, bft_writer_sync(&w, 1000000));
+	ASSERT_EQ(0, bft_writer_mark(&w, 1000000, 1234, 1235, 9, 2, ext,
+				     2, 0));
+	p = bft_writer_data(&w, &len);
+	EXPECT_STREQ("410000c0843de80700" "4200d209d30900" "4a0009020200"
+		     "4b00ffffffffffffffffff01" "4b00ffffffffffffffffff01",
+		     hex_format(p, len, got));
+	{
+		struct bft_stream s;
+		struct rec_log l = { 0 };
+		char hex[200];
+		size_t i;
+
+		for (i = 0; i < len; i++)
+			snprintf(hex + 3 * i, sizeof(hex) - 3 * i, "%02x ",
+				 p[i]);
+		ASSERT_EQ(0, decode_hex(hex, &l, BFT_STREAM_STOP, &s));
+		ASSERT_EQ(5u, l.n);
+		EXPECT_EQ(UINT64_MAX, l.r[3].value);
+		EXPECT_EQ(INT64_MIN, (int64_t)l.r[4].value);
+		rec_log_free(&l);
+	}
+	bft_writer_free(&w);
+}
+
+static const struct err_case mark_err_cases[] = {
+	{ "mark without thread", SYNC0 "4a 00 01 00 00 00",
+	  BFT_SERR_NO_THREAD, 9, "MARK before any THREAD" },
+	{ "mark of 13 arguments", SYNC0 THR "4a 00 01 0d 00 00",
+	  BFT_SERR_FIELD_RANGE, 16, "MARK of 13 arguments" },
+	{ "signed bit past the count", SYNC0 THR "4a 00 01 01 02 00",
+	  BFT_SERR_FIELD_RANGE, 16, "masks 0x2 0" },
+	{ "unread bit past the count", SYNC0 THR "4a 00 01 00 00 01",
+	  BFT_SERR_FIELD_RANGE, 16, "masks 0 0x1" },
+	{ "mark id beyond u32", SYNC0 THR "4a 00 80 80 80 80 10 00 00 00",
+	  BFT_SERR_ID_RANGE, 16, "4294967296" },
+	{ "arg without mark", SYNC0 THR "4b 00 01", BFT_SERR_MARK_ARGS, 16,
+	  "ARG without a MARK" },
+};
+
+/* the MARK was handed over already: what follows it is refused */
+static const struct err_case mark_cut_cases[] = {
+	{ "mark short of its args", SYNC0 THR "4a 00 01 02 00 00 4b 00 01 81",
+	  BFT_SERR_MARK_ARGS, 25, "ENTER while 1 ARG records are due" },
+	{ "escape inside the args", SYNC0 THR "4a 00 01 01 00 00 62 00",
+	  BFT_SERR_MARK_ARGS, 22, "TIME_SHORT while 1" },
+};
+
+TEST(malformed_marks_are_reported_with_offset)
+{
+	expect_refused(_metadata, mark_err_cases,
+		       sizeof(mark_err_cases) / sizeof(mark_err_cases[0]),
+		       BFT_REC_BIT(BFT_REC_MARK) | BFT_REC_BIT(BFT_REC_ARG));
+	expect_refused(_metadata, mark_cut_cases,
+		       sizeof(mark_cut_cases) / sizeof(mark_cut_cases[0]),
+		       BFT_REC_BIT(BFT_REC_ENTER) |
+		       BFT_REC_BIT(BFT_REC_TIME_SHORT));
 }
 
 TEST_HARNESS_MAIN

@@ -42,6 +42,8 @@ static const char *const kind_names[BFT_REC__COUNT] = {
 	[BFT_REC_THROW] = "THROW",
 	[BFT_REC_UNWIND] = "UNWIND",
 	[BFT_REC_NAME] = "NAME",
+	[BFT_REC_MARK] = "MARK",
+	[BFT_REC_ARG] = "ARG",
 };
 
 const char *bft_rec_kind_name(unsigned int kind)
@@ -72,6 +74,7 @@ static const char *const err_names[BFT_SERR__COUNT] = {
 	[BFT_SERR_TRUNCATED] = "truncated record at end of input",
 	[BFT_SERR_ABORTED] = "aborted by the record callback",
 	[BFT_SERR_RECORD_TOO_LONG] = "record longer than 32 bytes",
+	[BFT_SERR_MARK_ARGS] = "MARK without its ARG records",
 };
 
 const char *bft_stream_strerror(enum bft_stream_err code)
@@ -108,6 +111,8 @@ static const signed char esc_fields[BFT_ESC_TIME_SHORT] = {
 	[BFT_ESC_THROW] = 2,
 	[BFT_ESC_UNWIND] = 2,
 	[BFT_ESC_NAME] = 1,	/* and the bytes it counts */
+	[BFT_ESC_MARK] = 4,
+	[BFT_ESC_ARG] = 1,
 };
 
 static const unsigned char esc_rec[BFT_ESC_TIME_SHORT] = {
@@ -120,6 +125,8 @@ static const unsigned char esc_rec[BFT_ESC_TIME_SHORT] = {
 	[BFT_ESC_THROW] = BFT_REC_THROW,
 	[BFT_ESC_UNWIND] = BFT_REC_UNWIND,
 	[BFT_ESC_NAME] = BFT_REC_NAME,
+	[BFT_ESC_MARK] = BFT_REC_MARK,
+	[BFT_ESC_ARG] = BFT_REC_ARG,
 };
 
 /* NAME's bytes, after its count at p[len - 1]: into v[0], v[1], 0-padded */
@@ -212,6 +219,20 @@ static int parse_escape(const uint8_t *p, size_t n, struct raw *raw)
 		break;
 	case BFT_ESC_NAME:
 		return parse_name(p, n, len, raw);
+	case BFT_ESC_MARK:
+		if (raw->v[0] > UINT32_MAX) {
+			raw->bad = raw->v[0];
+			return -BFT_SERR_ID_RANGE;
+		}
+		/* a mask bit past the count names no argument */
+		if (raw->v[1] > BFT_USDT_MAX_ARGS ||
+		    raw->v[2] >> raw->v[1] || raw->v[3] >> raw->v[1]) {
+			raw->bad = raw->v[1] > BFT_USDT_MAX_ARGS ? raw->v[1] :
+				   raw->v[2] >> raw->v[1] ? raw->v[2] :
+							    raw->v[3];
+			return -BFT_SERR_FIELD_RANGE;
+		}
+		break;
 	}
 	return (int)len;
 }
@@ -297,6 +318,9 @@ static void fill(const struct bft_stream *s, struct bft_record *rec,
 	rec->kind = (uint16_t)kind;
 	rec->esc = 0;
 	rec->value2 = 0;
+	rec->mark_signed = 0;
+	rec->mark_unread = 0;
+	rec->zero = 0;
 }
 
 static int aborted(struct bft_stream *s, const struct bft_record *rec, int r)
@@ -365,6 +389,7 @@ static int fail(struct bft_stream *s, enum bft_stream_err code, uint64_t off,
 /* Start skipping towards the next SYNC; the faulty record's first byte goes. */
 static int start_resync(struct bft_stream *s)
 {
+	s->args_due = 0;
 	if (!s->resyncing) {
 		s->resyncing = 1;
 		s->st.resyncs++;
@@ -467,6 +492,17 @@ static int apply(struct bft_stream *s, const struct raw *raw, int len,
 			return STEP_STOP;
 		return start_resync(s);
 	}
+	/* a MARK's ARGs follow it at once, and nothing else does */
+	if (unlikely((s->args_due != 0) != (raw->kind == BFT_REC_ARG))) {
+		if (fail(s, BFT_SERR_MARK_ARGS, off, s->args_due, 0,
+			 s->args_due ? ": %s while %u ARG records are due" :
+				       ": %s without a MARK before it",
+			 kind_names[raw->kind], s->args_due) !=
+		    BFT_STREAM_RESYNC)
+			return STEP_STOP;
+		s->args_due = 0;
+		return start_resync(s);
+	}
 	switch (raw->kind) {
 	case BFT_REC_ENTER:
 	case BFT_REC_ENTER_NORET:
@@ -520,6 +556,36 @@ static int apply(struct bft_stream *s, const struct raw *raw, int len,
 		else
 			s->st.unwinds++;
 		break;
+	case BFT_REC_MARK:
+		if (unlikely(!s->threaded)) {
+			if (fail(s, BFT_SERR_NO_THREAD, off, 0, 0,
+				 ": MARK before any THREAD record") !=
+			    BFT_STREAM_RESYNC)
+				return STEP_STOP;
+			return start_resync(s);
+		}
+		fill(s, &rec, raw->kind, off);
+		rec.value = raw->v[0];
+		rec.value2 = raw->v[1];
+		s->mark_signed = rec.mark_signed = (uint16_t)raw->v[2];
+		s->mark_unread = rec.mark_unread = (uint16_t)raw->v[3];
+		s->args_due = s->mark_nargs = (uint8_t)raw->v[1];
+		s->seq++;
+		s->st.events++;
+		s->st.marks++;
+		break;
+	case BFT_REC_ARG: {
+		unsigned int i = s->mark_nargs - s->args_due--;
+
+		fill(s, &rec, raw->kind, off);
+		rec.value = raw->v[0];
+		if (s->mark_signed >> i & 1)
+			rec.value = (raw->v[0] >> 1) ^ (0 - (raw->v[0] & 1));
+		rec.value2 = i;
+		rec.mark_signed = s->mark_signed;
+		rec.mark_unread = s->mark_unread;
+		break;
+	}
 	case BFT_REC_SYNC:
 		r = apply_sync(s, raw, off, 0);
 		return r ? r : len;
@@ -617,6 +683,10 @@ static int parse_error(struct bft_stream *s, int code, const struct raw *raw,
 				 " bytes", raw->bad);
 		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_NAME)
 			detail = ": NAME holds a 0 byte";
+		else if ((p[0] & BFT_ESC_KIND_MASK) == BFT_ESC_MARK)
+			snprintf(buf, sizeof(buf), ": MARK of %" PRIu64
+				 " arguments, masks %#" PRIx64 " %#" PRIx64,
+				 raw->v[1], raw->v[2], raw->v[3]);
 		else
 			snprintf(buf, sizeof(buf),
 				 ": THREAD id %" PRIu64 " beyond u32", raw->bad);
@@ -711,7 +781,7 @@ static int run(struct bft_stream *s, const uint8_t *p, size_t n, size_t *used)
 		}
 		if (likely(len == 2 || !(b & BFT_PACK_CONT)) &&
 		    likely(s->threaded) && likely(!s->resyncing) &&
-		    likely(short_time_fits(s))) {
+		    likely(!s->args_due) && likely(short_time_fits(s))) {
 			struct bft_record rec;
 			uint64_t units = v & ((1u << s->tbits) - 1);
 
@@ -741,7 +811,7 @@ static int run(struct bft_stream *s, const uint8_t *p, size_t n, size_t *used)
 		/* TIME_SHORT is the most frequent escape: 0x60..0x7f, 0x00 */
 		if ((b & 0xe0) == (BFT_ESC_LEAD | BFT_ESC_TIME_SHORT) &&
 		    i + 1 < n && p[i + 1] == 0 && likely(s->synced) &&
-		    likely(!s->resyncing) &&
+		    likely(!s->resyncing) && likely(!s->args_due) &&
 		    likely(short_time_fits(s))) {
 			struct bft_record rec;
 			uint64_t units = (b & BFT_ESC_KIND_MASK) -

@@ -16,8 +16,8 @@
  *     later TIME deltas count units from there).  Events carry the time
  *     of the last of these, their own units included.
  *   - thread: (tgid, tid) of the last THREAD record.
- *   - seq: events (ENTER, ENTER_NORET, THROW, UNWIND, each exit of an EXIT
- *     run) plus LOST counts since the last SYNC, added to that SYNC's seq.
+ *   - seq: events (ENTER, ENTER_NORET, THROW, UNWIND, MARK, each exit of
+ *     an EXIT run) plus LOST counts since the last SYNC, added to that SYNC's seq.
  *     The next SYNC must carry exactly this value.
  *
  * Validation.  Each of these is an error (enum bft_stream_err):
@@ -25,7 +25,9 @@
  *   than the escape form; escape kind 0 or an unknown kind; an ENTER or
  *   ENTER_NORET id or a THROW type beyond u32; a tgid/tid beyond u32;
  *   res_ns 0, or tbits beyond BFT_TIME_BITS_MAX; a THROW how or an UNWIND reason that is not a BFT_THROW_* /
- *   BFT_UNWIND_* value; an UNWIND of 0 frames; a stream time
+ *   BFT_UNWIND_* value; an UNWIND of 0 frames; a MARK with more than
+ *   BFT_USDT_MAX_ARGS arguments or a mask bit past them, or not followed
+ *   at once by exactly its ARG records, or an ARG without one; a stream time
  *   that would overflow u64; any record before the first SYNC; an event
  *   while the thread is unknown (no THREAD since the start or the last
  *   resync; a plain SYNC keeps the thread); a SYNC whose seq
@@ -80,6 +82,11 @@ enum bft_rec_kind {
 				 * BFT_UNWIND_* */
 	BFT_REC_NAME,		/* value, value2: the name's bytes 0-7 and
 				 * 8-15, 0-padded (bft_record_name()) */
+	BFT_REC_MARK,		/* value: probe id, value2: n arguments;
+				 * mark_signed, mark_unread: its masks */
+	BFT_REC_ARG,		/* value: the argument (a signed one
+				 * sign-extended, zigzag undone), value2:
+				 * its index; masks: its MARK's */
 	BFT_REC__COUNT
 };
 
@@ -89,7 +96,8 @@ enum bft_rec_kind {
 	(BFT_REC_BIT(BFT_REC_ENTER) | BFT_REC_BIT(BFT_REC_EXIT) |	\
 	 BFT_REC_BIT(BFT_REC_ENTER_NORET) | BFT_REC_BIT(BFT_REC_LOST) |	\
 	 BFT_REC_BIT(BFT_REC_BREAK) | BFT_REC_BIT(BFT_REC_GAP) |	\
-	 BFT_REC_BIT(BFT_REC_THROW) | BFT_REC_BIT(BFT_REC_UNWIND))
+	 BFT_REC_BIT(BFT_REC_THROW) | BFT_REC_BIT(BFT_REC_UNWIND) |	\
+	 BFT_REC_BIT(BFT_REC_MARK) | BFT_REC_BIT(BFT_REC_ARG))
 
 struct bft_record {
 	uint64_t time_ns;	/* stream time of this record, after it applied */
@@ -102,6 +110,9 @@ struct bft_record {
 	uint32_t tid;
 	uint16_t kind;		/* enum bft_rec_kind */
 	uint16_t esc;		/* escape kind byte (e.g. 0x22), 0 for ENTER/EXIT */
+	uint16_t mark_signed;	/* MARK, ARG: bit i, argument i is signed */
+	uint16_t mark_unread;	/* MARK, ARG: bit i, argument i unreadable */
+	uint32_t zero;		/* 0: no padding, so records compare whole */
 };
 
 const char *bft_rec_kind_name(unsigned int kind);
@@ -126,6 +137,7 @@ enum bft_stream_err {
 	BFT_SERR_TRUNCATED,	/* at finish: a partial record is left */
 	BFT_SERR_ABORTED,	/* on_record returned nonzero */
 	BFT_SERR_RECORD_TOO_LONG, /* longer than BFT_RECORD_MAX */
+	BFT_SERR_MARK_ARGS,	/* a MARK not followed by exactly its ARGs */
 	BFT_SERR__COUNT
 };
 
@@ -163,12 +175,14 @@ struct bft_stream_stats {
 	uint64_t records;	/* decoded, GAP included */
 	uint64_t by_kind[BFT_REC__COUNT];
 	uint64_t events;	/* enters + noret enters + exits + throws +
-				 * unwinds: what seq counts besides LOST */
+				 * unwinds + marks: what seq counts besides
+				 * LOST */
 	uint64_t enters;
 	uint64_t noret_enters;
 	uint64_t exits;		/* each exit of each run */
 	uint64_t throws;	/* THROW records */
 	uint64_t unwinds;	/* UNWIND records (not the frames they close) */
+	uint64_t marks;		/* MARK records */
 	uint64_t lost;		/* sum of LOST counts */
 	uint64_t breaks;
 	uint64_t gaps;		/* sequence gaps and resyncs */
@@ -198,6 +212,9 @@ struct bft_stream {
 	uint8_t resyncing;
 	uint8_t stopped;
 	uint8_t carry_len;
+	uint8_t args_due;	/* ARG records the last MARK still needs */
+	uint8_t mark_nargs;
+	uint16_t mark_signed, mark_unread;
 	uint8_t carry[BFT_RECORD_MAX];
 };
 

@@ -230,6 +230,35 @@ int bft_writer_unwind(struct bft_writer *w, uint64_t t, uint32_t tgid,
 	return write_event2(w, t, tgid, tid, BFT_ESC_UNWIND, n, reason);
 }
 
+int bft_writer_mark(struct bft_writer *w, uint64_t t, uint32_t tgid,
+		    uint32_t tid, uint32_t id, unsigned int n,
+		    const uint64_t *args, unsigned int is_signed,
+		    unsigned int unread)
+{
+	unsigned int i;
+	int r;
+
+	if (n > BFT_USDT_MAX_ARGS || is_signed >> n || unread >> n)
+		return -EINVAL;
+	r = prepare(w, &t);
+	if (!r)
+		r = advance(w, t, 1, tgid, tid, NULL);
+	if (!r)
+		r = put_esc(w, BFT_ESC_MARK, 4, id, n, is_signed, unread);
+	for (i = 0; !r && i < n; i++) {
+		uint64_t v = args[i];
+
+		if (is_signed >> i & 1)
+			v = (v << 1) ^ (0 - (v >> 63));
+		r = put_esc(w, BFT_ESC_ARG, 1, v, 0, 0, 0);
+	}
+	if (r)
+		return r;
+	w->seq++;
+	w->events++;
+	return 0;
+}
+
 int bft_writer_name(struct bft_writer *w, uint64_t t, uint32_t tgid,
 		    uint32_t tid, const char *name)
 {

@@ -72,6 +72,15 @@ int bft_writer_throw(struct bft_writer *w, uint64_t t, uint32_t tgid,
 int bft_writer_unwind(struct bft_writer *w, uint64_t t, uint32_t tgid,
 		      uint32_t tid, uint64_t n, unsigned int reason);
 /*
+ * A USDT hit: MARK and its n ARGs.  args are 64-bit values, a signed one
+ * as its two's complement (zigzag-encoded here); bit i of is_signed and
+ * unread as the MARK carries them.
+ */
+int bft_writer_mark(struct bft_writer *w, uint64_t t, uint32_t tgid,
+		    uint32_t tid, uint32_t id, unsigned int n,
+		    const uint64_t *args, unsigned int is_signed,
+		    unsigned int unread);
+/*
  * NAME of (tgid, tid), right after a THREAD record (written for it even if
  * the thread is the current one): name holds at most BFT_THREAD_NAME_MAX bytes.
  */
