@@ -20,6 +20,9 @@ static const struct nla_policy bft_probe_policy[BFT_P_MAX + 1] = {
 	[BFT_P_METHOD_ID] = { .type = NLA_U32 },
 	[BFT_P_FLAGS] = { .type = NLA_U32 },
 	[BFT_P_NAME] = { .type = NLA_NUL_STRING, .len = BFT_NAME_MAX - 1 },
+	[BFT_P_REF_CTR_OFFSET] = { .type = NLA_U64 },
+	/* no length here: the checks below name the probe */
+	[BFT_P_ARGS] = { .type = NLA_BINARY },
 };
 
 /* Program headers read once per file of the batch, not once per probe. */
@@ -190,11 +193,20 @@ id_taken:
 static int bft_check_flags(u32 flags, u32 idx, const struct nlattr *attr,
 			   struct netlink_ext_ack *ext)
 {
+	u32 known = BFT_PF_ALL | BFT_PF_HOOKS | BFT_PF_USDT;
 	u32 hook = flags & BFT_PF_HOOKS;
 
-	if (flags & ~(BFT_PF_ALL | BFT_PF_HOOKS)) {
+	if (flags & ~known) {
 		BFT_SET_ERR_MSG_FMT(ext, "probe %u: unknown flags %#x", idx,
-				    flags & ~(BFT_PF_ALL | BFT_PF_HOOKS));
+				    flags & ~known);
+		goto bad;
+	}
+	/* a MARK has no frame for an ENTER, an EXIT or a hook to belong to */
+	if (flags & BFT_PF_USDT) {
+		if (flags == BFT_PF_USDT)
+			return 0;
+		BFT_SET_ERR_MSG_FMT(ext, "probe %u: BFT_PF_USDT takes no other flag (flags %#x)",
+				    idx, flags);
 		goto bad;
 	}
 	if (hook & (hook - 1)) {
@@ -217,6 +229,102 @@ static int bft_check_flags(u32 flags, u32 idx, const struct nlattr *attr,
 bad:
 	NL_SET_BAD_ATTR(ext, attr);
 	return -EINVAL;
+}
+
+static bool bft_usdt_reg_ok(u8 reg, bool none_ok)
+{
+	return reg < BFT_USDT_NREGS || reg == BFT_USDT_SITE ||
+	       (none_ok && reg == BFT_USDT_NOREG);
+}
+
+/* Why @a cannot be evaluated (uapi 2.4), or NULL if it can. */
+static const char *bft_usdt_arg_bad(const struct bft_usdt_arg *a)
+{
+	if (a->size != 1 && a->size != 2 && a->size != 4 && a->size != 8)
+		return "size";
+	if (a->is_signed > 1)
+		return "sign";
+	if (a->pad)
+		return "pad";
+	switch (a->loc) {
+	case BFT_USDT_CONST:
+		if (a->base != BFT_USDT_NOREG || a->index != BFT_USDT_NOREG)
+			return "register";
+		break;
+	case BFT_USDT_REG:
+		if (!bft_usdt_reg_ok(a->base, false) ||
+		    a->index != BFT_USDT_NOREG)
+			return "register";
+		if (a->shift != 0 && a->shift != 8)
+			return "shift";
+		break;
+	case BFT_USDT_MEM:
+		if (!bft_usdt_reg_ok(a->base, true) ||
+		    (a->index != BFT_USDT_NOREG && a->index >= BFT_USDT_NREGS))
+			return "register";
+		if (a->scale != 1 && a->scale != 2 && a->scale != 4 &&
+		    a->scale != 8)
+			return "scale";
+		break;
+	default:
+		return "loc";
+	}
+	if (a->loc != BFT_USDT_MEM && a->scale != 1)
+		return "scale";
+	if (a->loc != BFT_USDT_REG && a->shift)
+		return "shift";
+	return NULL;
+}
+
+/* BFT_P_ARGS and BFT_P_REF_CTR_OFFSET, which only a USDT probe has. */
+static int bft_usdt_parse(struct bft_probe *p, struct nlattr **tb, u32 idx,
+			  struct netlink_ext_ack *ext)
+{
+	const struct nlattr *args = tb[BFT_P_ARGS];
+	const struct bft_usdt_arg *a;
+	u32 len, i;
+
+	/* the handler reads registers as slots of pt_regs */
+	BUILD_BUG_ON(sizeof(struct pt_regs) !=
+		     BFT_USDT_NREGS * sizeof(unsigned long));
+	if (!(p->flags & BFT_PF_USDT)) {
+		if (!args && !tb[BFT_P_REF_CTR_OFFSET])
+			return 0;
+		BFT_SET_ERR_MSG_FMT(ext, "probe %u: arguments or a semaphore need BFT_PF_USDT",
+				    idx);
+		NL_SET_BAD_ATTR(ext, args ?: tb[BFT_P_REF_CTR_OFFSET]);
+		return -EINVAL;
+	}
+	if (tb[BFT_P_REF_CTR_OFFSET])
+		p->ref_ctr_offset = nla_get_u64(tb[BFT_P_REF_CTR_OFFSET]);
+	if (!args)
+		return 0;
+	len = nla_len(args);
+	if (len % sizeof(*a) ||
+	    len / sizeof(*a) > BFT_USDT_MAX_ARGS) {
+		BFT_SET_ERR_MSG_FMT(ext, "probe %u: %u bytes of arguments: not 0 to %u entries",
+				    idx, len, BFT_USDT_MAX_ARGS);
+		NL_SET_BAD_ATTR(ext, args);
+		return -EINVAL;
+	}
+	a = nla_data(args);
+	for (i = 0; i < len / sizeof(*a); i++) {
+		const char *why = bft_usdt_arg_bad(&a[i]);
+
+		if (why) {
+			BFT_SET_ERR_MSG_FMT(ext, "probe %u: argument %u has a bad %s",
+					    idx, i, why);
+			NL_SET_BAD_ATTR(ext, args);
+			return -EINVAL;
+		}
+	}
+	if (!len)
+		return 0;
+	p->args = kmemdup(a, len, GFP_KERNEL);
+	if (!p->args)
+		return -ENOMEM;
+	p->nargs = len / sizeof(*a);
+	return 0;
 }
 
 static int bft_probe_parse(struct nlattr *nest, u32 idx, struct bft_elf *elf,
@@ -254,6 +362,8 @@ static int bft_probe_parse(struct nlattr *nest, u32 idx, struct bft_elf *elf,
 	path = nla_data(tb[BFT_P_PATH]);
 
 	err = bft_check_flags(p->flags, idx, tb[BFT_P_FLAGS], ext);
+	if (!err)
+		err = bft_usdt_parse(p, tb, idx, ext);
 	if (err)
 		goto free_name;
 	err = kern_path(path, LOOKUP_FOLLOW, &p->path);
@@ -288,6 +398,15 @@ static int bft_probe_parse(struct nlattr *nest, u32 idx, struct bft_elf *elf,
 		err = -ERANGE;
 		goto put;
 	}
+	/* the counter is two bytes long */
+	if (p->ref_ctr_offset &&
+	    (p->ref_ctr_offset < 0 || p->ref_ctr_offset > size - 2)) {
+		BFT_SET_ERR_MSG_FMT(ext, "probe %u: semaphore offset %lld is past the end (%lld)",
+				    idx, p->ref_ctr_offset, size);
+		NL_SET_BAD_ATTR(ext, tb[BFT_P_REF_CTR_OFFSET]);
+		err = -ERANGE;
+		goto put;
+	}
 	/* x86's breakpoint is one byte long: every offset is aligned there */
 	if (!IS_ALIGNED(p->offset, UPROBE_SWBP_INSN_SIZE)) {
 		BFT_SET_ERR_MSG_FMT(ext, "probe %u: offset %lld is not aligned to %u bytes",
@@ -308,6 +427,7 @@ put:
 	path_put(&p->path);
 free_name:
 	free_percpu(p->hits);
+	kfree(p->args);
 	kfree(p->name);
 	kfree(p);
 	return err;

@@ -144,7 +144,7 @@ static int bft_cmd_get_caps(struct sk_buff *req, struct genl_info *info)
 		       BFT_FEAT_PAUSE | BFT_FEAT_SUSPEND |
 		       BFT_FEAT_EVENTS | BFT_FEAT_READ |
 		       BFT_FEAT_UNWIND | BFT_FEAT_OWNER |
-		       BFT_FEAT_ATTACH_PERSIST;
+		       BFT_FEAT_ATTACH_PERSIST | BFT_FEAT_USDT;
 	struct sk_buff *skb;
 	void *hdr;
 

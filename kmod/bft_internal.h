@@ -106,6 +106,15 @@ enum bft_rec {
 	BFT_REC_EXIT,
 	BFT_REC_THROW,		/* id: exception type, arg: BFT_THROW_* */
 	BFT_REC_UNWIND,		/* id: frames, arg: BFT_UNWIND_* */
+	BFT_REC_USDT,		/* id: method; MARK and its ARGs */
+};
+
+/* A USDT hit's arguments, evaluated, for its MARK and ARG records. */
+struct bft_usdt_vals {
+	u8 n;
+	u16 is_signed;		/* bit i: argument i is signed */
+	u16 unread;		/* bit i: argument i could not be read */
+	u64 v[BFT_USDT_MAX_ARGS];	/* sign-extended when signed */
 };
 
 void bft_rings_init(void);
@@ -115,6 +124,7 @@ void bft_rings_exit(void);
 int bft_rings_resize(u32 size);
 struct bft_ring *bft_ring_get(unsigned int cpu);
 void bft_ring_record(enum bft_rec kind, u32 id, u32 arg);
+void bft_ring_usdt(u32 id, const struct bft_usdt_vals *vals);
 void bft_rings_start(void);
 void bft_rings_break(u8 reason);
 bool bft_rings_flush(bool heartbeat);
@@ -169,6 +179,10 @@ struct bft_probe {
 	char *name;
 	u64 __percpu *hits;	/* per CPU: handlers on two CPUs share no line */
 	bool lingers;		/* detached, restoring return addresses only */
+	/* BFT_PF_USDT: the semaphore (0: none) and the arguments */
+	loff_t ref_ctr_offset;
+	u8 nargs;
+	struct bft_usdt_arg *args;
 #if BFT_UPROBE_GEN >= 2
 	struct uprobe *uprobe;
 #endif

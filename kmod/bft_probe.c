@@ -9,6 +9,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/uaccess.h>
 
 #include "bft_internal.h"
 
@@ -47,6 +48,87 @@ static bool bft_too_deep(unsigned int depth)
 	return max && depth >= max;
 }
 
+/* A register operand: an 8-byte slot of pt_regs, or the site (uapi 2.4). */
+static unsigned long bft_usdt_reg(struct pt_regs *regs, u8 reg)
+{
+	/* the attach let through no other register numbers */
+	if (reg == BFT_USDT_SITE)
+		return instruction_pointer(regs);
+	if (reg == BFT_USDT_NOREG)
+		return 0;
+	return ((unsigned long *)regs)[reg];
+}
+
+/*
+ * One argument, cut to its size and extended; false if its memory could
+ * not be read.  May fault, so runs before the ring is touched.
+ */
+static bool bft_usdt_eval(const struct bft_usdt_arg *a, struct pt_regs *regs,
+			  u64 *out)
+{
+	unsigned int bits = a->size * 8;
+	u64 v;
+
+	switch (a->loc) {
+	case BFT_USDT_CONST:
+		v = a->value;
+		break;
+	case BFT_USDT_REG:
+		v = bft_usdt_reg(regs, a->base) >> a->shift;
+		break;
+	default: {
+		unsigned long addr = a->value + bft_usdt_reg(regs, a->base) +
+				     bft_usdt_reg(regs, a->index) * a->scale;
+		union { u8 b; u16 h; u32 w; u64 q; } m;
+
+		if (copy_from_user(&m, (const void __user *)addr, a->size)) {
+			*out = 0;
+			return false;
+		}
+		v = a->size == 1 ? m.b : a->size == 2 ? m.h :
+		    a->size == 4 ? m.w : m.q;
+		break;
+	}
+	}
+	if (bits < 64)
+		v = a->is_signed ? (u64)sign_extend64(v, bits - 1) :
+				   v & (BIT_ULL(bits) - 1);
+	*out = v;
+	return true;
+}
+
+static int bft_usdt_hit(struct bft_probe *p, struct pt_regs *regs)
+{
+	struct bft_usdt_vals uv = { .n = p->nargs };
+	unsigned int depth = bft_uretprobe_depth();
+	int mode = READ_ONCE(bft_mode);
+	u8 i;
+
+	if (!bft_session_active(mode))
+		return 0;
+	/*
+	 * Inside the deepest frame recorded the kernel holds max_depth
+	 * return instances: only a site in a frame below that one is out.
+	 */
+	if (depth && bft_too_deep(depth - 1))
+		return 0;
+	this_cpu_inc(*p->hits);
+	for (i = 0; i < uv.n; i++) {
+		if (p->args[i].is_signed)
+			uv.is_signed |= BIT(i);
+		/*
+		 * Suspended, the ring only counts the hit: read nothing.
+		 * Should the mode change before the ring looks, the MARK
+		 * says its arguments were not read.
+		 */
+		if (!bft_recording(mode) ||
+		    !bft_usdt_eval(&p->args[i], regs, &uv.v[i]))
+			uv.unread |= BIT(i);
+	}
+	bft_ring_usdt(p->method_id, &uv);
+	return 0;
+}
+
 static int bft_entry_handler(BFT_HANDLER_ARGS)
 {
 	struct bft_probe *p = container_of(uc, struct bft_probe, uc);
@@ -64,6 +146,8 @@ static int bft_entry_handler(BFT_HANDLER_ARGS)
 		bft_unwind_restore(p, regs);
 		return 0;
 	}
+	if (p->flags & BFT_PF_USDT)
+		return bft_usdt_hit(p, regs);
 	if (unlikely(p->flags & BFT_PF_HOOKS))
 		bft_unwind_hook(p, regs);
 	else if (p->flags & BFT_PF_RETURN)
@@ -121,7 +205,8 @@ int bft_probe_register(struct bft_probe *p)
 		p->uc.ret_handler = bft_return_handler;
 	p->uc.filter = bft_filter;
 #if BFT_UPROBE_GEN >= 2
-	p->uprobe = uprobe_register(inode, p->offset, 0, &p->uc);
+	p->uprobe = uprobe_register(inode, p->offset, p->ref_ctr_offset,
+				    &p->uc);
 	if (IS_ERR(p->uprobe)) {
 		int err = PTR_ERR(p->uprobe);
 
@@ -130,6 +215,9 @@ int bft_probe_register(struct bft_probe *p)
 	}
 	return 0;
 #else
+	if (p->ref_ctr_offset)
+		return uprobe_register_refctr(inode, p->offset,
+					      p->ref_ctr_offset, &p->uc);
 	return uprobe_register(inode, p->offset, &p->uc);
 #endif
 }
@@ -155,6 +243,7 @@ void bft_probe_free(struct bft_probe *p)
 	iput(p->inode);
 	path_put(&p->path);
 	free_percpu(p->hits);
+	kfree(p->args);
 	kfree(p->name);
 	kfree(p);
 }

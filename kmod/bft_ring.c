@@ -41,11 +41,14 @@
 static DEFINE_PER_CPU(struct bft_ring, bft_rings);
 static bool bft_rings_allocated;
 
+/* An ARG record: its escape and a 64-bit LEB128 value. */
+#define BFT_ARG_REC_MAX (2 + 10)
 /*
  * Room for every record one hit can produce: LOST, SYNC, BREAK, THREAD,
- * NAME, event.
+ * NAME, event, and a USDT event's ARGs, which must go in with their MARK.
  */
-#define BFT_HIT_MAX (6 * BFT_RECORD_MAX)
+#define BFT_HIT_MAX (6 * BFT_RECORD_MAX + \
+		     BFT_USDT_MAX_ARGS * BFT_ARG_REC_MAX)
 /* ... and on the fast path: a sealed EXIT run, a TIME, the event. */
 #define BFT_FAST_MAX (3 * BFT_RECORD_MAX)
 
@@ -188,6 +191,34 @@ static inline unsigned int bft_put_event(u8 *p, u8 tbits, enum bft_rec kind,
 	}
 	n += bft_put_varint(p + n, id);
 	return n + bft_put_varint(p + n, arg);
+}
+
+/* (v << 1) ^ (v >> 63): small negative numbers stay short (uapi 2.2). */
+static u64 bft_zigzag(u64 v)
+{
+	return (v << 1) ^ (u64)((s64)v >> 63);
+}
+
+/* A MARK and its ARGs, which no other record may come between. */
+static unsigned int bft_put_usdt(u8 *p, u32 id,
+				 const struct bft_usdt_vals *uv)
+{
+	unsigned int n = bft_put_esc(p, BFT_ESC_MARK);
+	u8 i;
+
+	n += bft_put_varint(p + n, id);
+	n += bft_put_varint(p + n, uv->n);
+	n += bft_put_varint(p + n, uv->is_signed);
+	n += bft_put_varint(p + n, uv->unread);
+	for (i = 0; i < uv->n; i++) {
+		u64 v = uv->v[i];
+
+		if (uv->is_signed & BIT(i))
+			v = bft_zigzag(v);
+		n += bft_put_esc(p + n, BFT_ESC_ARG);
+		n += bft_put_varint(p + n, v);
+	}
+	return n;
 }
 
 /* Records owed before anything else: LOST, then SYNC, then BREAK. */
@@ -356,8 +387,9 @@ static __always_inline bool bft_ring_fast(struct bft_ring *r,
  * about to wrap.  Returns the bytes now in the ring, or 0 on a drop.
  */
 static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
-				  u32 id, u32 arg, u64 now, unsigned long nsw,
-				  bool new_thread)
+				  u32 id, u32 arg,
+				  const struct bft_usdt_vals *uv, u64 now,
+				  unsigned long nsw, bool new_thread)
 {
 	struct task_struct *tsk = current;
 	struct bft_recbuf rb;
@@ -368,8 +400,11 @@ static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
 	bft_recbuf_init(&rb, r);
 	bft_put_owed(r, &rb, now);
 	inline_units = bft_put_when(r, &rb, now, new_thread, kind, &units);
-	rb.len += bft_put_event(rb.b + rb.len, rb.tbits, kind, id, arg,
-				inline_units);
+	if (kind == BFT_REC_USDT)
+		rb.len += bft_put_usdt(rb.b + rb.len, id, uv);
+	else
+		rb.len += bft_put_event(rb.b + rb.len, rb.tbits, kind, id,
+					arg, inline_units);
 	if (!bft_ring_put(r, rb.b, rb.len)) {
 		bft_ring_drop(r, 1);
 		return 0;
@@ -403,7 +438,8 @@ static noinline u32 bft_ring_slow(struct bft_ring *r, enum bft_rec kind,
  * Preemption is off while this CPU's ring is written, which keeps out the
  * work items that bring every other writer here.
  */
-void bft_ring_record(enum bft_rec kind, u32 id, u32 arg)
+static __always_inline void bft_ring_hit(enum bft_rec kind, u32 id, u32 arg,
+					 const struct bft_usdt_vals *uv)
 {
 	struct task_struct *tsk = current;
 	struct bft_ring *r;
@@ -429,7 +465,8 @@ void bft_ring_record(enum bft_rec kind, u32 id, u32 arg)
 		     r->tid != tsk->pid || r->nsw != nsw;
 	r->produced++;
 
-	if (likely(!new_thread && !r->pending_lost)) {
+	/* a MARK's ARGs may not fit the fast path's room */
+	if (kind != BFT_REC_USDT && likely(!new_thread && !r->pending_lost)) {
 		units = bft_ring_units(r, now - r->time);
 		if (kind == BFT_REC_EXIT && r->run && !units) {
 			r->run++;
@@ -438,11 +475,22 @@ void bft_ring_record(enum bft_rec kind, u32 id, u32 arg)
 		if (bft_ring_fast(r, kind, id, arg, units, &used))
 			goto out;
 	}
-	used = bft_ring_slow(r, kind, id, arg, now, nsw, new_thread);
+	used = bft_ring_slow(r, kind, id, arg, uv, now, nsw, new_thread);
 out:
 	preempt_enable();
 	if (used && used >= bft_ring_watermark(r) && wq_has_sleeper(&r->wait))
 		wake_up_interruptible(&r->wait);
+}
+
+void bft_ring_record(enum bft_rec kind, u32 id, u32 arg)
+{
+	bft_ring_hit(kind, id, arg, NULL);
+}
+
+/* @uv was read from user memory before: nothing here may fault. */
+void bft_ring_usdt(u32 id, const struct bft_usdt_vals *uv)
+{
+	bft_ring_hit(BFT_REC_USDT, id, 0, uv);
 }
 
 /* A SYNC, and a BREAK if @brk, now; owed until there is room.  On its CPU. */
@@ -742,6 +790,8 @@ static u32 bft_ring_record_len(struct bft_ring *r, u64 pos)
 		args = 3;
 	else if (kind == BFT_ESC_THROW || kind == BFT_ESC_UNWIND)
 		args = 2;
+	else if (kind == BFT_ESC_MARK)
+		args = 4;
 	else
 		args = 1;
 	while (args--)

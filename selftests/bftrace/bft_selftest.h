@@ -218,12 +218,24 @@ struct bst_call {
 	uint64_t time_ns;
 };
 
+/* A USDT probe hit: a MARK with its ARGs, as bft_calltree joins them. */
+struct bst_usdt {
+	uint32_t id;
+	uint8_t nargs;
+	uint16_t is_signed;	/* bit i: argument i is signed */
+	uint16_t unread;	/* bit i: argument i could not be read */
+	uint64_t args[BFT_USDT_MAX_ARGS];	/* signed ones sign-extended */
+	uint64_t time_ns;
+};
+
 struct bst_thread {
 	uint32_t tgid, tid;
 	struct bst_ev *ev;
 	size_t n, cap;
 	struct bst_call *calls;
 	size_t ncalls, calls_cap;
+	struct bst_usdt *usdt;
+	size_t nusdt, usdt_cap;
 };
 
 /* The last NAME record of a thread (uapi 2.2). */

@@ -101,6 +101,17 @@ static int on_call(void *arg, const struct bft_call_event *ev)
 		.depth = ev->depth, .time_ns = ev->time_ns,
 		.unwound = ev->unwound, .how = ev->how, .exc = ev->exc,
 	};
+	if (ev->kind != BFT_CALL_MARK)
+		return 0;
+	if (bst_grow((void **)&th->usdt, &th->usdt_cap, th->nusdt + 1,
+		     sizeof(*th->usdt)))
+		return -ENOMEM;
+	th->usdt[th->nusdt] = (struct bst_usdt){
+		.id = ev->id, .nargs = ev->nargs, .is_signed = ev->mark_signed,
+		.unread = ev->mark_unread, .time_ns = ev->time_ns,
+	};
+	memcpy(th->usdt[th->nusdt++].args, ev->args,
+	       ev->nargs * sizeof(ev->args[0]));
 	return 0;
 }
 
@@ -320,6 +331,7 @@ void bst_trace_free(struct bst_trace *t)
 	for (size_t i = 0; i < t->nth; i++) {
 		free(t->th[i].ev);
 		free(t->th[i].calls);
+		free(t->th[i].usdt);
 	}
 	free(t->th);
 	free(t->marks);
