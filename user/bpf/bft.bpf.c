@@ -97,7 +97,24 @@ struct {
 	__type(value, __u64);
 } bft_read SEC(".maps");
 
-enum rec { REC_ENTER, REC_NORET, REC_EXIT };
+/* USDT probes by the slot their cookie carries (BFT_BPF_COOKIE). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct bft_bpf_usdt);
+} bft_usdt SEC(".maps");
+
+enum rec { REC_ENTER, REC_NORET, REC_EXIT, REC_MARK };
+
+/* A USDT hit's arguments, read before its records are written. */
+struct usdt_vals {
+	__u64 v[BFT_USDT_MAX_ARGS];	/* zigzagged where signed */
+	__u32 n;
+	__u32 is_signed;		/* bit i: argument i is signed */
+	__u32 unread;			/* bit i: argument i faulted */
+};
 
 /* ---- encoding into the CPU's scratch buffer ---- */
 
@@ -170,20 +187,106 @@ static __always_inline void put_exits(struct bft_bpf_cpu *c, __u32 n,
 static __always_inline __u8 put_lead_time(struct bft_bpf_cpu *c, __u8 tbits,
 					  enum rec kind, __u64 units)
 {
-	if (kind != REC_NORET && units < (1U << (tbits & 7)))
+	if ((kind == REC_ENTER || kind == REC_EXIT) &&
+	    units < (1U << (tbits & 7)))
 		return units;
 	put_units(c, units);
 	return 0;
 }
 
+/*
+ * 1 if x is not 0, without a branch: (x | -x) has its top bit set.  The
+ * barrier hides the comparison from clang, which would otherwise make a
+ * branch of it again (BPF has no set-on-condition instruction).
+ */
+static __always_inline __u64 nonzero(__u64 x)
+{
+	__u64 m = x | (0 - x);
+
+	barrier_var(m);
+	return m >> 63;
+}
+
+/* 1 if i < n (both small), without a branch (see nonzero()). */
+static __always_inline __u64 below(__u64 i, __u64 n)
+{
+	__u64 d = i - n;
+
+	barrier_var(d);
+	return d >> 63;
+}
+
+/*
+ * A MARK and its ARGs are written without a branch.  put_varint()'s
+ * early exits in thirteen varints, and a branch per argument on their
+ * number, gave the verifier more paths than it follows (the number
+ * became precise, and every count its own pass through the slow path: a
+ * million instructions).  Here every varint stores all ten bytes and the
+ * length moves by its own; an ARG past the probe's count is stored and
+ * not kept.  The bytes past the length are scratch that the next record
+ * overwrites or ring_put() leaves out; a MARK starts an emptied batch, so
+ * they stay in the buffer (bft_bpf_shared.h: BFT_BPF_USDT_HIT_MAX).
+ */
+static __always_inline __u32 varint_store(struct bft_bpf_cpu *c, __u32 n,
+					  __u64 v)
+{
+	__u32 len = 1;
+
+#pragma clang loop unroll(full)
+	for (int k = 0; k < 9; k++) {
+		__u64 more = nonzero(v >> (7 * (k + 1)));
+
+		c->buf[(n + k) & MASK] = ((v >> (7 * k)) & 0x7f) | (more << 7);
+		len += more;
+	}
+	c->buf[(n + 9) & MASK] = v >> 63;
+	return len;
+}
+
+static __always_inline void put_varint_flat(struct bft_bpf_cpu *c, __u64 v)
+{
+	__u32 n = c->len;
+
+	c->len = n + varint_store(c, n, v);
+}
+
+/* An ARG record, kept (the length moved past it) only if keep is 1. */
+static __always_inline void put_arg(struct bft_bpf_cpu *c, __u64 v,
+				    __u64 keep)
+{
+	__u32 n = c->len;
+
+	c->buf[n & MASK] = BFT_ESC_LEAD | BFT_ESC_ARG;
+	c->buf[(n + 1) & MASK] = 0;
+	c->len = n + ((0 - keep) & (2 + varint_store(c, n + 2, v)));
+}
+
+/* A MARK and its ARGs (uapi 2.2), which nothing may come between. */
+static __always_inline void put_mark(struct bft_bpf_cpu *c, __u32 id,
+				     const struct usdt_vals *uv)
+{
+	put_esc(c, BFT_ESC_MARK);
+	put_varint_flat(c, id);
+	put_varint_flat(c, uv->n);
+	put_varint_flat(c, uv->is_signed);
+	put_varint_flat(c, uv->unread);
+	/* unrolled: the values sit on the stack, read at fixed offsets */
+#pragma clang loop unroll(full)
+	for (int i = 0; i < BFT_USDT_MAX_ARGS; i++)
+		put_arg(c, uv->v[i], below(i, uv->n));
+}
+
 static __always_inline void put_event(struct bft_bpf_cpu *c, __u8 tbits,
-				      enum rec kind, __u32 id, __u8 units)
+				      enum rec kind, __u32 id, __u8 units,
+				      const struct usdt_vals *uv)
 {
 	if (kind == REC_ENTER) {
 		put_packed(c, F_ENTER, ((__u64)id << (tbits & 7)) | units);
 	} else if (kind == REC_NORET) {
 		put_esc(c, BFT_ESC_ENTER_NORET);
 		put_varint(c, id);
+	} else if (kind == REC_MARK) {
+		put_mark(c, id, uv);
 	}
 	/* an exit's byte waits in the run */
 }
@@ -368,7 +471,7 @@ static __always_inline bool put_name(struct bft_bpf_cpu *c, __u32 tid,
 static __always_inline void note(struct bft_bpf_cpu *c, enum rec kind,
 				 __u32 id, __u64 units)
 {
-	if (kind != REC_NORET)
+	if (kind == REC_ENTER || kind == REC_EXIT)
 		bft_tb_note(&c->tb, kind == REC_ENTER, id, units);
 }
 
@@ -417,11 +520,14 @@ static __always_inline bool recording(__u32 mode)
 	return mode == BFT_MODE_TRACING || mode == BFT_MODE_PAUSED;
 }
 
-/* kmod/bft_ring.c: bft_ring_record(), the fast and the slow path in one. */
+/*
+ * kmod/bft_ring.c: bft_ring_record(), the fast and the slow path in one.
+ * uv: a MARK's arguments (REC_MARK only).
+ */
 static __always_inline void record(struct bft_bpf_cpu *c,
 				   struct bft_bpf_ctl *ctl,
 				   struct task_struct *tsk, enum rec kind,
-				   __u32 id)
+				   __u32 id, const struct usdt_vals *uv)
 {
 	/* direct loads from the BTF task: no helper calls */
 	__u32 tid = tsk->pid, tgid = tsk->tgid;
@@ -457,7 +563,12 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 		     c->tid != tid || c->nsw != nsw;
 	c->produced++;
 
-	if (!new_thread && !c->pending_lost) {
+	/*
+	 * A MARK with its ARGs can outgrow what is left after a batch just
+	 * below BFT_BPF_BATCH: it goes out alone, as the module's slow path
+	 * writes it (BFT_BPF_USDT_HIT_MAX).
+	 */
+	if (kind != REC_MARK && !new_thread && !c->pending_lost) {
 		units = units_of(c, now - c->time);
 		if (kind == REC_EXIT && c->run && !units) {
 			c->run++;
@@ -466,7 +577,7 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 		if (c->run)
 			put_exits(c, c->run, c->run_units);
 		inline_units = put_lead_time(c, c->tbits, kind, units);
-		put_event(c, c->tbits, kind, id, inline_units);
+		put_event(c, c->tbits, kind, id, inline_units, uv);
 		note(c, kind, id, units);
 		batched(c, c->run);
 		c->run = 0;
@@ -501,7 +612,8 @@ static __always_inline void record(struct bft_bpf_cpu *c,
 		inline_units = put_lead_time(c, tbits, kind, units);
 		time += units * c->res;
 	}
-	put_event(c, tbits, kind, id, inline_units);
+	put_event(c, tbits, kind, id, inline_units, uv);
+	/* a MARK's ARGs go with it or not at all: one lost event */
 	if (!ring_put(c, ring, wake_at)) {
 		ring_drop(c, 1);
 		return;
@@ -617,9 +729,9 @@ int bft_enter(struct pt_regs *regs)
 			__sync_fetch_and_add(hits, 1);
 	}
 	if (!(pf & BFT_PF_RETURN) || depth >= BFT_URETPROBE_DEPTH)
-		record(c, ctl, tsk, REC_NORET, id);
+		record(c, ctl, tsk, REC_NORET, id, NULL);
 	else
-		record(c, ctl, tsk, REC_ENTER, id);
+		record(c, ctl, tsk, REC_ENTER, id, NULL);
 	cpu_release(c);
 	return 0;
 }
@@ -645,7 +757,154 @@ int bft_exit(struct pt_regs *regs)
 		nested_drop(c, ctl);
 		return 0;
 	}
-	record(c, ctl, tsk, REC_EXIT, 0);
+	record(c, ctl, tsk, REC_EXIT, 0, NULL);
+	cpu_release(c);
+	return 0;
+}
+
+/* ---- USDT sites (uapi 2.4) ---- */
+
+/*
+ * A register operand: a slot of the user registers the uprobe saved, or
+ * the site itself.  The kernel puts the instruction pointer back on the
+ * breakpoint before it runs the handlers (handle_swbp()), so it is the
+ * site's address.  The verifier takes no variable offset into the
+ * context: the slot is read as memory, as libbpf's usdt.bpf.h does.
+ */
+static __always_inline __u64 usdt_reg(struct pt_regs *regs, __u8 reg)
+{
+	__u64 v = 0;
+
+	if (reg == BFT_USDT_SITE)
+		return PT_REGS_IP(regs);
+	if (reg >= BFT_USDT_NREGS)	/* BFT_USDT_NOREG */
+		return 0;
+	bpf_probe_read_kernel(&v, sizeof(v), (void *)regs + reg * 8);
+	return v;
+}
+
+/*
+ * One argument, cut to its size, extended and, when signed, zigzagged
+ * for its ARG record; 0 if its memory could not be read (*out is then 0),
+ * else 1.  The attach let through only well-formed entries
+ * (bft_bpf_usdt.c).  A global function, which the verifier checks once:
+ * inlined, the paths of twelve arguments multiplied past its million
+ * instructions.  Not __hidden: libbpf would make it static again.
+ */
+__noinline int usdt_eval(struct pt_regs *regs,
+				  const struct bft_usdt_arg *a, __u64 *out)
+{
+	__u32 sh;
+	__u64 v;
+
+	if (!a || !out)
+		return 0;
+	*out = 0;
+	sh = 64 - 8 * (a->size & 15);
+	if (a->loc == BFT_USDT_CONST) {
+		v = a->value;
+	} else if (a->loc == BFT_USDT_REG) {
+		v = usdt_reg(regs, a->base) >> (a->shift & 63);
+	} else {
+		__u64 addr = a->value + usdt_reg(regs, a->base) +
+			     usdt_reg(regs, a->index) * a->scale;
+		__u32 len = a->size & 15;
+
+		if (len > 8)
+			len = 8;
+		/* little-endian: the size bytes land in v's low ones */
+		v = 0;
+		if (bpf_probe_read_user(&v, len, (const void *)addr))
+			return 0;
+	}
+	if (sh >= 64)
+		sh = 0;
+	if (a->is_signed) {
+		__s64 s = (__s64)(v << sh) >> sh;
+
+		*out = ((__u64)s << 1) ^ (__u64)(s >> 63);
+	} else {
+		*out = (v << sh) >> sh;
+	}
+	return 1;
+}
+
+/*
+ * Every argument, in order; unrolled, so each lands at a fixed offset.
+ * Entries past nargs are zeros (a constant 0) and are read too, with no
+ * branch on the count (see put_mark()); their bits stay clear.
+ */
+static __always_inline void usdt_read(const struct bft_bpf_usdt *u,
+				      struct pt_regs *regs,
+				      struct usdt_vals *uv)
+{
+	__u32 n = u->nargs;
+
+	/* the attach let through at most 12: this only bounds the bits */
+	n &= 15;
+	uv->n = n;
+	uv->is_signed = 0;
+	uv->unread = 0;
+#pragma clang loop unroll(full)
+	for (int i = 0; i < BFT_USDT_MAX_ARGS; i++) {
+		__u32 in = below(i, n);
+		__u32 ok = usdt_eval(regs, &u->args[i], &uv->v[i]) & 1;
+
+		uv->is_signed |= (u->args[i].is_signed & in) << i;
+		uv->unread |= ((ok ^ 1) & in) << i;
+	}
+}
+
+/*
+ * kmod/bft_probe.c: bft_usdt_hit().  One MARK and its ARGs, nothing else:
+ * no ENTER, no return probe.  Arguments are read before the CPU's state
+ * is claimed, as the module reads them before its ring.
+ */
+SEC("uprobe")
+int bft_usdt_hit(struct pt_regs *regs)
+{
+	__u64 cookie = bpf_get_attach_cookie(regs);
+	__u32 slot = (__u32)cookie, depth, id;
+	struct task_struct *tsk = bpf_get_current_task_btf();
+	struct bft_bpf_ctl *ctl = get_ctl();
+	struct bft_bpf_cpu *c = get_cpu();
+	struct bft_bpf_usdt *u;
+	struct usdt_vals uv;
+	__u64 *hits;
+
+	if (!ctl || !c || !session_active(ctl->mode) || foreign(cookie, tsk))
+		return 0;
+	u = bpf_map_lookup_elem(&bft_usdt, &slot);
+	if (!u)
+		return 0;
+	/*
+	 * Inside the deepest frame recorded the kernel holds max_depth
+	 * return instances: only a site in a frame below that one is out.
+	 */
+	depth = uretprobe_depth(tsk);
+	if (depth && too_deep(ctl, depth - 1))
+		return 0;
+	id = u->method_id;
+	/* suspended, the hit is only counted: nothing to read */
+	if (recording(ctl->mode)) {
+		usdt_read(u, regs, &uv);
+	} else {
+		__builtin_memset(&uv, 0, sizeof(uv));
+	}
+	if (!cpu_claim(c)) {
+		nested_drop(c, ctl);
+		return 0;
+	}
+	if (id < BFT_BPF_NEAR_IDS) {
+		hits = bpf_map_lookup_elem(&bft_hits, &id);
+		if (hits)
+			*hits += 1;
+	} else {
+		hits = bpf_map_lookup_elem(&bft_hits_far, &id);
+		if (hits)
+			__sync_fetch_and_add(hits, 1);
+	}
+	record(c, ctl, tsk, REC_MARK, id, &uv);
 	cpu_release(c);
 	return 0;
 }

@@ -21,6 +21,23 @@
 #define BFT_BPF_SCRATCH		256
 
 /*
+ * The most a USDT hit writes, always after an emptied batch (bft.bpf.c
+ * takes the slow path for it): LOST 12, SYNC 28, BREAK 3, THREAD 22,
+ * NAME 18 (or a TIME of 12 instead of THREAD and NAME), the MARK 12
+ * (id 5, n 1, each 12-bit mask 2) and 12 ARGs of 12.  An offset past the
+ * scratch would wrap under the mask and tear the records: it must fit.
+ */
+#define BFT_BPF_ARG_MAX		(2 + 10)
+#define BFT_BPF_USDT_HIT_MAX	(12 + 28 + 3 + 22 + 18 + 12 +		\
+				 BFT_USDT_MAX_ARGS * BFT_BPF_ARG_MAX)
+/*
+ * + 12: the bytes stored past the records' end (bft.bpf.c: put_arg(),
+ * an ARG stored and not kept)
+ */
+_Static_assert(BFT_BPF_USDT_HIT_MAX + BFT_BPF_ARG_MAX < BFT_BPF_SCRATCH,
+	       "a USDT hit's records must fit the scratch buffer");
+
+/*
  * The records of many hits go out together once this many bytes wait:
  * a hit adds at most 32 (an EXIT run, a TIME, the event) to a batch,
  * and the slow path's records follow an emptied one.
@@ -37,8 +54,9 @@
 #define BFT_BPF_NEAR_IDS	65536
 
 /*
- * The attach cookie: the method id in bits 0-31, the probe's BFT_PF_* (the
- * entry, return and hook bits, 0-8) in bits 32-41, and the target's tgid
+ * The attach cookie: the method id in bits 0-31 (a USDT probe's slot in
+ * bft_usdt instead), the probe's BFT_PF_* (the entry, return, hook and
+ * USDT bits, 0-9) in bits 32-41, and the target's tgid
  * in bits 42-63 (pids stay below 2^22), or 0 where the loader cannot name
  * it as the programs see it (from another pid namespace than the first).
  * The programs ignore a hit in any other process: before Linux 6.6 the
@@ -93,6 +111,21 @@ struct bft_bpf_cpu {
 	__u32 name_tid[BFT_BPF_NAMES];
 	__u64 name_comm[BFT_BPF_NAMES][2];
 	__u8 buf[BFT_BPF_SCRATCH];	/* the batch, not yet in the ring */
+};
+
+/*
+ * A USDT probe as its program needs it (the bft_usdt map).  Its links
+ * carry the key, a slot the loader picks, in the cookie where other
+ * links carry the method id: a slot names one probe of one target even
+ * where the cookie cannot name the target (its tgid 0).
+ */
+struct bft_bpf_usdt {
+	__u32 method_id;
+	__u32 nargs;
+	__u32 tgid;		/* the target, as the loader names it (user
+				 * space only: freed when it is detached) */
+	__u32 pad;
+	struct bft_usdt_arg args[BFT_USDT_MAX_ARGS];
 };
 
 /* The one entry of the control map: what the module keeps in globals. */

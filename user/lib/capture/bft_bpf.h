@@ -35,7 +35,8 @@
 
 /* BFT_A_FEATURES of the BPF backend: no events, no exception hooks. */
 #define BFT_BPF_FEATURES (BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_NORET | \
-			  BFT_FEAT_PAUSE | BFT_FEAT_SUSPEND | BFT_FEAT_READ)
+			  BFT_FEAT_PAUSE | BFT_FEAT_SUSPEND | BFT_FEAT_READ | \
+			  BFT_FEAT_USDT)
 
 struct bft_bpf;
 

@@ -95,7 +95,7 @@ static int probe_check(struct bft_bpf *b, size_t i,
 {
 	unsigned char magic[4];
 	struct stat st;
-	int fd;
+	int fd, err;
 
 	if (!p->path || stat(p->path, &st))
 		return bft_bpf_err_set(b, -ENOENT, "probe %zu: %s: no such "
@@ -106,10 +106,15 @@ static int probe_check(struct bft_bpf *b, size_t i,
 	if (!S_ISREG(st.st_mode))
 		return bft_bpf_err_set(b, -EINVAL, "probe %zu: %s is not a "
 				       "regular file", i, p->path);
-	if (!(p->flags & BFT_PF_ENTRY) || (p->flags & ~BFT_PF_ALL))
+	/* BFT_PF_USDT with other bits: bft_bpf_usdt_check() says so */
+	if (!(p->flags & BFT_PF_USDT) &&
+	    (!(p->flags & BFT_PF_ENTRY) || (p->flags & ~BFT_PF_ALL)))
 		return bft_bpf_err_set(b, -EINVAL, "probe %zu: flags 0x%x: "
-				       "the BPF backend takes entry and "
-				       "return probes only", i, p->flags);
+				       "the BPF backend takes entry, return "
+				       "and USDT probes only", i, p->flags);
+	err = bft_bpf_usdt_check(b, i, p, (uint64_t)st.st_size);
+	if (err)
+		return err;
 	fd = open(p->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || read(fd, magic, 4) != 4 || memcmp(magic, "\177ELF", 4)) {
 		if (fd >= 0)
@@ -199,18 +204,31 @@ static uint32_t tgid_cookie(uint32_t tgid)
 	return tgid;
 }
 
-/* Probes of one file, attached with two uprobe_multi links. */
+/* A USDT probe's cookie names its spec's slot, not its method. */
+static uint64_t probe_cookie(const struct bft_nl_probe *p, uint32_t slot,
+			     uint32_t ctgid)
+{
+	return BFT_BPF_COOKIE(p->flags & BFT_PF_USDT ? slot : p->method_id,
+			      p->flags, ctgid);
+}
+
+/*
+ * Probes of one file, all USDT or none, attached with one uprobe_multi
+ * link, and one more for the returns.
+ */
 static int group_attach_multi(struct bft_bpf *b, uint32_t tgid,
 			      uint32_t ctgid, const struct bft_nl_probe *probes,
-			      const size_t *idx, size_t n, int *results,
-			      unsigned int *seq)
+			      const uint32_t *slots, const size_t *idx,
+			      size_t n, int *results, unsigned int *seq)
 {
+	bool usdt = probes[idx[0]].flags & BFT_PF_USDT;
 	uint64_t *offs = calloc(n, sizeof(*offs));
+	uint64_t *refs = calloc(n, sizeof(*refs));
 	uint64_t *cookies = calloc(n, sizeof(*cookies));
 	size_t nret = 0;
 	int fd, err = 0;
 
-	if (!offs || !cookies) {
+	if (!offs || !refs || !cookies) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -218,10 +236,12 @@ static int group_attach_multi(struct bft_bpf *b, uint32_t tgid,
 		const struct bft_nl_probe *p = &probes[idx[i]];
 
 		offs[i] = p->offset;
-		cookies[i] = BFT_BPF_COOKIE(p->method_id, p->flags, ctgid);
+		refs[i] = p->ref_ctr_offset;
+		cookies[i] = probe_cookie(p, slots[idx[i]], ctgid);
 	}
-	fd = bft_bpf_link_multi(b->enter_fd, tgid, probes[idx[0]].path, offs, cookies,
-			n, false);
+	fd = bft_bpf_link_multi_ref(usdt ? b->usdt_prog_fd : b->enter_fd, tgid,
+				    probes[idx[0]].path, offs,
+				    usdt ? refs : NULL, cookies, n, false);
 	if (fd < 0) {
 		err = bft_bpf_err_set(b, fd, "uprobe_multi on %s: %s",
 				      probes[idx[0]].path, strerror(-fd));
@@ -257,18 +277,21 @@ out:
 	for (size_t i = 0; i < n; i++)
 		results[idx[i]] = err;
 	free(offs);
+	free(refs);
 	free(cookies);
 	return err;
 }
 
 static int probe_attach(struct bft_bpf *b, uint32_t tgid, uint32_t ctgid,
-			const struct bft_nl_probe *p, unsigned int *seq)
+			const struct bft_nl_probe *p, uint32_t slot,
+			unsigned int *seq)
 {
-	uint64_t cookie = BFT_BPF_COOKIE(p->method_id, p->flags, ctgid);
+	uint64_t cookie = probe_cookie(p, slot, ctgid);
+	int prog = p->flags & BFT_PF_USDT ? b->usdt_prog_fd : b->enter_fd;
 	int fd, err;
 
-	fd = bft_bpf_link_uprobe(b->enter_fd, tgid, p->path, p->offset, false,
-				 cookie);
+	fd = bft_bpf_link_uprobe(prog, tgid, p->path, p->offset,
+				 p->ref_ctr_offset, false, cookie);
 	if (fd < 0)
 		return bft_bpf_err_set(b, fd, "uprobe on %s+%#llx: %s", p->path,
 				       (unsigned long long)p->offset,
@@ -276,7 +299,7 @@ static int probe_attach(struct bft_bpf *b, uint32_t tgid, uint32_t ctgid,
 	err = bft_bpf_link_pin(b, fd, tgid, seq);
 	if (err || !(p->flags & BFT_PF_RETURN))
 		return err;
-	fd = bft_bpf_link_uprobe(b->exit_fd, tgid, p->path, p->offset, true,
+	fd = bft_bpf_link_uprobe(b->exit_fd, tgid, p->path, p->offset, 0, true,
 				 cookie);
 	if (fd < 0)
 		err = bft_bpf_err_set(b, fd, "uretprobe on %s+%#llx: %s",
@@ -296,16 +319,20 @@ static int target_attach(struct bft_bpf *b, uint32_t tgid,
 	int *res = results ? results : calloc(n ? n : 1, sizeof(int));
 	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
 	bool *done = calloc(n ? n : 1, sizeof(*done));
+	uint32_t *slots = calloc(n ? n : 1, sizeof(*slots));
 	uint32_t ctgid = tgid_cookie(tgid);	/* once, not per probe */
 	unsigned int seq = 0;
 	int err, first = 0, ok = 0;
 	char p[PATH_MAX];
 
-	if (!res || !idx || !done) {
+	if (!res || !idx || !done || !slots) {
 		err = -ENOMEM;
 		goto out;
 	}
 	err = batch_check(b, tgid, probes, n);
+	/* before the links: a probe can fire as soon as its link exists */
+	if (!err)
+		err = bft_bpf_usdt_store(b, tgid, probes, n, slots);
 	if (err) {
 		for (size_t i = 0; i < n; i++)
 			res[i] = err;
@@ -315,6 +342,7 @@ static int target_attach(struct bft_bpf *b, uint32_t tgid,
 	if (mkdir(p, 0700) && errno != EEXIST) {
 		err = bft_bpf_err_set(b, -errno, "mkdir %s: %s", p,
 				      strerror(errno));
+		bft_bpf_usdt_drop(b, slots, n);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -324,23 +352,31 @@ static int target_attach(struct bft_bpf *b, uint32_t tgid,
 			continue;
 		if (!multi) {
 			done[i] = true;
-			res[i] = probe_attach(b, tgid, ctgid, &probes[i], &seq);
+			res[i] = probe_attach(b, tgid, ctgid, &probes[i],
+					      slots[i], &seq);
 			continue;
 		}
+		/* a USDT site has a program of its own, so a link of its own */
 		for (size_t j = i; j < n; j++) {
-			if (!done[j] && !strcmp(probes[j].path, probes[i].path)) {
+			if (!done[j] && !strcmp(probes[j].path, probes[i].path) &&
+			    !(probes[j].flags & BFT_PF_USDT) ==
+			    !(probes[i].flags & BFT_PF_USDT)) {
 				done[j] = true;
 				idx[k++] = j;
 			}
 		}
-		group_attach_multi(b, tgid, ctgid, probes, idx, k, res, &seq);
+		group_attach_multi(b, tgid, ctgid, probes, slots, idx, k, res,
+				   &seq);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!res[i]) {
 			ok++;
 			res[i] = bft_bpf_method_record(b, tgid, &probes[i]);
-		} else if (!first) {
-			first = res[i];
+		} else {
+			/* no link reads this spec */
+			bft_bpf_usdt_drop(b, &slots[i], 1);
+			if (!first)
+				first = res[i];
 		}
 	}
 	err = ok ? 0 : first;
@@ -351,6 +387,7 @@ out:
 		free(res);
 	free(idx);
 	free(done);
+	free(slots);
 	return err;
 }
 
@@ -389,6 +426,7 @@ static int target_unpin(struct bft_bpf *b, uint32_t tgid)
 		return bft_bpf_err_set(b, -errno, "rmdir %s: %s", p,
 				       strerror(errno));
 	bft_bpf_methods_retire(b, tgid);
+	bft_bpf_usdt_release(b, tgid);
 	return 0;
 }
 

@@ -28,6 +28,8 @@ struct bft_bpf {
 	int methods_fd;
 	int read_fd;
 	int enter_fd, exit_fd, prog_ctl_fd;
+	int usdt_fd;		/* bft_usdt: the USDT probes' specs */
+	int usdt_prog_fd;	/* bft_usdt_hit */
 	unsigned int nr_cpus;
 	bool own;		/* this handle started the session, not persist */
 	bool count_owed;	/* reaped while the lock was taken: recount */
@@ -79,9 +81,18 @@ int bft_bpf_cpus_reset(struct bft_bpf *b, uint32_t res);
 
 /* ---- links (bft_bpf_links.c) ---- */
 
-/* One perf-event uprobe with the program on it: a link fd or -errno. */
+/*
+ * One perf-event uprobe with the program on it, raising the 2-byte
+ * semaphore at file offset ref_ctr (0: none; below 2^32) while it lives:
+ * a link fd or -errno.
+ */
 int bft_bpf_link_uprobe(int prog_fd, uint32_t tgid, const char *path,
-			uint64_t offset, bool ret, uint64_t cookie);
+			uint64_t offset, uint64_t ref_ctr, bool ret,
+			uint64_t cookie);
+/* bft_bpf_link_multi() with a semaphore per offset (ref_ctrs may be NULL). */
+int bft_bpf_link_multi_ref(int prog_fd, uint32_t tgid, const char *path,
+			   const uint64_t *offsets, const uint64_t *ref_ctrs,
+			   const uint64_t *cookies, uint32_t cnt, bool ret);
 /* Pin (and close) link fd as the target's next free seq. */
 int bft_bpf_link_pin(struct bft_bpf *b, int fd, uint32_t tgid,
 		     unsigned int *seq);
@@ -94,6 +105,27 @@ size_t bft_bpf_targets_list(uint32_t *out, size_t cap);
 int bft_bpf_targets_detach(struct bft_bpf *b, uint32_t tgid);
 int bft_bpf_targets_signal(int sig);
 void bft_bpf_targets_reap(struct bft_bpf *b);
+
+/* ---- USDT probes (bft_bpf_usdt.c) ---- */
+
+/*
+ * The module's checks of probe i's BFT_PF_USDT, arguments and semaphore
+ * (file_size: its file's); a probe without BFT_PF_USDT passes if it has
+ * neither arguments nor a semaphore.  0, -EINVAL or -ERANGE.
+ */
+int bft_bpf_usdt_check(struct bft_bpf *b, size_t i,
+		       const struct bft_nl_probe *p, uint64_t file_size);
+/*
+ * The specs of the batch's USDT probes of tgid, each in a slot of its
+ * own (slots[i], 0 for other probes), for their cookies.  All or none.
+ */
+int bft_bpf_usdt_store(struct bft_bpf *b, uint32_t tgid,
+		       const struct bft_nl_probe *probes, size_t n,
+		       uint32_t *slots);
+/* Free the slots (those not 0) of the first n, and zero them. */
+void bft_bpf_usdt_drop(struct bft_bpf *b, uint32_t *slots, size_t n);
+/* Free every spec of tgid (0: all), once its links are gone. */
+void bft_bpf_usdt_release(struct bft_bpf *b, uint32_t tgid);
 
 /* ---- methods (bft_bpf_methods.c) ---- */
 

@@ -19,6 +19,11 @@
 #include "capture/bft_bpf_internal.h"
 
 #define BFT_F_UPROBE_MULTI_RETURN	1U
+/*
+ * The uprobe PMU's format/ref_ctr_offset says "config:32-63" since the
+ * semaphores came (Linux 4.20); libbpf hardcodes it the same way.
+ */
+#define BFT_UPROBE_REF_CTR_SHIFT	32
 
 static int uprobe_pmu_read(int *type, int *ret_bit)
 {
@@ -42,9 +47,9 @@ static int uprobe_pmu_read(int *type, int *ret_bit)
 	return 0;
 }
 
-/* One perf-event uprobe with the program on it: a link fd or -errno. */
 int bft_bpf_link_uprobe(int prog_fd, uint32_t tgid, const char *path,
-			uint64_t offset, bool ret, uint64_t cookie)
+			uint64_t offset, uint64_t ref_ctr, bool ret,
+			uint64_t cookie)
 {
 	struct perf_event_attr pa;
 	int type, ret_bit, pfd, lfd, err;
@@ -57,6 +62,7 @@ int bft_bpf_link_uprobe(int prog_fd, uint32_t tgid, const char *path,
 	pa.size = sizeof(pa);
 	pa.type = type;
 	pa.config = ret ? 1ULL << ret_bit : 0;
+	pa.config |= ref_ctr << BFT_UPROBE_REF_CTR_SHIFT;
 	pa.config1 = (uint64_t)(uintptr_t)path;
 	pa.config2 = offset;
 	pfd = syscall(SYS_perf_event_open, &pa, (pid_t)tgid, -1, -1,
@@ -89,6 +95,14 @@ int bft_bpf_link_multi(int prog_fd, uint32_t tgid, const char *path,
 		       const uint64_t *offsets, const uint64_t *cookies,
 		       uint32_t cnt, bool ret)
 {
+	return bft_bpf_link_multi_ref(prog_fd, tgid, path, offsets, NULL,
+				      cookies, cnt, ret);
+}
+
+int bft_bpf_link_multi_ref(int prog_fd, uint32_t tgid, const char *path,
+			   const uint64_t *offsets, const uint64_t *ref_ctrs,
+			   const uint64_t *cookies, uint32_t cnt, bool ret)
+{
 	struct uprobe_multi_attr a;
 	int fd;
 
@@ -97,6 +111,7 @@ int bft_bpf_link_multi(int prog_fd, uint32_t tgid, const char *path,
 	a.attach_type = BFT_TRACE_UPROBE_MULTI;
 	a.path = (uint64_t)(uintptr_t)path;
 	a.offsets = (uint64_t)(uintptr_t)offsets;
+	a.ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctrs;
 	a.cookies = (uint64_t)(uintptr_t)cookies;
 	a.cnt = cnt;
 	a.multi_flags = ret ? BFT_F_UPROBE_MULTI_RETURN : 0;

@@ -35,11 +35,12 @@
  * mark this CPU's ring (a second stop BREAK there) instead.  cpus_tbits:
  * the per-CPU state grew the time bits and their counts; an older binary
  * would read it into a buffer sized for its own layout, which
- * pins_check_layout() cannot stop.
+ * pins_check_layout() cannot stop.  usdt and prog_usdt came with the USDT
+ * probes: a session without them could not attach one.
  */
 static const char *const pin_names[] = {
 	"ctl", "cpus_tbits", "rings", "hits", "hits_far", "methods", "read",
-	"prog_enter", "prog_exit", "prog_ctl_cpu",
+	"prog_enter", "prog_exit", "prog_ctl_cpu", "usdt", "prog_usdt",
 };
 
 #define NR_PINS (sizeof(pin_names) / sizeof(pin_names[0]))
@@ -49,7 +50,7 @@ static int *pin_fd(struct bft_bpf *b, size_t i)
 	int *fds[] = {
 		&b->ctl_fd, &b->cpus_fd, &b->rings_fd, &b->hits_fd,
 		&b->hits_far_fd, &b->methods_fd, &b->read_fd, &b->enter_fd, &b->exit_fd,
-		&b->prog_ctl_fd,
+		&b->prog_ctl_fd, &b->usdt_fd, &b->usdt_prog_fd,
 	};
 
 	return fds[i];
@@ -308,6 +309,8 @@ static int session_load(struct bft_bpf *b)
 						      BFT_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.bft_exit,
 						      BFT_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.bft_usdt_hit,
+						      BFT_TRACE_UPROBE_MULTI);
 	}
 	err = bft_bpf_skel__load(skel);
 	if (err) {
@@ -342,6 +345,8 @@ static int session_load(struct bft_bpf *b)
 			bpf_program__fd(skel->progs.bft_enter),
 			bpf_program__fd(skel->progs.bft_exit),
 			bpf_program__fd(skel->progs.bft_ctl),
+			bpf_map__fd(skel->maps.bft_usdt),
+			bpf_program__fd(skel->progs.bft_usdt_hit),
 		};
 
 		/* "ctl" last: its presence means a complete session */
