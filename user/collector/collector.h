@@ -364,6 +364,7 @@ struct coll {
 	uint64_t lost_reported;		/* sum of the markers sent */
 	uint64_t suspended_dropped;	/* replay: records while suspended */
 	uint64_t events_sent, excluded;
+	uint64_t marks_sent;		/* USDT hits sent as markers */
 	uint64_t throws, bubbles;	/* Exception, ExceptionBubble sent */
 	uint64_t throws_outside;	/* thrown with no traced frame open */
 	uint64_t breaks_sent;

@@ -606,11 +606,11 @@ int main(int argc, char **argv)
 		 ", undelivered %" PRIu64 ", HQ away %" PRIu64 "), %" PRIu64
 		 " dropped while suspended, %" PRIu64 " data breaks; %" PRIu64
 		 " exceptions (%" PRIu64 " thrown outside traced frames), %"
-		 PRIu64 " frames left by them",
+		 PRIu64 " frames left by them; %" PRIu64 " USDT marks",
 		 c.events_sent, c.excluded, lost_total(&c), c.lost_kernel,
 		 c.lost_gaps, c.lost_undelivered, c.lost_unsent,
 		 c.suspended_dropped, c.breaks_sent, c.throws,
-		 c.throws_outside, c.bubbles);
+		 c.throws_outside, c.bubbles, c.marks_sent);
 out_pipeline:
 	counters_free(&c);
 	pipeline_free(&c);

@@ -542,6 +542,60 @@ static int send_event(struct coll *c, struct cthread *t, struct method *me,
 	return 0;
 }
 
+/*
+ * A USDT hit: Marker "provider:name" with its arguments in decimal, after
+ * a "bftrace.at" marker naming its thread, which Bytefrog's Marker lacks:
+ * bfhq puts the hit in that thread's tree.
+ */
+static int send_mark(struct coll *c, struct cthread *t, struct method *me,
+		     const struct bft_call_event *ev)
+{
+	uint64_t us = rel_us(c, ev->time_ns), ms = us / 1000;
+	uint32_t now = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+	const char *key = strrchr(me->sig, '!');
+	char at[8], value[BFT_USDT_MAX_ARGS * 21 + 1];
+	struct bfp_msg m = { .id = BFP_MARKER, .time = now };
+	size_t len = 0;
+	int err = 0;
+
+	key = key ? key + 1 : me->sig;
+	for (unsigned int i = 0; i < ev->nargs; i++)
+		len += (size_t)(ev->mark_signed >> i & 1 ?
+			snprintf(value + len, sizeof(value) - len, "%s%" PRId64,
+				 i ? " " : "", (int64_t)ev->args[i]) :
+			snprintf(value + len, sizeof(value) - len, "%s%" PRIu64,
+				 i ? " " : "", ev->args[i]));
+	value[len] = 0;
+	if (!t->name_sent)
+		err = map_thread(c, t, now);
+	snprintf(at, sizeof(at), "%u", (unsigned int)t->wire_id);
+	m.str = "bftrace.at";
+	m.str_len = strlen(m.str);
+	m.str2 = at;
+	m.str2_len = strlen(at);
+	m.seq = c->seq;
+	if (!err)
+		err = hq_data_msg(c, t->conn, &m);
+	if (err)
+		return err;
+	c->seq++;
+	note_us(c, (unsigned int)(us - ms * 1000));
+	m.str = key;
+	m.str_len = strlen(key);
+	m.str2 = value;
+	m.str2_len = len;
+	m.seq = c->seq;
+	err = hq_data_msg(c, t->conn, &m);
+	if (err)
+		return err;
+	c->seq++;
+	note_us(c, (unsigned int)(us - ms * 1000));
+	c->break_sent = false;
+	c->marks_sent++;
+	c->last_stamp = now;
+	return 0;
+}
+
 /* ---- call events ---- */
 
 struct method *pipeline_method(struct coll *c, uint32_t id)
@@ -643,6 +697,20 @@ int pipeline_deliver(struct coll *c, struct cthread *t,
 	me = pipeline_method(c, ev->id);
 	if (!me)
 		return -ENOMEM;
+	if (ev->kind == BFT_CALL_MARK) {
+		me->calls++;
+		c->methods.counted++;
+		if (methods_excluded(&c->methods, me)) {
+			c->excluded++;
+			return 0;
+		}
+		t->seen = true;
+		if (c->hq == HQ_UP && send_mark(c, t, me, ev))
+			hq_down(c, "cannot queue data");
+		else if (c->hq == HQ_DOWN)
+			c->lost_unsent++;
+		return 0;
+	}
 	/*
 	 * An entries-only method's frame ends when the call tree guesses
 	 * (the next exit of its thread): that end is no exit, and neither
@@ -709,6 +777,7 @@ static int on_record(void *ctx, const struct bft_record *r)
 	case BFT_REC_ENTER_NORET:
 	case BFT_REC_THROW:
 	case BFT_REC_UNWIND:
+	case BFT_REC_MARK:
 		(void)rel_us(c, r->time_ns);
 		/* replay of a suspended "kernel": the records are dropped */
 		if (c->replay_suspended) {
@@ -716,6 +785,10 @@ static int on_record(void *ctx, const struct bft_record *r)
 						r->value : 1;
 			return 0;
 		}
+		break;
+	case BFT_REC_ARG:
+		if (c->replay_suspended)
+			return 0;	/* its MARK was counted */
 		break;
 	default:
 		break;

@@ -5,7 +5,7 @@
  * --min-time needs a call's exit before its entry may go out, so a
  * thread's entries are held.  The hold only ever has the thread's open
  * frames whose length is still unknown, oldest (outermost) first, and the
- * throws between them: a call that ends short takes its entry (and what
+ * throws and USDT marks between them: a call that ends short takes its entry (and what
  * it held under it) out of the hold, dropped; a call that ends long
  * enough, or whose entry grows older than min_ns by the thread's stream
  * time, is long enough, and so are all its callers: everything held up to
@@ -112,6 +112,7 @@ static int min_time(struct bft_callfilter *f, struct bft_callfilter_thread *t,
 	case BFT_CALL_EXIT:
 		return min_time_exit(f, t, thread, ev);
 	case BFT_CALL_THROW:
+	case BFT_CALL_MARK:
 		return t->n ? hold(f, t, thread, ev) : emit(f, thread, ev);
 	default:
 		/* a break: the frames it cut have no exit to judge by */
@@ -142,6 +143,7 @@ int bft_callfilter_feed(struct bft_callfilter *f,
 			last = ev->depth <= t->under;
 			break;
 		case BFT_CALL_THROW:
+		case BFT_CALL_MARK:
 			if (!t->under)
 				return 0;
 			break;

@@ -29,6 +29,11 @@ struct bft_ct_thread {
 	uint64_t run_len;	/* ... of this many exits */
 	size_t run_at;		/* ... starting at this text offset */
 	struct bft_buf text;
+	/* the MARK whose ARGs are still coming */
+	uint8_t mark_due, mark_n;
+	uint16_t mark_signed, mark_unread;
+	uint32_t mark_id;
+	uint64_t mark_args[BFT_USDT_MAX_ARGS];
 };
 
 int bft_calltree_init(struct bft_calltree *ct,
@@ -337,6 +342,74 @@ static int throw(struct bft_calltree *ct, const struct bft_record *r)
 	return ct->o.on_call(ct->o.ctx, &ev);
 }
 
+static int mark_text(struct bft_ct_thread *t)
+{
+	char tok[32];
+	int err = text_tok(t, 'm', t->mark_id);
+
+	for (unsigned int i = 0; !err && i < t->mark_n; i++) {
+		int n = t->mark_signed >> i & 1 ?
+			snprintf(tok, sizeof(tok), "%c%" PRId64, i ? ',' : ':',
+				 (int64_t)t->mark_args[i]) :
+			snprintf(tok, sizeof(tok), "%c%" PRIu64, i ? ',' : ':',
+				 t->mark_args[i]);
+
+		err = bft_buf_append(&t->text, tok, (size_t)n);
+	}
+	return err;
+}
+
+/* MARK and its ARGs: one event once the last ARG is in. */
+static int mark(struct bft_calltree *ct, const struct bft_record *r)
+{
+	struct bft_ct_thread *t;
+	struct bft_call_event ev;
+
+	if (r->kind == BFT_REC_ARG) {
+		/* the decoder lets no stray ARG through: ignore one */
+		t = lookup(ct, r->tgid, r->tid);
+		if (!t || !t->mark_due)
+			return 0;
+		t->mark_args[t->mark_n - t->mark_due--] = r->value;
+	} else {
+		if (r->value2 > BFT_USDT_MAX_ARGS)
+			return 0;	/* the decoder refuses such a MARK */
+		t = get_thread(ct, r);
+		if (!t)
+			return -ENOMEM;
+		t->mark_id = (uint32_t)r->value;
+		t->mark_n = t->mark_due = (uint8_t)r->value2;
+		t->mark_signed = r->mark_signed;
+		t->mark_unread = r->mark_unread;
+	}
+	if (t->mark_due)
+		return 0;
+	t->voided = 0;
+	ct->st.marks++;
+	if (ct->o.text && mark_text(t))
+		return -ENOMEM;
+	if (!ct->o.on_call)
+		return 0;
+	ev.time_ns = r->time_ns;
+	ev.enter_ns = 0;
+	ev.tgid = t->tgid;
+	ev.tid = t->tid;
+	ev.id = t->mark_id;
+	ev.depth = t->depth;
+	ev.exc = 0;
+	ev.kind = BFT_CALL_MARK;
+	ev.noret = 0;
+	ev.cause = 0;
+	ev.how = 0;
+	ev.unwound = 0;
+	ev.nargs = t->mark_n;
+	ev.mark_signed = t->mark_signed;
+	ev.mark_unread = t->mark_unread;
+	memcpy(ev.args, t->mark_args, t->mark_n * sizeof(ev.args[0]));
+	ev.user = &t->user;
+	return ct->o.on_call(ct->o.ctx, &ev);
+}
+
 static int void_all(struct bft_calltree *ct, const struct bft_record *r)
 {
 	uint32_t i;
@@ -347,6 +420,10 @@ static int void_all(struct bft_calltree *ct, const struct bft_record *r)
 		struct bft_call_event ev;
 		int ret;
 
+		if (t->mark_due) {
+			ct->st.marks_cut++;
+			t->mark_due = 0;
+		}
 		if (t->voided)
 			continue;
 		t->voided = 1;
@@ -394,6 +471,9 @@ int bft_calltree_feed(struct bft_calltree *ct, const struct bft_record *r)
 		return exits(ct, r, r->value2 ? (unsigned int)r->value2 : 1);
 	case BFT_REC_THROW:
 		return throw(ct, r);
+	case BFT_REC_MARK:
+	case BFT_REC_ARG:
+		return mark(ct, r);
 	case BFT_REC_BREAK:
 	case BFT_REC_LOST:
 	case BFT_REC_GAP:

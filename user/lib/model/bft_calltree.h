@@ -23,6 +23,10 @@
  *                   BFT_CALL_EXIT whose unwound is the reason.  Closing
  *                   more frames than are open counts orphans (or
  *                   unbalanced exits) as an EXIT run does.
+ *   MARK id, n + ARG x n   a USDT probe hit: once its n arguments are
+ *                   in, BFT_CALL_MARK with them, at the thread's depth (no
+ *                   frame opened or closed).  A MARK whose ARGs a break
+ *                   cut off is counted in marks_cut, not emitted.
  *   BREAK, LOST, GAP   every thread's stack is void: its frames are dropped
  *                   without exit events, its older history becomes unknown,
  *                   and one BFT_CALL_VOID per known thread says so.
@@ -37,7 +41,8 @@
  *   eN enter of N, nN NORET enter of N, xN exit closing a frame of N,
  *   x? orphan exit, x! unbalanced exit, | stacks voided, tT throw of
  *   type T (rT a rethrow, fT a forced unwind), uN a frame of N closed by
- *   an UNWIND (u? and u! as x? and x!).
+ *   an UNWIND (u? and u! as x? and x!), mN a USDT probe N hit, its
+ *   arguments after it as ":a,b,c" (signed ones signed).
  *
  * Functions return 0, -ENOMEM, or the nonzero value on_call returned.
  */
@@ -54,6 +59,7 @@ enum bft_call_kind {
 	BFT_CALL_EXIT,
 	BFT_CALL_VOID,
 	BFT_CALL_THROW,
+	BFT_CALL_MARK,
 };
 
 struct bft_call_event {
@@ -73,6 +79,10 @@ struct bft_call_event {
 	uint8_t how;		/* THROW: BFT_THROW_* */
 	uint8_t unwound;	/* EXIT: 0 if the frame returned, else the
 				 * BFT_UNWIND_* reason it was left for */
+	/* MARK: id is the probe's; nargs of args, masks as in the record */
+	uint8_t nargs;
+	uint16_t mark_signed, mark_unread;
+	uint64_t args[BFT_USDT_MAX_ARGS];
 	/*
 	 * The consumer's slot for the thread: NULL until on_call stores there
 	 * what it keeps per thread, so it need not look the thread up again.
@@ -95,6 +105,8 @@ struct bft_calltree_stats {
 	uint64_t noret_closed;	/* NORET frames closed, by EXIT or UNWIND */
 	uint64_t unwound;	/* frames closed by UNWIND records */
 	uint64_t throws;	/* THROW records */
+	uint64_t marks;		/* MARK events emitted */
+	uint64_t marks_cut;	/* MARKs a break cut from their ARGs */
 	uint64_t orphans;	/* exits or unwinds past an unknown bottom */
 	uint64_t unbalanced;	/* ... past a known bottom */
 	uint64_t voids;		/* BREAK/LOST/GAP records seen */

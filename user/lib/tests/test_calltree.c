@@ -415,4 +415,60 @@ TEST_F(ct, callback_value_stops_an_unwind)
 	EXPECT_EQ(2, bft_calltree_depth(&self->ct, 1234, 1));
 }
 
+static int feed_mark(struct bft_calltree *ct, uint64_t *t, uint32_t tid,
+		     uint32_t id, unsigned int n, uint16_t sgn)
+{
+	struct bft_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.time_ns = (*t)++;
+	r.tgid = 1234;
+	r.tid = tid;
+	r.kind = BFT_REC_MARK;
+	r.value = id;
+	r.value2 = n;
+	r.mark_signed = sgn;
+	return bft_calltree_feed(ct, &r);
+}
+
+#define M(tid, id, n, sgn)	ASSERT_EQ(0, feed_mark(&self->ct, &self->t, tid, id, n, sgn))
+#define A(tid, v)	ASSERT_EQ(0, feed(&self->ct, &self->t, tid, BFT_REC_ARG, v))
+
+TEST_F(ct, mark_is_one_event_once_its_arguments_are_in)
+{
+	E(7, 1);
+	M(7, 9, 2, 1);
+	A(8, 0);	/* another thread's stray ARG changes nothing */
+	A(7, (uint64_t)-5);
+	EXPECT_EQ(1, self->calls.n);
+	A(7, UINT64_MAX);
+	M(7, 10, 0, 0);
+	ASSERT_EQ(3, self->calls.n);
+	EXPECT_EQ(BFT_CALL_MARK, self->calls.ev[1].kind);
+	EXPECT_EQ(9u, self->calls.ev[1].id);
+	EXPECT_EQ(1u, self->calls.ev[1].depth);
+	EXPECT_EQ(2u, self->calls.ev[1].nargs);
+	EXPECT_EQ(1u, self->calls.ev[1].mark_signed);
+	EXPECT_EQ((uint64_t)-5, self->calls.ev[1].args[0]);
+	EXPECT_EQ(UINT64_MAX, self->calls.ev[1].args[1]);
+	EXPECT_EQ(1004u, self->calls.ev[1].time_ns);
+	EXPECT_EQ(BFT_CALL_MARK, self->calls.ev[2].kind);
+	EXPECT_EQ(0u, self->calls.ev[2].nargs);
+	EXPECT_EQ(1, bft_calltree_depth(&self->ct, 1234, 7));
+	EXPECT_EQ(2u, bft_calltree_stats(&self->ct)->marks);
+	EXPECT_TEXT("tid 7: e1 m9:-5,18446744073709551615 m10\n");
+}
+
+TEST_F(ct, break_between_a_mark_and_its_arguments_drops_it)
+{
+	M(7, 9, 2, 0);
+	A(7, 1);
+	REC(BFT_REC_LOST);
+	A(7, 2);
+	EXPECT_EQ(0u, bft_calltree_stats(&self->ct)->marks);
+	EXPECT_EQ(1u, bft_calltree_stats(&self->ct)->marks_cut);
+	ASSERT_EQ(1, self->calls.n);
+	EXPECT_EQ(BFT_CALL_VOID, self->calls.ev[0].kind);
+}
+
 TEST_HARNESS_MAIN

@@ -9,7 +9,9 @@
  * Exception at the throwing frame, ExceptionBubble for each frame left,
  * one gap-free sequence, in protocol versions 1 and 2.  The .flow files
  * must show the frames left as exits.  With the same HQ, the bftrace.us
- * markers must list each event's microseconds past its millisecond.
+ * markers must list each event's microseconds past its millisecond, and
+ * USDT hits (MARK records) must come as Markers in their threads' order,
+ * each after a "bftrace.at" naming its thread.
  */
 #include <jansson.h>
 
@@ -284,6 +286,11 @@ static void data_log(struct bft_buf *out, const struct bfp_msg *m)
 		n = snprintf(line, sizeof(line), "%s %u m%u x%u t%u\n",
 			     m->id == BFP_EXCEPTION ? "exception" : "bubble",
 			     m->seq, m->method, m->exception, m->thread);
+		break;
+	case BFP_MARKER:
+		n = snprintf(line, sizeof(line), "marker %u %.*s=%.*s\n",
+			     m->seq, (int)m->str_len, m->str,
+			     (int)m->str2_len, m->str2);
 		break;
 	default:
 		n = snprintf(line, sizeof(line), "message %u\n", m->id);
@@ -564,6 +571,80 @@ TEST_F_TIMEOUT(exc, v1_throws_and_bubbles_on_the_wire, 120)
 TEST_F_TIMEOUT(exc, v2_throws_and_bubbles_on_the_wire, 120)
 {
 	run(_metadata, self, 2);
+}
+
+/*
+ * USDT hits of two threads, inside a call and outside any: one without
+ * arguments, one signed, one with the extremes of both signs.
+ */
+static int write_mark_replay(const char *dir)
+{
+	static const char methods[] =
+		"1\t/usr/bin/prog\tmain\n2\t/usr/bin/prog\tapp:tick\n"
+		"3\t/usr/lib/libx.so\tlibx.so!x:edge\n";
+	static const char threads[] = "4000\t4001\tmain\n4000\t4002\tworker\n";
+	const uint64_t one[1] = { (uint64_t)-3 };
+	const uint64_t edge[4] = { (uint64_t)INT64_MIN, UINT64_MAX, 0,
+				   (uint64_t)INT64_MAX };
+	struct bft_writer w;
+	uint64_t t = 1000000000ull;
+	const uint8_t *p;
+	size_t n;
+	int r = 0;
+
+#define T	(t += 1000000)
+	r |= bft_writer_init(&w, 1000, 0);
+	r |= bft_writer_mark(&w, T, 4000, B, 2, 0, NULL, 0, 0);
+	r |= bft_writer_enter(&w, T, 4000, A, 1);
+	r |= bft_writer_mark(&w, T, 4000, A, 2, 1, one, 1, 0);
+	r |= bft_writer_mark(&w, T, 4000, B, 3, 4, edge, 5, 0);
+	r |= bft_writer_exit(&w, T, 4000, A);
+	r |= bft_writer_sync(&w, T);
+#undef T
+	if (r)
+		return -ENOMEM;
+	p = bft_writer_data(&w, &n);
+	r = syn_write_file(dir, "cpu0.bft", p, n) ?:
+	    syn_write_file(dir, "methods", methods, sizeof(methods) - 1) ?:
+	    syn_write_file(dir, "threads", threads, sizeof(threads) - 1);
+	bft_writer_free(&w);
+	return r;
+}
+
+static const char mark_expected[] =
+	"map_thread 0 worker (4000/4002)\n"
+	"marker 0 bftrace.at=0\n"
+	"marker 1 app:tick=\n"
+	"map_thread 1 main (4000/4001)\n"
+	"map_method 1 prog!main\n"
+	"entry 2 m1 t1\n"
+	"marker 3 bftrace.at=1\n"
+	"marker 4 app:tick=-3\n"
+	"marker 5 bftrace.at=0\n"
+	"marker 6 x:edge=-9223372036854775808 18446744073709551615 0 "
+	"9223372036854775807\n"
+	"exit 7 m1 t1\n";
+
+TEST_F_TIMEOUT(exc, usdt_hits_are_markers_after_their_thread, 120)
+{
+	char hq[64];
+	char *argv[] = { "bfcollector", "--hq", hq, "--protocol", "1",
+			 "--replay", self->replay, "--connect-timeout", "20",
+			 "--ms-only", NULL };
+	struct bft_buf din = { 0 }, got = { 0 };
+	char *log;
+
+	ASSERT_EQ(0, write_mark_replay(self->replay));
+	snprintf(hq, sizeof(hq), "127.0.0.1:%d", self->port);
+	play_hq(_metadata, self, 1, argv, &din, data_log, &got);
+	bft_buf_append(&got, "", 1);
+	EXPECT_STREQ(mark_expected, (char *)got.data);
+	log = bft_test_slurp(self->log, NULL);
+	ASSERT_NE(NULL, log);
+	EXPECT_NE(NULL, strstr(log, "; 3 USDT marks")) TH_LOG("%s", log);
+	free(log);
+	bft_buf_free(&din);
+	bft_buf_free(&got);
 }
 
 TEST_HARNESS_MAIN
