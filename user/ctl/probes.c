@@ -58,10 +58,14 @@ int probes_select(struct ctl *c, pid_t pid, struct probe_opts *o,
 	char err[1024];
 	int rc;
 
-	if (!o->patterns.n) {
-		err_msg("%s: give at least one --pattern", current_cmd->name);
+	memset(pl, 0, sizeof(*pl));
+	if (!o->patterns.n && !o->usdt.n) {
+		err_msg("%s: give at least one --pattern or --usdt", current_cmd->name);
 		return EXIT_USAGE;
 	}
+	/* USDT probes alone: probes_build() finds them */
+	if (!o->patterns.n)
+		return EXIT_OK;
 	rc = bft_patterns_init(&ps, o->patterns.v, o->patterns.n, o->regex, err,
 			       sizeof(err));
 	if (rc) {
@@ -113,10 +117,13 @@ int probes_select(struct ctl *c, pid_t pid, struct probe_opts *o,
 			 "no function of process %d matches the patterns (%zu objects searched%s); nothing attached",
 			 (int)pid, pl->nobjs,
 			 pl->nleft ? ", only fragments that are no function entries" : "");
-		if (o->quiet_nomatch)
+		if (o->quiet_nomatch || o->usdt.n)
 			vlog(c, 1, "%s", why);
 		else
 			err_msg("%s", why);
+		/* the USDT probes may still select something */
+		if (o->usdt.n)
+			return EXIT_OK;
 		bft_plan_free(pl);
 		return EXIT_NOMATCH;
 	}
@@ -139,6 +146,34 @@ int probes_select(struct ctl *c, pid_t pid, struct probe_opts *o,
 	return EXIT_OK;
 }
 
+/*
+ * A USDT site is often the instruction an entry probe was moved to (past
+ * a "push %rbp"): one address takes one probe, so such an entry probe goes
+ * back to the function's first byte.  A site on that very byte is left
+ * out, said.
+ */
+static bool usdt_room(struct ctl *c, struct probe_set *s,
+		      const struct usdt_pick *k)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct probe_row *r = &s->v[i];
+		uint64_t first;
+
+		if (r->p.offset != k->pr.offset || strcmp(r->p.path, k->open_path))
+			continue;
+		first = r->f ? r->f->offset + (r->f->endbr64 ? 4 : 0) : r->p.offset;
+		if (first == k->pr.offset) {
+			err_msg("USDT probe %s:%s in %s is left out: it sits on the entry of %s, probed already",
+				k->pr.provider, k->pr.name, k->path, r->sig);
+			return false;
+		}
+		vlog(c, 2, "%s: probe at its first byte, its placement taken by USDT probe %s:%s",
+		     r->sig, k->pr.provider, k->pr.name);
+		r->p.offset = first;
+	}
+	return true;
+}
+
 /* "object!symbol", cut to fit BFT_P_NAME. */
 static void signature(char *buf, const char *object, const char *symbol)
 {
@@ -150,7 +185,8 @@ static void signature(char *buf, const char *object, const char *symbol)
 
 uint64_t probes_features(struct ctl *c)
 {
-	const uint64_t all = BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_UNWIND;
+	const uint64_t all = BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_UNWIND |
+			     BFT_FEAT_USDT;
 	const struct bft_backend_ops *be;
 	struct bft_nl_caps caps;
 	uint64_t f;
@@ -234,6 +270,7 @@ static int row_stat(const char *path, uint64_t *dev, uint64_t *ino)
 void probes_set_free(struct probe_set *s)
 {
 	bft_hooks_free(&s->hooks);
+	usdt_set_free(&s->usdt);
 	free(s->v);
 	memset(s, 0, sizeof(*s));
 }
@@ -249,12 +286,32 @@ int probes_build(struct ctl *c, pid_t pid, const struct bft_plan *pl,
 	int rc;
 
 	memset(s, 0, sizeof(*s));
+	rc = usdt_select(c, pid, &o->usdt, &s->usdt);
+	if (rc)
+		return rc;
+	if (s->usdt.n && !(features & BFT_FEAT_USDT)) {
+		err_msg("the %s backend has no USDT probes; nothing attached",
+			backend_name(c));
+		probes_set_free(s);
+		return EXIT_FAIL;
+	}
+	if (!pl->npicks && !s->usdt.n) {
+		if (o->quiet_nomatch)
+			vlog(c, 1, "no function or USDT probe of process %d matches",
+			     (int)pid);
+		else
+			err_msg("no USDT probe of process %d matches --usdt (%zu objects searched); nothing attached",
+				(int)pid, s->usdt.objects);
+		probes_set_free(s);
+		return EXIT_NOMATCH;
+	}
 	if (o->entry_only || !(features & BFT_FEAT_RETURN)) {
 		if (!o->entry_only)
 			vlog(c, 1, "the module has no return probes: entries only");
 		flags = BFT_PF_ENTRY;
 	}
-	if (flags & BFT_PF_RETURN) {
+	/* the hooks serve functions' return probes: USDT sites have none */
+	if ((flags & BFT_PF_RETURN) && pl->npicks) {
 		rc = bft_hooks_find(pid, o->no_endbr, &s->hooks, err, sizeof(err));
 		if (rc) {
 			err_msg("%s", err);
@@ -267,7 +324,7 @@ int probes_build(struct ctl *c, pid_t pid, const struct bft_plan *pl,
 	}
 	if (!hooks)
 		bft_hooks_free(&s->hooks);
-	s->v = calloc(pl->npicks + s->hooks.n + 1, sizeof(*s->v));
+	s->v = calloc(pl->npicks + s->hooks.n + s->usdt.n + 1, sizeof(*s->v));
 	merged = calloc(s->hooks.n + 1, sizeof(*merged));
 	if (!s->v || !merged) {
 		free(merged);
@@ -342,6 +399,32 @@ int probes_build(struct ctl *c, pid_t pid, const struct bft_plan *pl,
 		};
 	}
 	free(merged);
+	for (size_t i = 0; i < s->usdt.n; i++) {
+		const struct usdt_pick *k = &s->usdt.v[i];
+		struct probe_row *r;
+		char pn[2 * BFT_SDT_NAME_MAX + 2];
+
+		if (!usdt_room(c, s, k))
+			continue;
+		r = &s->v[s->n++];
+
+		s->nusdt++;
+		r->usdt = k;
+		r->path = k->path;
+		snprintf(pn, sizeof(pn), "%s:%s", k->pr.provider, k->pr.name);
+		signature(r->sig, k->object, pn);
+		r->symbol = strrchr(r->sig, '!') + 1;
+		r->mangled = r->symbol;
+		r->dev = k->dev;
+		r->ino = k->ino;
+		bft_sdt_uapi_args(&k->pr, r->args);
+		r->p = (struct bft_nl_probe){
+			.path = k->open_path, .offset = k->pr.offset,
+			.flags = BFT_PF_USDT, .name = r->sig,
+			.ref_ctr_offset = k->pr.sema_offset,
+			.args = r->args, .nargs = (uint32_t)k->pr.nargs,
+		};
+	}
 	if (hooks && s->hooks.n)
 		vlog(c, 1, "%zu exception hooks on process %d%s%s%s", s->hooks.n, (int)pid,
 		     s->hooks.libgcc ? " (" : "",
@@ -371,16 +454,26 @@ static void print_row(const struct probe_row *r, bool attached, bool verbose)
 			out_str(NULL, NULL, r->f->names[k].raw);
 		out_arr_close();
 		out_str("path", NULL, r->path);
-		out_u64("entry_offset", NULL, r->f ? r->f->offset : r->hook->offset);
-		out_bool("endbr64", NULL, r->f ? r->f->endbr64 : r->hook->endbr64);
+		out_u64("entry_offset", NULL, r->f ? r->f->offset :
+			r->hook ? r->hook->offset : r->p.offset);
+		out_bool("endbr64", NULL, r->f ? r->f->endbr64 :
+			 r->hook && r->hook->endbr64);
 		out_str("placement", NULL, r->f ? bft_entry_rule_name(r->f->entry_rule) :
-			bft_entry_rule_name(BFT_ENTRY_HOOK));
+			r->hook ? bft_entry_rule_name(BFT_ENTRY_HOOK) : "usdt");
 		out_str("signature", NULL, r->sig);
 	}
 	out_u64("flags", NULL, r->p.flags);
 	out_str_or_null("hook", (hook && (attached ? verbose : true)) ?
 			(r->f ? "  [exception hook: %s]" : "  [exception hook: %s, not traced]") : NULL, hook);
 	out_bool("return_probe", NULL, r->p.flags & BFT_PF_RETURN);
+	if (r->usdt) {
+		out_u64("arguments", attached && !verbose ? NULL :
+			"  [USDT, %llu arguments", r->usdt->pr.nargs);
+		out_u64("semaphore_offset", r->p.ref_ctr_offset &&
+			(!attached || verbose) ? ", semaphore at 0x%llx" : NULL,
+			r->p.ref_ctr_offset);
+		out_text(!attached || verbose ? "]" : "");
+	}
 	out_str_or_null("why", r->why && (attached ? verbose : true) ? "  (%s)" : NULL,
 			r->why);
 	if (!attached || verbose)
@@ -402,7 +495,12 @@ void probes_print_list(const struct bft_plan *pl, const struct probe_set *s,
 	out_arr_close();
 	out_arr_open("hooks");
 	for (size_t i = 0; i < s->n; i++)
-		if (!s->v[i].f)
+		if (s->v[i].hook && !s->v[i].f)
+			print_row(&s->v[i], false, false);
+	out_arr_close();
+	out_arr_open("usdt");
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].usdt)
 			print_row(&s->v[i], false, false);
 	out_arr_close();
 	if (pl->nleft)
@@ -423,8 +521,8 @@ void probes_print_list(const struct bft_plan *pl, const struct probe_set *s,
 	}
 	out_arr_close();
 	out_end();
-	fprintf(stderr, "bfctl: %zu functions in %zu objects%s%s%s (dry run: nothing attached)\n",
-		pl->npicks, pl->nobjs,
+	fprintf(stderr, "bfctl: %zu functions in %zu objects%s%s%s%s (dry run: nothing attached)\n",
+		pl->npicks, pl->nobjs, s->nusdt ? ", and USDT probes" : "",
 		s->nhooks ? ", and exception hooks" : "",
 		pl->nleft ? ", fragments left out" : "",
 		s->fallback ? ", entries only" : "");
@@ -628,6 +726,8 @@ done:
 		refused);
 	out_u64("already_attached", skipped ? ", %llu attached already" : NULL, skipped);
 	out_u64("hooks", s->nhooks ? " (%llu of them exception hooks)" : NULL, s->nhooks);
+	out_u64("usdt_probes", s->nusdt ? " (%llu of them USDT probes)" : NULL,
+		s->nusdt);
 	out_bool("entries_only_for_safety", s->fallback ? ", entries only" : NULL,
 		 s->fallback);
 	out_text("\n");
@@ -638,7 +738,12 @@ done:
 	out_arr_close();
 	out_arr_open("hooks");
 	for (size_t i = 0; i < n; i++)
-		if (!s->v[row_of[i]].f && !results[i])
+		if (s->v[row_of[i]].hook && !s->v[row_of[i]].f && !results[i])
+			print_row(&s->v[row_of[i]], true, c->verbose);
+	out_arr_close();
+	out_arr_open("usdt");
+	for (size_t i = 0; i < n; i++)
+		if (s->v[row_of[i]].usdt && !results[i])
 			print_row(&s->v[row_of[i]], true, c->verbose);
 	out_arr_close();
 	out_end();

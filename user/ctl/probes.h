@@ -8,12 +8,14 @@
 #include "bfctl.h"
 #include "symbols/bft_hooks.h"
 #include "symbols/bft_resolve.h"
+#include "usdt.h"
 
 /* Without --max-probes, a selection larger than this is refused. */
 #define BFCTL_DEFAULT_MAX_PROBES 1000
 
 struct probe_opts {
 	struct strlist patterns;
+	struct strlist usdt;	/* "PROVIDER:NAME" globs */
 	bool regex;
 	bool list;
 	bool no_endbr;
@@ -30,6 +32,9 @@ struct probe_opts {
 	{ .name = "pattern", .short_name = 'p', .kind = ARG_LIST,	\
 	  .dest = &(o)->patterns, .meta = "PATTERN",			\
 	  .help = "[!][OBJECT:]SYMBOL glob, repeatable; '!' excludes" }, \
+	{ .name = "usdt", .short_name = 'u', .kind = ARG_LIST,		\
+	  .dest = &(o)->usdt, .meta = "PROVIDER:NAME",			\
+	  .help = "USDT probes (glob, repeatable): each hit a marker" }, \
 	{ .name = "regex", .short_name = 'r', .kind = ARG_FLAG,		\
 	  .dest = &(o)->regex,						\
 	  .help = "SYMBOL is a POSIX extended regex, not a glob" },	\
@@ -76,6 +81,8 @@ struct probe_row {
 	const struct bft_func *f;	/* NULL for a hook alone */
 	const struct bft_object *ob;	/* NULL for a hook alone */
 	const struct bft_hook *hook;	/* NULL unless hooked */
+	const struct usdt_pick *usdt;	/* a USDT site: no f, no hook */
+	struct bft_usdt_arg args[BFT_USDT_MAX_ARGS];	/* p.args */
 	const char *why;	/* why it has no return probe, or NULL */
 	uint64_t dev, ino;
 };
@@ -92,6 +99,8 @@ struct probe_set {
 	struct probe_row *v;
 	size_t n;
 	size_t nhooks;		/* rows that are hooks alone */
+	size_t nusdt;		/* rows that are USDT sites */
+	struct usdt_set usdt;
 	struct bft_hooks hooks;
 	bool fallback;		/* return probes dropped for safety */
 	bool quiet_known;	/* all attached already: said at -v only */

@@ -116,9 +116,26 @@ static const char *name_of(struct rec *x, uint32_t id, char *buf, size_t len)
 	return buf;
 }
 
+/* A USDT hit's arguments, signed ones signed; "?" for an unreadable one. */
+static void print_args(const struct bft_call_event *ev)
+{
+	out_arr_open("args");
+	for (unsigned int i = 0; i < ev->nargs; i++) {
+		if (ev->mark_unread >> i & 1)
+			out_str_or_null(NULL, " ?", NULL);
+		else if (ev->mark_signed >> i & 1)
+			out_i64(NULL, " %lld", (int64_t)ev->args[i]);
+		else
+			out_u64(NULL, " %llu", ev->args[i]);
+	}
+	out_arr_close();
+	out_text("\n");
+}
+
 static void print_event(struct rec *x, const struct bft_call_event *ev)
 {
-	static const char *const kinds[] = { "enter", "exit", "void", "throw" };
+	static const char *const kinds[] = { "enter", "exit", "void", "throw",
+					     "mark" };
 	char buf[32];
 	uint64_t t = ev->time_ns - x->first_ns;
 
@@ -135,8 +152,12 @@ static void print_event(struct rec *x, const struct bft_call_event *ev)
 		out_text("%*s%s ", (int)(2 * (ev->depth ? ev->depth - 1 : 0)), "",
 			 ev->kind == BFT_CALL_ENTER ? ">" :
 			 ev->kind == BFT_CALL_THROW ? "!" :
+			 ev->kind == BFT_CALL_MARK ? "*" :
 			 ev->unwound ? "<~" : "<");
-		out_str("name", "%s\n", name_of(x, ev->id, buf, sizeof(buf)));
+		out_str("name", ev->kind == BFT_CALL_MARK ? "%s" : "%s\n",
+			name_of(x, ev->id, buf, sizeof(buf)));
+		if (ev->kind == BFT_CALL_MARK)
+			print_args(ev);
 	}
 	out_end();
 }
@@ -160,7 +181,7 @@ static int on_call(void *ctx, const struct bft_call_event *ev)
 		mc = method(x, ev->id);
 		if (!mc)
 			return -ENOMEM;
-		if (ev->kind == BFT_CALL_ENTER)
+		if (ev->kind == BFT_CALL_ENTER || ev->kind == BFT_CALL_MARK)
 			mc->calls++;
 		else if (ev->kind == BFT_CALL_EXIT)
 			mc->exits++;
@@ -342,7 +363,7 @@ int cmd_record(struct ctl *c, int argc, char **argv)
 		  .help = "read what the last session left in the rings, then exit" },
 		{ .name = "events", .short_name = 'e', .kind = ARG_FLAG,
 		  .dest = &x.events,
-		  .help = "print every call (enter '>', exit '<') as it happened" },
+		  .help = "print every call (enter '>', exit '<') and USDT hit ('*') as it happened" },
 		{ .name = "duration", .short_name = 'd', .kind = ARG_UINT,
 		  .dest = &duration, .meta = "SEC", .min = 1,
 		  .help = "stop after SEC seconds" },

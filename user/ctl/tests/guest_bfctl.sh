@@ -17,7 +17,7 @@
 # the guest's /tmp (slow under TCG).
 #
 # BFT_BFCTL_ONLY, a regex, picks sections: caps counts sqlite run list endbr
-# bad opts exc record newcomer.  The whole run takes about 5 minutes under TCG per backend.
+# bad opts exc record newcomer usdt.  The whole run takes about 5 minutes under TCG per backend.
 #
 # The checks run once per backend of BFT_BFCTL_BACKENDS, "kmod bpf" by
 # default: the module, then the BPF backend (--backend bpf through
@@ -1328,6 +1328,9 @@ c.recv(64)' >"$T/port" 2>/dev/null &
 	fi
 }
 
+# shellcheck source=user/ctl/tests/guest_bfctl_usdt.sh
+. "$root/user/ctl/tests/guest_bfctl_usdt.sh"
+
 # ---- run the sections -------------------------------------------------------
 
 # BFT_BFCTL_ONLY: a regex of the sections to run (all by default).
@@ -1345,7 +1348,7 @@ for backend in $backends; do
 		fi
 		echo "# ---- the same checks with --backend bpf"
 	fi
-	for sec in caps counts sqlite run list endbr bad opts exc record newcomer; do
+	for sec in caps counts sqlite run list endbr bad opts exc record newcomer usdt; do
 		[[ -z ${BFT_BFCTL_ONLY:-} || $sec =~ ${BFT_BFCTL_ONLY} ]] && "sec_$sec"
 	done
 	bf stop >/dev/null 2>&1

@@ -8,6 +8,8 @@
 #   fx_cet        C, PIE, -fcf-protection=full (functions start with endbr64)
 #   fx_static     C, static
 #   fx_dl         C, PIE, dlopen()s libfxdl.so at run time (not a DT_NEEDED)
+#   fx_usdt       C, PIE, two threads hitting USDT probes, one behind a
+#                 semaphore, one in libfxusdt.so (rpath $ORIGIN)
 #   fx_stripped   fx_stripped.full (PIE, -rdynamic) stripped: .dynsym only
 #   fx_dbg        PIE stripped to .dynsym, its .symtab in fx_dbg.debug
 #                 (found by build-id or .gnu_debuglink)
@@ -29,7 +31,7 @@ mkdir -p "$out"
 cd "$out"
 CC=${CC:-cc}
 CXX=${CXX:-c++}
-srcs="$here/fx.h $here/fx_main.c $here/fx_lib.c $here/fx_cpp.cc $here/fx_cold.c $here/fx_exc.cc $here/fx_dl.c $here/fx_dl_lib.c $here/build.sh"
+srcs="$here/fx.h $here/fx_main.c $here/fx_lib.c $here/fx_cpp.cc $here/fx_cold.c $here/fx_exc.cc $here/fx_dl.c $here/fx_dl_lib.c $here/fx_usdt.c $here/fx_usdt_gated.c $here/fx_usdt_lib.c $here/build.sh"
 
 fresh() { # output
 	[ -e "$1" ] || return 1
@@ -43,6 +45,9 @@ fresh fx_pie || $CC $base -fPIE -pie -fcf-protection=none -DFX_WITH_LIB -o fx_pi
 	"$here/fx_main.c" -L. -lfx -Wl,-rpath,'$ORIGIN'
 fresh libfxdl.so || $CC $base -fPIC -shared -fcf-protection=none -o libfxdl.so "$here/fx_dl_lib.c"
 fresh fx_dl || $CC $base -fPIE -pie -fcf-protection=none -pthread -o fx_dl "$here/fx_dl.c" -ldl
+fresh libfxusdt.so || $CC $base -fPIC -shared -fcf-protection=none -o libfxusdt.so "$here/fx_usdt_lib.c"
+fresh fx_usdt || $CC $base -fPIE -pie -fcf-protection=none -pthread -o fx_usdt \
+	"$here/fx_usdt.c" "$here/fx_usdt_gated.c" -L. -lfxusdt -Wl,-rpath,'$ORIGIN'
 fresh fx_cet || $CC $base -fPIE -pie -fcf-protection=full -o fx_cet "$here/fx_main.c"
 fresh fx_static || $CC $base -static -fcf-protection=none -o fx_static "$here/fx_main.c"
 if ! fresh fx_stripped; then
