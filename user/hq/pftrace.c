@@ -269,16 +269,28 @@ void pft_instant(struct pftrace *p, uint16_t thread, uint64_t ns,
 	event_end(p);
 }
 
-void pft_marker(struct pftrace *p, uint64_t ns, const char *key,
-		const char *value)
+static void marker_on(struct pftrace *p, uint64_t track, uint64_t ns,
+		      const char *key, const char *value)
 {
 	if (!p)
 		return;
-	event(p, UUID_MARKERS, ns, TYPE_INSTANT, key);
+	event(p, track, ns, TYPE_INSTANT, key);
 	put_str(p, &p->lv[2], DA_NAME, "value");
 	put_str(p, &p->lv[2], DA_STRING, value);
 	close_level(p, 2, TE_ANNOTATION);
 	event_end(p);
+}
+
+void pft_marker(struct pftrace *p, uint64_t ns, const char *key,
+		const char *value)
+{
+	marker_on(p, UUID_MARKERS, ns, key, value);
+}
+
+void pft_thread_marker(struct pftrace *p, uint16_t thread, uint64_t ns,
+		       const char *key, const char *value)
+{
+	marker_on(p, UUID_THREAD(thread), ns, key, value);
 }
 
 int pft_close(struct pftrace *p)

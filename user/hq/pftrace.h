@@ -2,7 +2,7 @@
 /*
  * trace.pftrace: the trace as Perfetto's protobuf Trace, a TracePacket
  * per event on one packet sequence.  A track per thread (and per process
- * above them), one for markers; a call is a TYPE_SLICE_BEGIN and
+ * above them), one for the markers of no thread; a call is a TYPE_SLICE_BEGIN and
  * TYPE_SLICE_END pair, a throw, a data break, a marker or a group of
  * entries-only calls a TYPE_INSTANT; event names are interned.  Times are
  * nanoseconds from the trace's first event.  route_chrome.c calls it where it
@@ -30,6 +30,9 @@ void pft_instant(struct pftrace *p, uint16_t thread, uint64_t ns,
 /* An instant on the markers' track. */
 void pft_marker(struct pftrace *p, uint64_t ns, const char *key,
 		const char *value);
+/* The same on a thread's track: a marker bfcollector placed in it. */
+void pft_thread_marker(struct pftrace *p, uint16_t thread, uint64_t ns,
+		       const char *key, const char *value);
 
 /* Write the rest and close: 0, or -errno if a write failed. */
 int pft_close(struct pftrace *p);

@@ -288,26 +288,105 @@ const char *exception_name(struct route *r, uint32_t id, char *tmp,
 	return tmp;
 }
 
-static void route_one(struct route *r, const struct pending *p)
+/* A "bftrace.at" value: a wire thread id, decimal digits only. */
+static bool at_parse(const char *s, uint16_t *thread)
+{
+	uint32_t v = 0;
+
+	if (!s || !*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (uint32_t)(*s - '0');
+		if (v > UINT16_MAX)
+			return false;
+	}
+	*thread = (uint16_t)v;
+	return true;
+}
+
+/*
+ * The thread a "bftrace.at" gave p, if p is the marker numbered right
+ * after it.  Any message spends it: what follows was not placed.
+ */
+static uint16_t *at_take(struct route *r, const struct pending *p)
+{
+	bool hit = r->at_set && p->id == BFP_MARKER &&
+		   p->seq == r->at_seq + 1;
+
+	r->at_set = false;
+	return hit ? &r->at_thread : NULL;
+}
+
+static bool is_at(const struct pending *p)
+{
+	return p->id == BFP_MARKER && p->key && !strcmp(p->key, "bftrace.at");
+}
+
+/* Thread id, which made an event at time; NULL without memory. */
+static struct rthread *thread_use(struct route *r, uint16_t id,
+				  uint64_t time)
+{
+	struct rthread *th = thread_get(r, id);
+
+	if (!th)
+		return NULL;
+	th->seen = true;
+	th->last_time = time;
+	r->unnamed_thread_uses += !th->mapped;
+	return th;
+}
+
+/* A marker of no thread: trace.json's global instant, pftrace's track. */
+static void global_marker(struct route *r, const struct pending *p,
+			  uint64_t time)
+{
+	chrome_event(r, json_pack("{s:s,s:s,s:s,s:I,s:I,s:{s:s}}",
+				  "name", p->key ? p->key : "",
+				  "ph", "i", "s", "g",
+				  "ts", chrome_ts(r, time),
+				  "pid", (json_int_t)r->pid_default,
+				  "args", "value",
+				  p->value ? p->value : ""));
+	pft_marker(r->pft, pft_ns(r, time), p->key ? p->key : "",
+		   p->value ? p->value : "");
+}
+
+/* The thread whose text p changed, if any. */
+static struct rthread *route_one(struct route *r, const struct pending *p)
 {
 	uint64_t time = (uint64_t)p->time * 1000 + p->us;
+	const uint16_t *at = at_take(r, p);
 	struct rthread *th = NULL;
 	struct method *m = NULL;
 
+	/* only bfcollector's, and for us: neither shown nor counted */
+	if (is_at(p)) {
+		r->at_set = at_parse(p->value, &r->at_thread);
+		r->at_seq = p->seq;
+		return NULL;
+	}
 	/* a marker may come at the hello (bfcollector's first bftrace.us) */
 	if (!r->have_t0 && p->id != BFP_MARKER) {
 		r->t0 = time;
 		r->have_t0 = true;
 	}
 	if (p->id != BFP_MARKER) {
-		th = thread_get(r, p->thread);
+		th = thread_use(r, p->thread, time);
 		if (!th)
-			return;
-		th->seen = true;
-		th->last_time = time;
-		r->unnamed_thread_uses += !th->mapped;
+			return NULL;
 		m = method_get(r, p->method, false);
 		r->unmapped_method_uses += !m || !m->mapped;
+	} else if (at) {
+		/*
+		 * Not "seen", nor its last time moved: a stream of the live
+		 * copy has only method events, and its voids and times are
+		 * what --replay and the page rebuild from.  NULL (no memory):
+		 * a marker of no thread.
+		 */
+		th = thread_get(r, *at);
+		r->unnamed_thread_uses += th && !th->mapped;
 	}
 	if (time > r->last_time)
 		r->last_time = time;
@@ -353,17 +432,13 @@ static void route_one(struct route *r, const struct pending *p)
 		if (p->key && p->value &&
 		    !strcmp(p->key, "bftrace.filtered.caller"))
 			r->filtered_caller += strtoull(p->value, NULL, 10);
-		chrome_event(r, json_pack("{s:s,s:s,s:s,s:I,s:I,s:{s:s}}",
-					  "name", p->key ? p->key : "",
-					  "ph", "i", "s", "g",
-					  "ts", chrome_ts(r, time),
-					  "pid", (json_int_t)r->pid_default,
-					  "args", "value",
-					  p->value ? p->value : ""));
-		pft_marker(r->pft, pft_ns(r, time), p->key ? p->key : "",
-			   p->value ? p->value : "");
+		if (th)
+			thread_marker(r, th, p, time);
+		else
+			global_marker(r, p, time);
 		break;
 	}
+	return th;
 }
 
 size_t route_hold_max = 64 << 20;
@@ -387,10 +462,8 @@ static void spill_all(struct route *r)
 
 void route_event(struct route *r, const struct pending *p)
 {
-	struct rthread *th;
+	struct rthread *th = route_one(r, p);
 
-	route_one(r, p);
-	th = p->id == BFP_MARKER ? NULL : thread_at(r, p->thread);
 	if (!th)
 		return;
 	r->held += th->text.len + th->canon.len - th->held;

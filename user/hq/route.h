@@ -18,12 +18,14 @@
  *                with its duration, an inner call opened with "{" and closed
  *                with its duration; breaks and gaps are marked where they
  *                cut the stacks; a throw is a comment in its frame, a frame
- *                it left closes with "unwound"
+ *                it left closes with "unwound"; a marker of the thread
+ *                ("bftrace.at") a "* key value @ time" line in its frame
  *   trace.json   Chrome trace events: B/E per call, M events naming
  *                threads; every B gets its E (frames cut by a break or left
  *                open at the end are closed there, frames an exception left
  *                at the bubble), so it loads in Perfetto; an instant event
- *                per throw, and per group of an entries-only method's calls
+ *                per throw, per group of an entries-only method's calls,
+ *                and per marker (global, or its thread's: "s":"t")
  *   trace.pftrace  the same as Perfetto's protobuf (pftrace.c), with an
  *                instant for each data break too
  *   trace.speedscope.json  the calls as speedscope's evented profiles, a
@@ -37,7 +39,12 @@
  *                began or cut by a break or gap; "x!" exit naming no frame
  *                of a stack that is not empty; "|" stacks void; "!<type>" a
  *                throw; "u<id>" a frame an exception left, "u?" and "u!"
- *                as "x?" and "x!"), for comparing trees exactly
+ *                as "x?" and "x!"; "n<id>" an entry of an entries-only
+ *                method; "m<key>" a marker of the thread, its key escaped
+ *                as the live copy's text with ' ' and ':' as \x20 and
+ *                \x3a too, so that a token holds neither a space nor the
+ *                colon that ends the thread's name), for comparing trees
+ *                exactly
  *   methods.txt  "<id> <calls> <signature>" per method, by id: the key to
  *                calls.txt
  *   exceptions.txt  "<type> <throws> <name>" per exception type, by id:
@@ -192,6 +199,15 @@ struct route {
 	 * the agent broke "map before first use". */
 	uint64_t unmapped_method_uses, unnamed_thread_uses;
 	uint64_t folded_cut;	/* paths deeper than FOLDED_MAX_DEPTH */
+	/*
+	 * A Marker carries no thread: bfcollector's "bftrace.at" marker names
+	 * the thread of the one numbered right after it (a probe hit).  Held
+	 * only until the next sequenced message, so that nothing else can
+	 * take it.
+	 */
+	bool at_set;
+	uint16_t at_thread;
+	uint32_t at_seq;
 };
 
 /* route.c */
@@ -239,6 +255,10 @@ const char *exception_note(struct route *r, uint32_t id, char *tmp,
 			   size_t n);
 void thread_throw(struct route *r, struct rthread *th,
 		  const struct pending *p, uint64_t time);
+/* A marker of th ("bftrace.at"): a line in its frame, an instant on its
+ * track. */
+void thread_marker(struct route *r, struct rthread *th,
+		   const struct pending *p, uint64_t time);
 
 /* route_noret.c */
 /* An instant of trace.json for the calls of c's group, if any. */

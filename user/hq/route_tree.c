@@ -289,3 +289,74 @@ void thread_throw(struct route *r, struct rthread *th,
 	snprintf(pname, sizeof(pname), "throw %s", exc);
 	pft_instant(r->pft, th->id, pft_ns(r, time), pname, 1);
 }
+
+/*
+ * calls.txt's token for a marker's key: readers split a line at its last
+ * ':' and its tokens at spaces, and a USDT key is "provider:name".
+ */
+static void canon_key(struct bft_buf *canon, const char *key)
+{
+	struct bft_buf e = { 0 };
+	size_t i;
+
+	hq_escape(&e, key, strlen(key));
+	bft_buf_append(canon, " m", 2);
+	for (i = 0; i < e.len; i++) {
+		char c = (char)e.data[i];
+
+		if (c == ' ' || c == ':')
+			hq_bprintf(canon, "\\x%02x", (unsigned int)c);
+		else
+			bft_buf_append(canon, &c, 1);
+	}
+	bft_buf_free(&e);
+}
+
+/*
+ * tree.txt's time of a marker: since the agent's hello, as sent, to the
+ * microsecond only if the agent measured it (a time, not a duration: its
+ * digits are not rounded to a unit that reads well).
+ */
+static void tree_time(const struct route *r, struct bft_buf *b, uint64_t us)
+{
+	if (r->micro)
+		hq_bprintf(b, "%" PRIu64 ".%03u ms", us / 1000,
+			   (unsigned int)(us % 1000));
+	else
+		hq_bprintf(b, "%" PRIu64 " ms", us / 1000);
+}
+
+/*
+ * A marker bfcollector placed in th (a probe hit): a line in its top frame
+ * (which is then no leaf), escaped as the live copy's text so that no key
+ * or value can break the tree's lines; an instant on th's timelines.
+ */
+void thread_marker(struct route *r, struct rthread *th,
+		   const struct pending *p, uint64_t time)
+{
+	const char *key = p->key ? p->key : "";
+	const char *value = p->value ? p->value : "";
+
+	tree_flush_leaf(r, th);
+	canon_key(&th->canon, key);
+	hq_bprintf(&th->text, "%10s | ", "");
+	tree_indent(&th->text, th->depth);
+	bft_buf_append(&th->text, "* ", 2);
+	hq_escape(&th->text, key, strlen(key));
+	if (*value) {
+		bft_buf_append(&th->text, " ", 1);
+		hq_escape(&th->text, value, strlen(value));
+	}
+	bft_buf_append(&th->text, " @ ", 3);
+	tree_time(r, &th->text, time);
+	bft_buf_append(&th->text, "\n", 1);
+	if (!th->named_in_json)
+		chrome_name(r, th);
+	chrome_event(r, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:{s:s}}",
+				  "name", key, "ph", "i", "s", "t",
+				  "ts", chrome_ts(r, time),
+				  "pid", (json_int_t)th->pid,
+				  "tid", (json_int_t)th->tid,
+				  "args", "value", value));
+	pft_thread_marker(r->pft, th->id, pft_ns(r, time), key, value);
+}

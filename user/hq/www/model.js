@@ -4,9 +4,16 @@
 // outputs, so that callsTxt() is calls.txt once the trace has ended.
 "use strict";
 
+const BFT_RECENT_MARKS = 200;    // the markers the page lists, newest kept
+
 function bftUnescape(s) {
   return s.replace(/\\(\\|0|x[0-9a-fA-F]{2})/g, (m, e) =>
     e === "\\" ? "\\" : e === "0" ? "\0" : String.fromCharCode(parseInt(e.slice(1), 16)));
+}
+
+// Sequence numbers wrap at 2^32: compared as serial numbers.
+function bftSeqBefore(a, b) {
+  return ((a - b) | 0) < 0;
 }
 
 function bftNow() {
@@ -27,6 +34,9 @@ class BftModel {
     this.voids = [];              // {cause, first, count, time, seq}
     this.agentLost = 0;           // bftrace.lost markers
     this.markers = 0;
+    this.recentMarks = [];        // the newest markers shown, {time, thread, key, value}
+    this.marksShown = 0;          // markers not bftrace's own: all of them, listed or not
+    this.at = null;               // {seq, thread} of the last bftrace.at line
     this.events = 0;
     this.bad = 0;                 // lines that did not parse (counted, skipped)
     this.badEntries = 0;          // index entries the server could not use
@@ -43,7 +53,10 @@ class BftModel {
   thread(id) {
     let th = this.threads.get(id);
     if (!th) {
-      th = { id, name: null, stack: [], canon: [], calls: 0, lastTime: 0,
+      // canonSeq: the sequence number of each canon token; marks: the
+      // thread's markers ({seq, tok}), which come in another stream and
+      // are put among the tokens by number (route.c's bftrace.at)
+      th = { id, name: null, stack: [], canon: [], canonSeq: [], marks: [], calls: 0, lastTime: 0,
              root: { method: null, children: new Map(), calls: 0, totalUs: 0, selfUs: 0, born: 0 } };
       this.threads.set(id, th);
     }
@@ -109,13 +122,31 @@ class BftModel {
   }
 
   marker(line) {
-    const m = /^m \d+ \d+ ([^\t]*)\t(.*)$/s.exec(line);
+    const m = /^m (\d+) (\d+) ([^\t]*)\t(.*)$/s.exec(line);
     if (!m) {
       if (line) this.bad++;
       return;
     }
+    const seq = Number(m[1]), at = this.at;
+    const key = bftUnescape(m[3]), value = bftUnescape(m[4]);
+    this.at = null;
+    // bfcollector's: the thread of the marker numbered right after it
+    if (key === "bftrace.at") {
+      if (/^[0-9]+$/.test(value) && Number(value) <= 65535) this.at = { seq, thread: Number(value) };
+      return;
+    }
     this.markers++;
-    if (bftUnescape(m[1]) === "bftrace.lost") this.agentLost += parseInt(bftUnescape(m[2]), 10) || 0;
+    const placed = at && seq === (at.seq + 1) >>> 0;
+    // calls.txt's token: no space, and no colon to end the thread's name
+    if (placed)
+      this.thread(at.thread).marks.push({ seq, tok: " m" + m[3].replace(/ /g, "\\x20").replace(/:/g, "\\x3a") });
+    if (key === "bftrace.lost") this.agentLost += parseInt(value, 10) || 0;
+    // bfcollector's own markers say how the trace went, not what ran
+    if (!key.startsWith("bftrace.")) {
+      this.marksShown++;
+      this.recentMarks.push({ time: Number(m[2]), thread: placed ? this.thread(at.thread) : null, key, value });
+      if (this.recentMarks.length > BFT_RECENT_MARKS) this.recentMarks.shift();
+    }
   }
 
   event(th, line) {
@@ -127,6 +158,12 @@ class BftModel {
     }
     this.events++;
     if (f[0] !== "|") th.lastTime = time;
+    const tokens = th.canon.length;
+    this.eventOp(th, f, time, method);
+    for (let k = tokens; k < th.canon.length; k++) th.canonSeq.push(Number(f[1]));
+  }
+
+  eventOp(th, f, time, method) {
     switch (f[0]) {
       case "e":
         this.enter(th, method, time);
@@ -243,7 +280,21 @@ class BftModel {
     }).map((p) => p[1]);
   }
 
+  // A thread's calls.txt tokens, its markers among them by number (a
+  // void's token, numbered as the message after it, comes first).
+  canonText(th) {
+    if (!th.marks.length) return th.canon.join("");
+    const out = [];
+    let k = 0;
+    for (let i = 0; i < th.canon.length; i++) {
+      while (k < th.marks.length && bftSeqBefore(th.marks[k].seq, th.canonSeq[i])) out.push(th.marks[k++].tok);
+      out.push(th.canon[i]);
+    }
+    while (k < th.marks.length) out.push(th.marks[k++].tok);
+    return out.join("");
+  }
+
   callsTxt() {
-    return this.sortedThreads().map((th) => this.threadName(th) + ":" + th.canon.join("") + "\n").join("");
+    return this.sortedThreads().map((th) => this.threadName(th) + ":" + this.canonText(th) + "\n").join("");
   }
 }

@@ -41,6 +41,7 @@ class BftView {
     this.flame(model);
     this.top(model);
     this.losses(model);
+    this.marks(model);
     document.getElementById("calls-txt").textContent = model.ended ? model.callsTxt() : "";
   }
 
@@ -49,6 +50,20 @@ class BftView {
   light(model, traceNo) {
     this.status(model, traceNo);
     this.losses(model);
+  }
+
+  // The newest markers (USDT probe hits and the agent's): when, whose,
+  // what; a marker of no thread is the trace's.
+  marks(model) {
+    const rows = model.recentMarks.slice().reverse().map((k) => el("tr", {},
+      el("td", {}, fmtUs(k.time)),
+      el("td", {}, k.thread ? model.threadName(k.thread) : "—"),
+      el("td", {}, k.key), el("td", {}, k.value)));
+    const head = el("tr", {}, el("th", {}, "time"), el("th", {}, "thread"),
+                    el("th", {}, "marker"), el("th", {}, "value"));
+    document.getElementById("markers").replaceChildren(head, ...rows);
+    document.getElementById("markers-count").textContent =
+      model.marksShown ? "(" + model.marksShown + ", the newest " + rows.length + " listed)" : "(none)";
   }
 
   status(model, traceNo) {

@@ -533,6 +533,63 @@ TEST_F(live, bfcollector_microseconds_reach_the_live_copy_only)
 	free(text);
 }
 
+/*
+ * A marker bftrace.at placed in a thread stays in the markers' stream (a
+ * thread's stream holds method events only), its bftrace.at line before
+ * it, so that --replay places it again: the same tree.txt and calls.txt,
+ * with the bfcollector microseconds of both.
+ */
+TEST_F(live, a_placed_marker_replays_into_its_thread)
+{
+	static const char *const files[] = { "calls.txt", "tree.txt",
+		"folded.txt", "methods.txt" };
+	char out[PATH_MAX + 32], *a;
+	struct live_view v;
+	const struct live_stream *s;
+
+	map(self, BFP_MAP_METHOD, 1, "main");
+	map(self, BFP_MAP_THREAD, 2, "two (5/6)");
+	marker(self, 0, "bftrace.us", "0");
+	ev(self, BFP_METHOD_ENTRY, 1, 1, 2);
+	marker(self, 2, "bftrace.at", "2");
+	marker(self, 3, "app:tick", "1 2");
+	marker(self, 4, "app:global", "");
+	ev(self, BFP_METHOD_EXIT, 5, 1, 2);
+	marker(self, 6, "bftrace.us", "5 1,2,3,4,5");
+	flush_now(self);
+	ASSERT_EQ(0, live_read(self->live, &v));
+	s = find(&v, LIVE_MARKERS);
+	ASSERT_NE(NULL, s);
+	EXPECT_STREQ("m 2 2002 bftrace.at\t2\nm 3 3003 app:tick\t1 2\n"
+		     "m 4 4004 app:global\t\n", s->data);
+	s = find(&v, 2);
+	ASSERT_NE(NULL, s);
+	EXPECT_STREQ("e 1 1001 1\nx 5 5005 1\n", s->data);
+	live_view_free(&v);
+	hq_free(&self->hq);
+	a = file_in(self->dir, "trace-1/calls.txt");
+	ASSERT_NE(NULL, a);
+	EXPECT_STREQ("two (5/6): e1 mapp\\x3atick x1\n", a);
+	free(a);
+	a = file_in(self->dir, "trace-1/tree.txt");
+	ASSERT_NE(NULL, a);
+	EXPECT_NE(NULL, strstr(a, "           |   * app:tick 1 2 @ 3.003 ms\n"))
+		TH_LOG("%s", a);
+	free(a);
+	snprintf(out, sizeof(out), "%s/replay", self->dir);
+	ASSERT_EQ(0, hq_replay(self->live, out));
+	same_outputs(_metadata, self->dir, out, files,
+		     sizeof(files) / sizeof(files[0]), 8);
+	a = file_in(out, "trace.json");
+	ASSERT_NE(NULL, a);
+	EXPECT_NE(NULL, strstr(a, "{\"name\":\"app:tick\",\"ph\":\"i\","
+			       "\"s\":\"t\",\"ts\":2002,\"pid\":5,"
+			       "\"tid\":6,\"args\":{\"value\":\"1 2\"}}"))
+		TH_LOG("%s", a);
+	EXPECT_EQ(NULL, strstr(a, "bftrace.at"));
+	free(a);
+}
+
 /* Bytes of a fixed pseudo-random sequence into dir/name. */
 static void garbage(const char *dir, const char *name, size_t n,
 		    uint32_t *x)

@@ -743,3 +743,231 @@ TEST_F(hq, the_speedscope_file_has_every_call_and_the_golden_bytes)
 	expect_golden(_metadata, self->dir, "trace.speedscope.json",
 		      "hq-names.speedscope.json");
 }
+
+/*
+ * trace.pftrace's instants named name, by python's decoder of its own
+ * (scripts/pftrace-check.py): on the track of thread tname, or on the
+ * markers' track if tname is NULL.  The exit status of the check.
+ */
+static int pft_instant_on(const char *dir, const char *name,
+			  const char *tname)
+{
+	char cmd[1600];
+
+	snprintf(cmd, sizeof(cmd), "python3 -c '"
+		 "import importlib.util as u, sys\n"
+		 "s = u.spec_from_file_location(\"c\", sys.argv[1])\n"
+		 "m = u.module_from_spec(s); s.loader.exec_module(m)\n"
+		 "tracks, events = m.decode(sys.argv[2])\n"
+		 "t = sys.argv[4] if len(sys.argv) > 4 else None\n"
+		 "sys.exit(0 if any(n == sys.argv[3] and y == 3 and "
+		 "tracks.get(k) == t for k, _, y, n in events) else 1)' "
+		 "%s/../../../../scripts/pftrace-check.py "
+		 "%s/trace-1/trace.pftrace '%s'%s%s%s", BFT_TEST_VECTORS, dir,
+		 name, tname ? " '" : "", tname ? tname : "", tname ? "'" : "");
+	return system(cmd);
+}
+
+/* trace.json's events named name, as jansson reads the whole file. */
+static json_t *chrome_named(const char *dir, const char *name)
+{
+	char path[256];
+	json_t *doc, *evs, *ev, *out = json_array();
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/trace-1/trace.json", dir);
+	doc = json_load_file(path, 0, NULL);
+	evs = json_object_get(doc, "traceEvents");
+	json_array_foreach(evs, i, ev) {
+		const char *n = json_string_value(json_object_get(ev, "name"));
+
+		if (n && !strcmp(n, name))
+			json_array_append(out, ev);
+	}
+	json_decref(doc);
+	return out;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static json_int_t jint(json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+/*
+ * A USDT probe hit: bfcollector's "bftrace.at" names the thread of the
+ * marker right after it, which then shows in that thread's call tree at
+ * its depth, as a thread instant in trace.json and on the thread's
+ * Perfetto track; bftrace.at itself is nowhere.  A marker without one
+ * stays the trace's.
+ */
+TEST_F(hq, a_marker_placed_by_bftrace_at_is_in_its_thread)
+{
+	char *tree, *calls, *json;
+	json_t *evs, *ev;
+	uint32_t seq = 0;
+
+	map_thread(&self->hq, self->data, 3, "main (42/43)");
+	map_thread(&self->hq, self->data, 4, "other (42/44)");
+	map_method(&self->hq, self->data, 1, "prog!outer");
+	map_method(&self->hq, self->data, 2, "prog!inner");
+	event_on(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 1, 3);
+	event_on(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 2, 3);
+	event_on(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 1, 4);
+	marker(&self->hq, self->data, seq++, 3, "bftrace.at", "3");
+	marker(&self->hq, self->data, seq++, 4, "app:tick", "-3 5000000000");
+	marker(&self->hq, self->data, seq++, 5, "app:global", "7");
+	event_on(&self->hq, self->data, BFP_METHOD_EXIT, seq++, 2, 3);
+	event_on(&self->hq, self->data, BFP_METHOD_EXIT, seq++, 1, 3);
+	event_on(&self->hq, self->data, BFP_METHOD_EXIT, seq++, 1, 4);
+	tree = finish_and_read(&self->hq, self->dir, "tree.txt");
+	ASSERT_NE(NULL, tree);
+	/* inside inner, which is so no leaf, and before its end */
+	EXPECT_NE(NULL, strstr(tree, "           |   prog!inner() {\n"
+			       "           |     * app:tick -3 5000000000 "
+			       "@ 4 ms\n"
+			       "      5 ms |   } /* prog!inner */\n"))
+		TH_LOG("%s", tree);
+	EXPECT_EQ(NULL, strstr(tree, "app:global")) TH_LOG("%s", tree);
+	EXPECT_EQ(NULL, strstr(tree, "bftrace.at")) TH_LOG("%s", tree);
+	free(tree);
+	calls = finish_and_read(&self->hq, self->dir, "calls.txt");
+	ASSERT_NE(NULL, calls);
+	EXPECT_STREQ("main (42/43): e1 e2 mapp\\x3atick x2 x1\n"
+		     "other (42/44): e1 x1\n", calls);
+	free(calls);
+	json = finish_and_read(&self->hq, self->dir, "trace.json");
+	ASSERT_NE(NULL, json);
+	EXPECT_EQ(NULL, strstr(json, "bftrace.at"));
+	free(json);
+	evs = chrome_named(self->dir, "app:tick");
+	ASSERT_EQ(1u, json_array_size(evs));
+	ev = json_array_get(evs, 0);
+	EXPECT_STREQ("i", jstr(ev, "ph"));
+	EXPECT_STREQ("t", jstr(ev, "s"));
+	EXPECT_EQ(42, jint(ev, "pid"));
+	EXPECT_EQ(43, jint(ev, "tid"));
+	EXPECT_STREQ("-3 5000000000", jstr(json_object_get(ev, "args"),
+					    "value"));
+	json_decref(evs);
+	evs = chrome_named(self->dir, "app:global");
+	ASSERT_EQ(1u, json_array_size(evs));
+	ev = json_array_get(evs, 0);
+	EXPECT_STREQ("g", jstr(ev, "s"));
+	EXPECT_EQ(NULL, json_object_get(ev, "tid"));
+	EXPECT_STREQ("7", jstr(json_object_get(ev, "args"), "value"));
+	json_decref(evs);
+	EXPECT_EQ(0, pft_instant_on(self->dir, "app:tick", "main (42/43)"));
+	EXPECT_EQ(0, pft_instant_on(self->dir, "app:global", NULL));
+	EXPECT_NE(0, pft_instant_on(self->dir, "app:tick", NULL));
+	EXPECT_NE(0, pft_instant_on(self->dir, "bftrace.at", NULL));
+}
+
+/*
+ * bftrace.at places the very next message only: another message in
+ * between, a number skipped, or a value that is no thread id, and the
+ * marker is the trace's.  A thread known by a marker alone is shown.
+ */
+TEST_F(hq, bftrace_at_places_only_the_marker_right_after_it)
+{
+	static const char *const bad[] = { "", "abc", "65536", "-1", " 3",
+					   "3x", "99999999999999999999999" };
+	char *calls, *tree, *json;
+	uint32_t seq = 0, i;
+
+	map_thread(&self->hq, self->data, 3, "main (42/43)");
+	map_method(&self->hq, self->data, 1, "prog!outer");
+	event_on(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 1, 3);
+	/* an entry in between */
+	marker(&self->hq, self->data, seq++, 1, "bftrace.at", "3");
+	event_on(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 1, 3);
+	marker(&self->hq, self->data, seq++, 3, "app:after-entry", "");
+	/* bad values */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		marker(&self->hq, self->data, seq++, 4, "bftrace.at", bad[i]);
+		marker(&self->hq, self->data, seq++, 4, "app:bad", "1");
+	}
+	/* another bftrace.at in between: the later one places it */
+	marker(&self->hq, self->data, seq++, 5, "bftrace.at", "3");
+	marker(&self->hq, self->data, seq++, 5, "bftrace.at", "9");
+	marker(&self->hq, self->data, seq++, 5, "app:unknown", "");
+	/* the marker's number never came: a gap, then the next is global */
+	marker(&self->hq, self->data, seq++, 6, "bftrace.at", "3");
+	seq++;
+	marker(&self->hq, self->data, seq++, 6, "app:after-gap", "");
+	event_on(&self->hq, self->data, BFP_METHOD_EXIT, seq++, 1, 3);
+	event_on(&self->hq, self->data, BFP_METHOD_EXIT, seq++, 1, 3);
+	calls = finish_and_read(&self->hq, self->dir, "calls.txt");
+	ASSERT_NE(NULL, calls);
+	/* thread 9 was never named nor had a call: its marker still shows */
+	EXPECT_STREQ("main (42/43): e1 e1 | x? x?\n"
+		     "thread 9: mapp\\x3aunknown\n", calls);
+	free(calls);
+	tree = finish_and_read(&self->hq, self->dir, "tree.txt");
+	ASSERT_NE(NULL, tree);
+	EXPECT_NE(NULL, strstr(tree, "           | * app:unknown @ 5 ms\n"))
+		TH_LOG("%s", tree);
+	EXPECT_EQ(NULL, strstr(tree, "app:bad")) TH_LOG("%s", tree);
+	EXPECT_EQ(NULL, strstr(tree, "app:after")) TH_LOG("%s", tree);
+	free(tree);
+	json = finish_and_read(&self->hq, self->dir, "trace.json");
+	ASSERT_NE(NULL, json);
+	EXPECT_EQ(NULL, strstr(json, "bftrace.at"));
+	free(json);
+	EXPECT_EQ(0, pft_instant_on(self->dir, "app:after-entry", NULL));
+	EXPECT_EQ(0, pft_instant_on(self->dir, "app:bad", NULL));
+	EXPECT_EQ(0, pft_instant_on(self->dir, "app:after-gap", NULL));
+	EXPECT_EQ(0, pft_instant_on(self->dir, "app:unknown", "thread 9"));
+}
+
+/*
+ * Any text in a placed marker: 64 KiB keys and values with every byte,
+ * newlines, spaces and colons keep tree.txt's lines and calls.txt's
+ * tokens whole.
+ */
+TEST_F(hq, a_placed_marker_of_any_text_keeps_the_lines_whole)
+{
+	size_t n = 65535, i;
+	char *key = malloc(n + 1), *value = malloc(n + 1), *calls, *tree;
+	char *line, *end;
+	uint32_t seq = 0;
+
+	ASSERT_NE(NULL, key);
+	ASSERT_NE(NULL, value);
+	for (i = 0; i < n; i++) {
+		key[i] = (char)(1 + i % 255);
+		value[i] = "a \n:\t\\"[i % 6];
+	}
+	key[n] = value[n] = 0;
+	map_method(&self->hq, self->data, 1, "prog!outer");
+	event_on(&self->hq, self->data, BFP_METHOD_ENTRY, seq++, 1, 1);
+	marker(&self->hq, self->data, seq++, 1, "bftrace.at", "1");
+	marker(&self->hq, self->data, seq++, 1, key, value);
+	event_on(&self->hq, self->data, BFP_METHOD_EXIT, seq++, 1, 1);
+	free(key);
+	free(value);
+	calls = finish_and_read(&self->hq, self->dir, "calls.txt");
+	ASSERT_NE(NULL, calls);
+	/* one line: e1, the marker's token, x1 */
+	ASSERT_EQ(0, strncmp(calls, "thread 1: e1 m", 14)) TH_LOG("%.60s", calls);
+	end = strchr(calls, '\n');
+	ASSERT_NE(NULL, end);
+	EXPECT_STREQ(" x1\n", end - 3);
+	EXPECT_EQ(end - 3, strchr(calls + 14, ' '));
+	EXPECT_EQ(strrchr(calls, ':'), calls + 8);
+	free(calls);
+	tree = finish_and_read(&self->hq, self->dir, "tree.txt");
+	ASSERT_NE(NULL, tree);
+	line = strstr(tree, "           |   * ");
+	ASSERT_NE(NULL, line) TH_LOG("%.600s", tree);
+	end = strchr(line, '\n');
+	ASSERT_NE(NULL, end);
+	EXPECT_EQ(0, strncmp(end - 7, " @ 1 ms", 7));
+	EXPECT_EQ(0, strncmp(end, "\n      3 ms | } /* prog!outer */\n", 33))
+		TH_LOG("%.80s", end);
+	free(tree);
+}
