@@ -485,6 +485,8 @@ static int bft_batch_register(struct bft_target *t, struct list_head *batch,
 			continue;
 		}
 		list_add_tail(&p->node, &t->probes);
+		if (p->flags & BFT_PF_RETURN)
+			t->had_ret = true;
 		t->nr_probes++;
 		bft_nr_probes++;
 		ok++;
@@ -508,6 +510,7 @@ int bft_attach(struct genl_info *info)
 	struct nlattr *nest;
 	LIST_HEAD(batch);
 	u32 n = 0, idx = 0;
+	bool fresh = false;
 	pid_t tgid;
 	int rem, err;
 
@@ -539,11 +542,13 @@ int bft_attach(struct genl_info *info)
 		t = bft_target_new(tgid, ext);
 		if (IS_ERR(t))
 			return PTR_ERR(t);
+		fresh = true;
 	}
 	/* every attach, by whoever asks: ptrace policy may differ per caller */
 	err = bft_may_trace(tgid, t->mm, ext);
 	if (err) {
-		bft_target_free_if_empty(t);
+		if (fresh)
+			bft_target_free_if_empty(t);
 		return err;
 	}
 	elf = kzalloc(sizeof(*elf), GFP_KERNEL);
@@ -585,6 +590,8 @@ out:
 	nlmsg_free(reply);
 	kfree(elf);
 	bft_batch_free(&batch);
-	bft_target_free_if_empty(t);
+	/* a target a detach by id emptied stays one (uapi BFT_CMD_DETACH) */
+	if (fresh)
+		bft_target_free_if_empty(t);
 	return err;
 }

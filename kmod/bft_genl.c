@@ -33,6 +33,7 @@ static const struct nla_policy bft_attach_policy[BFT_A_MAX + 1] = {
 
 static const struct nla_policy bft_detach_policy[BFT_A_MAX + 1] = {
 	[BFT_A_TGID] = NLA_POLICY_MIN(NLA_U32, 1),
+	[BFT_A_PROBES] = { .type = NLA_NESTED },
 };
 
 static const struct nla_policy bft_opt_policy[BFT_A_MAX + 1] = {
@@ -144,7 +145,8 @@ static int bft_cmd_get_caps(struct sk_buff *req, struct genl_info *info)
 		       BFT_FEAT_PAUSE | BFT_FEAT_SUSPEND |
 		       BFT_FEAT_EVENTS | BFT_FEAT_READ |
 		       BFT_FEAT_UNWIND | BFT_FEAT_OWNER |
-		       BFT_FEAT_ATTACH_PERSIST | BFT_FEAT_USDT;
+		       BFT_FEAT_ATTACH_PERSIST | BFT_FEAT_USDT |
+		       BFT_FEAT_DETACH_SOME;
 	struct sk_buff *skb;
 	void *hdr;
 
@@ -184,19 +186,29 @@ static int bft_cmd_attach(struct sk_buff *req, struct genl_info *info)
 
 static int bft_cmd_detach(struct sk_buff *req, struct genl_info *info)
 {
+	const struct nlattr *probes = info->attrs[BFT_A_PROBES];
 	struct bft_target *t;
 	pid_t tgid;
 	int err = bft_check_capable(req, info->extack);
 
 	if (err)
 		return err;
+	/* the ids are method ids of one target */
+	if (probes && !info->attrs[BFT_A_TGID]) {
+		NL_SET_ERR_MSG_ATTR(info->extack, probes,
+				    "detaching chosen probes needs BFT_A_TGID");
+		return -EINVAL;
+	}
 	mutex_lock(&bft_lock);
 	if (info->attrs[BFT_A_TGID]) {
 		tgid = nla_get_u32(info->attrs[BFT_A_TGID]);
 		t = bft_target_find(tgid);
 		if (t) {
 			err = bft_may_control(t, info->extack);
-			if (!err)
+			if (!err && probes)
+				err = bft_target_detach_some(t, probes,
+							     info->extack);
+			else if (!err)
 				bft_target_detach(t);
 		} else {
 			BFT_SET_ERR_MSG_FMT(info->extack,

@@ -156,6 +156,10 @@ struct bft_target {
 	struct mm_struct *mm;	/* mmgrab()ed: the filter compares pointers */
 	struct list_head probes;
 	u32 nr_probes;
+	/* hooks detached by id that restore only, until the target goes */
+	struct list_head lingering;
+	/* a return probe was registered: frames may hold the trampoline */
+	bool had_ret;
 	bool stopped;		/* we sent SIGSTOP */
 	u32 owner;		/* port id owning it until a start; 0: none */
 	unsigned long trampoline;	/* uretprobe trampoline; 0: unknown yet */
@@ -179,6 +183,7 @@ struct bft_probe {
 	char *name;
 	u64 __percpu *hits;	/* per CPU: handlers on two CPUs share no line */
 	bool lingers;		/* detached, restoring return addresses only */
+	bool chosen;		/* named by the detach being checked */
 	/* BFT_PF_USDT: the semaphore (0: none) and the arguments */
 	loff_t ref_ctr_offset;
 	u8 nargs;
@@ -223,6 +228,8 @@ int bft_probe_register(struct bft_probe *p);
 void bft_probe_free(struct bft_probe *p);
 u64 bft_probe_hits(const struct bft_probe *p);
 void bft_target_detach(struct bft_target *t);
+int bft_target_detach_some(struct bft_target *t, const struct nlattr *list,
+			   struct netlink_ext_ack *ext);
 void bft_detach_all(void);
 void bft_lingering_release(void);
 int bft_targets_signal(int sig);

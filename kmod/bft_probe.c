@@ -307,6 +307,7 @@ struct bft_target *bft_target_new(pid_t tgid, struct netlink_ext_ack *extack)
 	mmgrab(mm);	/* keeps the pointer unique for the filter */
 	mmput(mm);	/* but does not keep the address space alive */
 	INIT_LIST_HEAD(&t->probes);
+	INIT_LIST_HEAD(&t->lingering);
 	list_add_tail(&t->node, &bft_targets);
 	bft_nr_targets++;
 	return t;
@@ -331,7 +332,7 @@ static void bft_target_free(struct bft_target *t)
 
 void bft_target_free_if_empty(struct bft_target *t)
 {
-	if (list_empty(&t->probes))
+	if (list_empty(&t->probes) && list_empty(&t->lingering))
 		bft_target_free(t);
 }
 
@@ -397,7 +398,8 @@ void bft_lingering_release(void)
 /*
  * Unregister every probe of @ts first, wait once, then free.  With
  * @keep_hooks, a target's unwinder hooks stay, restoring only, when it had
- * return probes: see bft_lingering.
+ * return probes: see bft_lingering.  Those a detach by id left lingering
+ * (already retired) stay with them, or go with the rest without.
  */
 static void bft_targets_detach(struct list_head *ts, bool keep_hooks)
 {
@@ -406,12 +408,8 @@ static void bft_targets_detach(struct list_head *ts, bool keep_hooks)
 	LIST_HEAD(kept);
 
 	list_for_each_entry(t, ts, node) {
-		bool had_ret = false;
-
-		list_for_each_entry(p, &t->probes, node)
-			had_ret |= !!(p->flags & BFT_PF_RETURN);
 		list_for_each_entry_safe(p, pn, &t->probes, node) {
-			if (keep_hooks && had_ret && bft_probe_may_linger(p)) {
+			if (keep_hooks && t->had_ret && bft_probe_may_linger(p)) {
 				WRITE_ONCE(p->lingers, true);
 				list_move_tail(&p->node, &kept);
 				continue;
@@ -420,6 +418,9 @@ static void bft_targets_detach(struct list_head *ts, bool keep_hooks)
 		}
 		/* the kept ones, first in line, until the free below */
 		list_splice_init(&kept, &t->probes);
+		if (!keep_hooks)
+			list_for_each_entry(p, &t->lingering, node)
+				bft_probe_unregister_nosync(p);
 	}
 	bft_probes_unregister_sync();
 	list_for_each_entry_safe(t, tn, ts, node) {
@@ -429,6 +430,14 @@ static void bft_targets_detach(struct list_head *ts, bool keep_hooks)
 				continue;
 			list_del(&p->node);
 			bft_probe_free(p);
+		}
+		if (keep_hooks) {
+			list_splice_tail_init(&t->lingering, &t->probes);
+		} else {
+			list_for_each_entry_safe(p, pn, &t->lingering, node) {
+				list_del(&p->node);
+				bft_probe_free(p);
+			}
 		}
 		bft_nr_probes -= t->nr_probes;
 		t->nr_probes = 0;
@@ -447,6 +456,147 @@ void bft_target_detach(struct bft_target *t)
 
 	list_move(&t->node, &one);
 	bft_targets_detach(&one, true);
+}
+
+/*
+ * A hook chosen by a detach by id lingers, restoring only, as a whole
+ * detach would leave it, whenever the target ever had a return probe:
+ * the return probes it keeps need it at the next throw, and those gone
+ * may have left frames (main()'s, say) holding the trampoline until
+ * they return, which an unwinder cannot walk through.  Should its own
+ * library be the one dlclose()d, a lingering hook costs nothing: an
+ * unmapped function is never hit.  It goes with the target.
+ * Only a target that never had a return probe has nothing for it to
+ * restore, and there it goes plainly; so does one whose function a
+ * lingering hook of the target already covers, so that detaching and
+ * attaching again cannot pile them up.
+ */
+static bool bft_hook_stays(struct bft_target *t, const struct bft_probe *p)
+{
+	struct bft_probe *q;
+
+	if (!t->had_ret || !bft_probe_may_linger(p))
+		return false;
+	list_for_each_entry(q, &t->lingering, node)
+		if (q->inode == p->inode && q->offset == p->offset)
+			return false;
+	return true;
+}
+
+static const struct nla_policy bft_detach_probe_policy[BFT_P_MAX + 1] = {
+	[BFT_P_METHOD_ID] = { .type = NLA_U32 },
+};
+
+static struct bft_probe *bft_probe_by_id(struct bft_target *t, u32 id)
+{
+	struct bft_probe *p;
+
+	list_for_each_entry(p, &t->probes, node)
+		if (p->method_id == id)
+			return p;
+	return NULL;
+}
+
+/*
+ * Mark the probes @list names, and count them in @n; on an error none
+ * stays marked, so that the request detaches nothing.
+ */
+static int bft_detach_choose(struct bft_target *t, const struct nlattr *list,
+			     u32 *n, struct netlink_ext_ack *ext)
+{
+	struct nlattr *tb[BFT_P_MAX + 1];
+	struct bft_probe *p;
+	struct nlattr *nest;
+	int rem, err = 0;
+	u32 idx = 0, id;
+
+	nla_for_each_nested(nest, list, rem) {
+		if (nla_type(nest) != BFT_A_PROBE) {
+			NL_SET_ERR_MSG_ATTR(ext, nest, "expected a BFT_A_PROBE nest");
+			err = -EINVAL;
+			break;
+		}
+		err = nla_parse_nested(tb, BFT_P_MAX, nest,
+				       bft_detach_probe_policy, ext);
+		if (err)
+			break;
+		if (!tb[BFT_P_METHOD_ID]) {
+			BFT_SET_ERR_MSG_FMT(ext, "probe %u: no method id", idx);
+			NL_SET_BAD_ATTR(ext, nest);
+			err = -EINVAL;
+			break;
+		}
+		id = nla_get_u32(tb[BFT_P_METHOD_ID]);
+		p = bft_probe_by_id(t, id);
+		if (!p) {
+			BFT_SET_ERR_MSG_FMT(ext, "probe %u: method id %u is no probe of tgid %d",
+					    idx, id, t->tgid);
+			NL_SET_BAD_ATTR(ext, tb[BFT_P_METHOD_ID]);
+			err = -ENOENT;
+			break;
+		}
+		if (p->chosen) {
+			BFT_SET_ERR_MSG_FMT(ext, "probe %u: method id %u is given twice",
+					    idx, id);
+			NL_SET_BAD_ATTR(ext, tb[BFT_P_METHOD_ID]);
+			err = -EINVAL;
+			break;
+		}
+		p->chosen = true;
+		idx++;
+	}
+	if (!err && !idx) {
+		NL_SET_ERR_MSG_ATTR(ext, list, "no probes");
+		err = -EINVAL;
+	}
+	if (err)
+		list_for_each_entry(p, &t->probes, node)
+			p->chosen = false;
+	*n = idx;
+	return err;
+}
+
+/*
+ * The probes of @t that @list names (uapi BFT_CMD_DETACH), all checked
+ * before any goes; then as bft_targets_detach() does it, but @t stays,
+ * even with no probe left: its owner and its stop are the caller's still.
+ */
+int bft_target_detach_some(struct bft_target *t, const struct nlattr *list,
+			   struct netlink_ext_ack *ext)
+{
+	struct bft_probe *p, *pn;
+	LIST_HEAD(chosen);
+	u32 n;
+	int err;
+
+	err = bft_detach_choose(t, list, &n, ext);
+	if (err)
+		return err;
+	list_for_each_entry_safe(p, pn, &t->probes, node) {
+		if (!p->chosen)
+			continue;
+		p->chosen = false;
+		list_move_tail(&p->node, &chosen);
+		if (bft_hook_stays(t, p))
+			WRITE_ONCE(p->lingers, true);
+		else
+			bft_probe_unregister_nosync(p);
+	}
+	bft_probes_unregister_sync();
+	list_for_each_entry_safe(p, pn, &chosen, node) {
+		/* after the sync: the hits are final */
+		bft_method_retire(p, t->tgid);
+		if (p->lingers) {
+			list_move_tail(&p->node, &t->lingering);
+			continue;
+		}
+		list_del(&p->node);
+		bft_probe_free(p);
+	}
+	t->nr_probes -= n;
+	bft_nr_probes -= n;
+	bft_methods_name();
+	return 0;
 }
 
 void bft_detach_all(void)

@@ -92,6 +92,16 @@
  *
  * BFT_CMD_DETACH            (privileged, and ptrace access to the targets)
  *     request: BFT_A_TGID, or none for every target.  -ENOENT: no such target.
+ *     With BFT_A_TGID, a BFT_A_PROBES nest of BFT_A_PROBE nests, each
+ *     holding only BFT_P_METHOD_ID, detaches just those probes of the
+ *     target (BFT_FEAT_DETACH_SOME): what a tool does when the target
+ *     unmaps the object they were on (dlclose).  The whole list is checked
+ *     first: an id that names no attached probe of the target is -ENOENT,
+ *     an id given twice -EINVAL, both with the id in the extack text, and
+ *     nothing is detached.  The probes detached stay in GET_METHODS with
+ *     BFT_PF_GONE, named as a detach names them; their ids stay the
+ *     target's and may be attached again.  The target stays, even with no
+ *     probe left.
  *     -EPERM (nothing detached) if the caller may not ptrace a target that
  *     still runs, checked on a live thread of it (its main thread may have
  *     exited), or if no live thread of it can be checked.  BFT_CMD_STOP has
@@ -428,8 +438,8 @@
  * "provider:name" by convention, and its method id shares the id space of
  * the functions'.  BFT_P_REF_CTR_OFFSET, when not 0, is the file offset of
  * the probe's semaphore: the kernel adds one to that 2-byte counter in
- * every process mapping the file while the probe is registered (the
- * uprobe ref_ctr_offset), and takes it back at detach.  BFT_P_ARGS holds
+ * the target while the probe is registered (the uprobe ref_ctr_offset),
+ * and takes it back at detach.  BFT_P_ARGS holds
  * the arguments: an array of struct bft_usdt_arg, at most
  * BFT_USDT_MAX_ARGS, each evaluated at the hit as
  *     BFT_USDT_CONST  value
@@ -732,6 +742,7 @@ enum bft_event {
 /* attaches outside a session have owners; BFT_A_PERSIST on BFT_CMD_ATTACH */
 #define BFT_FEAT_ATTACH_PERSIST	(1ULL << 9)
 #define BFT_FEAT_USDT		(1ULL << 10)	/* BFT_PF_USDT, MARK, ARG */
+#define BFT_FEAT_DETACH_SOME	(1ULL << 11)	/* DETACH of chosen probes */
 
 /* 2.2: escape records */
 #define BFT_ESC_LEAD		0x40	/* | kind; then 0x00 */

@@ -99,6 +99,13 @@ struct bft_backend_ops {
 	 */
 	void (*attach_persist)(void *h, bool persist);
 	int (*detach)(void *h, uint32_t tgid);
+	/*
+	 * Detach the n probes of tgid with these method ids, where caps says
+	 * BFT_FEAT_DETACH_SOME (BFT_CMD_DETACH with BFT_A_PROBES).  NULL:
+	 * the backend cannot.
+	 */
+	int (*detach_some)(void *h, uint32_t tgid, const uint32_t *ids,
+			   size_t n);
 	int (*start)(void *h, bool persist, uint8_t *mode);
 	int (*mode_cmd)(void *h, int cmd, uint8_t *mode);
 	int (*get_status)(void *h, struct bft_nl_status *st);

@@ -100,6 +100,12 @@ static int kmod_detach(void *h, uint32_t tgid)
 	return bft_nl_detach(h, tgid);
 }
 
+static int kmod_detach_some(void *h, uint32_t tgid, const uint32_t *ids,
+			    size_t n)
+{
+	return bft_nl_detach_some(h, tgid, ids, n);
+}
+
 static int kmod_start(void *h, bool persist, uint8_t *mode)
 {
 	return bft_nl_start(h, persist, mode);
@@ -281,6 +287,7 @@ const struct bft_backend_ops bft_backend_kmod = {
 	.attach = kmod_attach,
 	.attach_persist = kmod_attach_persist,
 	.detach = kmod_detach,
+	.detach_some = kmod_detach_some,
 	.start = kmod_start,
 	.mode_cmd = kmod_mode_cmd,
 	.get_status = kmod_get_status,

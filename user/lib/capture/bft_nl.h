@@ -132,6 +132,9 @@ void bft_nl_set_attach_persist(struct bft_nl *nl, bool persist);
 
 /* Detach every probe of tgid, or of every target when tgid is 0. */
 int bft_nl_detach(struct bft_nl *nl, uint32_t tgid);
+/* Detach the n probes of tgid with these method ids (one request). */
+int bft_nl_detach_some(struct bft_nl *nl, uint32_t tgid, const uint32_t *ids,
+		       size_t n);
 
 /* ---- mode commands ----------------------------------------------------- */
 

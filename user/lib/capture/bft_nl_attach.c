@@ -176,6 +176,39 @@ int bft_nl_attach(struct bft_nl *nl, uint32_t tgid,
 	return 0;
 }
 
+int bft_nl_detach_some(struct bft_nl *nl, uint32_t tgid, const uint32_t *ids,
+		       size_t n)
+{
+	/* a nest of nests of one u32 each: 16 bytes an id */
+	size_t bufsz = MNL_NLMSG_HDRLEN + GENL_HDRLEN + 64 + 16 * n;
+	struct nlmsghdr *nlh;
+	struct nlattr *outer;
+	void *buf;
+	int err = bft_nl_control_check(nl);
+
+	if (err)
+		return err;
+	if (!tgid || 16 * n > BFT_NL_NEST_MAX - MNL_ATTR_HDRLEN)
+		return bft_nl_err_set(nl, -EINVAL, "detaching %zu probes of process %u: %s",
+				      n, tgid, tgid ? "too many for one request" : "no process");
+	buf = malloc(bufsz);
+	if (!buf)
+		return bft_nl_err_set(nl, -ENOMEM, "out of memory for %zu ids", n);
+	nlh = bft_nl_cmd_put(nl, buf, BFT_CMD_DETACH, NLM_F_ACK);
+	mnl_attr_put_u32(nlh, BFT_A_TGID, tgid);
+	outer = mnl_attr_nest_start(nlh, BFT_A_PROBES);
+	for (size_t i = 0; i < n; i++) {
+		struct nlattr *in = mnl_attr_nest_start(nlh, BFT_A_PROBE);
+
+		mnl_attr_put_u32(nlh, BFT_P_METHOD_ID, ids[i]);
+		mnl_attr_nest_end(nlh, in);
+	}
+	mnl_attr_nest_end(nlh, outer);
+	err = bft_nl_transact(nl, nlh, NULL, NULL);
+	free(buf);
+	return err;
+}
+
 int bft_nl_detach(struct bft_nl *nl, uint32_t tgid)
 {
 	char buf[256];
