@@ -885,11 +885,20 @@ int bft_usdt_hit(struct pt_regs *regs)
 	if (depth && too_deep(ctl, depth - 1))
 		return 0;
 	id = u->method_id;
-	/* suspended, the hit is only counted: nothing to read */
+	/*
+	 * Suspended, the hit is only counted: nothing to read.  Should the
+	 * mode change before record() looks, the MARK says its arguments
+	 * were not read, as the module's does.
+	 */
 	if (recording(ctl->mode)) {
 		usdt_read(u, regs, &uv);
 	} else {
 		__builtin_memset(&uv, 0, sizeof(uv));
+		uv.n = u->nargs & 15;
+		uv.unread = (1U << uv.n) - 1;
+#pragma clang loop unroll(full)
+		for (int i = 0; i < BFT_USDT_MAX_ARGS; i++)
+			uv.is_signed |= (u->args[i].is_signed & below(i, uv.n)) << i;
 	}
 	if (!cpu_claim(c)) {
 		nested_drop(c, ctl);

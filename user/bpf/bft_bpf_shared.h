@@ -182,6 +182,16 @@ struct bft_bpf_method_key {
 struct bft_bpf_method {
 	__u64 offset;
 	__u32 flags;		/* BFT_PF_*, BFT_PF_GONE once detached */
+	/*
+	 * The pin of the link that holds the probe, + 1 (links/<tgid>/<n>,
+	 * its return link <n>r), shared with the other probes of one
+	 * uprobe_multi link: a detach of some probes must know which links
+	 * to release and which probes they held besides.
+	 */
+	__u32 link;
+	/* what that link carries for it, to attach the others again */
+	__u64 ref_ctr;		/* a USDT probe's semaphore, 0: none */
+	__u32 slot;		/* a USDT probe's spec in bft_usdt, 0: none */
 	__u32 pad;
 	char path[4096];	/* BFT_PATH_MAX */
 	char name[512];		/* BFT_NAME_MAX */

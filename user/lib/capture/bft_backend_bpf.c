@@ -85,6 +85,12 @@ static int bpf_detach(void *h, uint32_t tgid)
 	return bft_bpf_detach(h, tgid);
 }
 
+static int bpf_detach_some(void *h, uint32_t tgid, const uint32_t *ids,
+			   size_t n)
+{
+	return bft_bpf_detach_some(h, tgid, ids, n);
+}
+
 static int bpf_start(void *h, bool persist, uint8_t *mode)
 {
 	return bft_bpf_start(h, persist, mode);
@@ -235,6 +241,7 @@ const struct bft_backend_ops bft_backend_bpf = {
 	.get_caps = bpf_get_caps,
 	.attach = bpf_attach,
 	.detach = bpf_detach,
+	.detach_some = bpf_detach_some,
 	.start = bpf_start,
 	.mode_cmd = bpf_mode_cmd,
 	.get_status = bpf_get_status,

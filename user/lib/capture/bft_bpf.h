@@ -36,7 +36,7 @@
 /* BFT_A_FEATURES of the BPF backend: no events, no exception hooks. */
 #define BFT_BPF_FEATURES (BFT_FEAT_ENTRY | BFT_FEAT_RETURN | BFT_FEAT_NORET | \
 			  BFT_FEAT_PAUSE | BFT_FEAT_SUSPEND | BFT_FEAT_READ | \
-			  BFT_FEAT_USDT)
+			  BFT_FEAT_USDT | BFT_FEAT_DETACH_SOME)
 
 struct bft_bpf;
 
@@ -103,6 +103,16 @@ int bft_bpf_get_caps(struct bft_bpf *b, struct bft_nl_caps *caps);
 int bft_bpf_attach(struct bft_bpf *b, uint32_t tgid,
 		   const struct bft_nl_probe *probes, size_t n, int *results);
 int bft_bpf_detach(struct bft_bpf *b, uint32_t tgid);
+/*
+ * BFT_CMD_DETACH of the n probes of tgid with these method ids
+ * (BFT_FEAT_DETACH_SOME), all checked before any goes: -ENOENT for an id
+ * that names no attached probe of tgid (or no target tgid), -EINVAL for
+ * an id given twice or none at all.  The probes' uprobe_multi links
+ * held others too: those are attached again, by links of their own.
+ * The target stays, even with no probe left.
+ */
+int bft_bpf_detach_some(struct bft_bpf *b, uint32_t tgid, const uint32_t *ids,
+			size_t n);
 /*
  * BFT_CMD_START.  Without persist the session belongs to this process:
  * a guard process (bft_owner.h) stops it as BFT_CMD_STOP would (probes

@@ -214,18 +214,21 @@ static uint64_t probe_cookie(const struct bft_nl_probe *p, uint32_t slot,
 
 /*
  * Probes of one file, all USDT or none, attached with one uprobe_multi
- * link, and one more for the returns.
+ * link, and one more for the returns; links[] gets the entry link's pin
+ * + 1 for each.
  */
 static int group_attach_multi(struct bft_bpf *b, uint32_t tgid,
 			      uint32_t ctgid, const struct bft_nl_probe *probes,
 			      const uint32_t *slots, const size_t *idx,
-			      size_t n, int *results, unsigned int *seq)
+			      size_t n, int *results, uint32_t *links,
+			      unsigned int *seq)
 {
 	bool usdt = probes[idx[0]].flags & BFT_PF_USDT;
 	uint64_t *offs = calloc(n, sizeof(*offs));
 	uint64_t *refs = calloc(n, sizeof(*refs));
 	uint64_t *cookies = calloc(n, sizeof(*cookies));
 	size_t nret = 0;
+	unsigned int entries = 0;
 	int fd, err = 0;
 
 	if (!offs || !refs || !cookies) {
@@ -250,6 +253,7 @@ static int group_attach_multi(struct bft_bpf *b, uint32_t tgid,
 	err = bft_bpf_link_pin(b, fd, tgid, seq);
 	if (err)
 		goto out;
+	entries = *seq - 1;
 	for (size_t i = 0; i < n; i++) {
 		const struct bft_nl_probe *p = &probes[idx[i]];
 
@@ -260,8 +264,6 @@ static int group_attach_multi(struct bft_bpf *b, uint32_t tgid,
 		}
 	}
 	if (nret) {
-		unsigned int entries = *seq - 1;
-
 		fd = bft_bpf_link_multi(b->exit_fd, tgid, probes[idx[0]].path, offs,
 				cookies, nret, true);
 		if (fd < 0)
@@ -269,13 +271,15 @@ static int group_attach_multi(struct bft_bpf *b, uint32_t tgid,
 					      "%s", probes[idx[0]].path,
 					      strerror(-fd));
 		else
-			err = bft_bpf_link_pin(b, fd, tgid, seq);
+			err = bft_bpf_link_pin_ret(b, fd, tgid, entries);
 		if (err)	/* entries without their returns: none */
-			bft_bpf_link_unpin(tgid, entries);
+			bft_bpf_link_release(tgid, entries);
 	}
 out:
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		results[idx[i]] = err;
+		links[idx[i]] = err ? 0 : entries + 1;
+	}
 	free(offs);
 	free(refs);
 	free(cookies);
@@ -284,7 +288,7 @@ out:
 
 static int probe_attach(struct bft_bpf *b, uint32_t tgid, uint32_t ctgid,
 			const struct bft_nl_probe *p, uint32_t slot,
-			unsigned int *seq)
+			uint32_t *link, unsigned int *seq)
 {
 	uint64_t cookie = probe_cookie(p, slot, ctgid);
 	int prog = p->flags & BFT_PF_USDT ? b->usdt_prog_fd : b->enter_fd;
@@ -297,8 +301,11 @@ static int probe_attach(struct bft_bpf *b, uint32_t tgid, uint32_t ctgid,
 				       (unsigned long long)p->offset,
 				       strerror(-fd));
 	err = bft_bpf_link_pin(b, fd, tgid, seq);
-	if (err || !(p->flags & BFT_PF_RETURN))
+	if (err)
 		return err;
+	*link = *seq;	/* the pin + 1 */
+	if (!(p->flags & BFT_PF_RETURN))
+		return 0;
 	fd = bft_bpf_link_uprobe(b->exit_fd, tgid, p->path, p->offset, 0, true,
 				 cookie);
 	if (fd < 0)
@@ -306,9 +313,11 @@ static int probe_attach(struct bft_bpf *b, uint32_t tgid, uint32_t ctgid,
 				      p->path, (unsigned long long)p->offset,
 				      strerror(-fd));
 	else
-		err = bft_bpf_link_pin(b, fd, tgid, seq);
-	if (err)	/* an entry without its return: none */
-		bft_bpf_link_unpin(tgid, *seq - 1);
+		err = bft_bpf_link_pin_ret(b, fd, tgid, *link - 1);
+	if (err) {	/* an entry without its return: none */
+		bft_bpf_link_release(tgid, *link - 1);
+		*link = 0;
+	}
 	return err;
 }
 
@@ -320,12 +329,14 @@ static int target_attach(struct bft_bpf *b, uint32_t tgid,
 	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
 	bool *done = calloc(n ? n : 1, sizeof(*done));
 	uint32_t *slots = calloc(n ? n : 1, sizeof(*slots));
+	uint32_t *links = calloc(n ? n : 1, sizeof(*links));
 	uint32_t ctgid = tgid_cookie(tgid);	/* once, not per probe */
 	unsigned int seq = 0;
 	int err, first = 0, ok = 0;
+	bool made = false;
 	char p[PATH_MAX];
 
-	if (!res || !idx || !done || !slots) {
+	if (!res || !idx || !done || !slots || !links) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -339,7 +350,9 @@ static int target_attach(struct bft_bpf *b, uint32_t tgid,
 		goto out;
 	}
 	links_dir_format(p, sizeof(p), tgid);
-	if (mkdir(p, 0700) && errno != EEXIST) {
+	if (!mkdir(p, 0700)) {
+		made = true;
+	} else if (errno != EEXIST) {
 		err = bft_bpf_err_set(b, -errno, "mkdir %s: %s", p,
 				      strerror(errno));
 		bft_bpf_usdt_drop(b, slots, n);
@@ -353,7 +366,7 @@ static int target_attach(struct bft_bpf *b, uint32_t tgid,
 		if (!multi) {
 			done[i] = true;
 			res[i] = probe_attach(b, tgid, ctgid, &probes[i],
-					      slots[i], &seq);
+					      slots[i], &links[i], &seq);
 			continue;
 		}
 		/* a USDT site has a program of its own, so a link of its own */
@@ -366,12 +379,13 @@ static int target_attach(struct bft_bpf *b, uint32_t tgid,
 			}
 		}
 		group_attach_multi(b, tgid, ctgid, probes, slots, idx, k, res,
-				   &seq);
+				   links, &seq);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!res[i]) {
 			ok++;
-			res[i] = bft_bpf_method_record(b, tgid, &probes[i]);
+			res[i] = bft_bpf_method_record(b, tgid, &probes[i],
+						       links[i], slots[i]);
 		} else {
 			/* no link reads this spec */
 			bft_bpf_usdt_drop(b, &slots[i], 1);
@@ -380,14 +394,19 @@ static int target_attach(struct bft_bpf *b, uint32_t tgid,
 		}
 	}
 	err = ok ? 0 : first;
-	if (!ok)
-		rmdir(p);	/* a target of nothing is no target (if empty) */
+	/*
+	 * A target of nothing is no target; one that was there before stays,
+	 * even emptied by a detach of its probes
+	 */
+	if (!ok && made)
+		rmdir(p);
 out:
 	if (res != results)
 		free(res);
 	free(idx);
 	free(done);
 	free(slots);
+	free(links);
 	return err;
 }
 
@@ -516,4 +535,298 @@ void bft_bpf_targets_reap(struct bft_bpf *b)
 		b->count_owed = false;
 	}
 	close(fd);
+}
+
+/* A live probe of the target, as a detach of some probes weighs it. */
+struct live {
+	uint32_t id;
+	uint32_t link;		/* bft_bpf_method.link */
+	bool chosen, done;
+};
+
+static int live_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct live *)a)->id;
+	uint32_t y = ((const struct live *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The live probes of tgid, sorted by id, into *out: their count or -errno. */
+static ssize_t live_list(struct bft_bpf *b, uint32_t tgid, struct live **out)
+{
+	struct bft_bpf_method_key k, next, *prev = NULL;
+	struct bft_bpf_method *m = malloc(sizeof(*m));
+	struct live *v = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!m)
+		return -ENOMEM;
+	while (!bpf_map_get_next_key(b->methods_fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		if (k.tgid != tgid || bpf_map_lookup_elem(b->methods_fd, &k, m) ||
+		    (m->flags & BFT_PF_GONE))
+			continue;
+		if (n == cap) {
+			void *p = realloc(v, (cap = cap * 2 + 64) * sizeof(*v));
+
+			if (!p) {
+				free(v);
+				free(m);
+				return -ENOMEM;
+			}
+			v = p;
+		}
+		v[n++] = (struct live){ .id = k.method_id, .link = m->link };
+	}
+	free(m);
+	if (n)
+		qsort(v, n, sizeof(*v), live_cmp);
+	*out = v;
+	return (ssize_t)n;
+}
+
+/* The module's checks (kmod/bft_probe.c: bft_detach_choose()). */
+static int detach_choose(struct bft_bpf *b, uint32_t tgid, struct live *v,
+			 size_t nv, const uint32_t *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct live key = { .id = ids[i] };
+		struct live *l = nv ? bsearch(&key, v, nv, sizeof(*v),
+					      live_cmp) : NULL;
+
+		if (!l)
+			return bft_bpf_err_set(b, -ENOENT, "probe %zu: method "
+					       "id %u is no probe of tgid %u",
+					       i, ids[i], tgid);
+		if (l->chosen)
+			return bft_bpf_err_set(b, -EINVAL, "probe %zu: method "
+					       "id %u is given twice", i,
+					       ids[i]);
+		/* recorded by this version always: a link holds it */
+		if (!l->link)
+			return bft_bpf_err_set(b, -EIO, "probe %zu: method id "
+					       "%u has no link on record", i,
+					       ids[i]);
+		l->chosen = true;
+	}
+	if (!n)
+		return bft_bpf_err_set(b, -EINVAL, "no probes");
+	return 0;
+}
+
+/* Probe id of tgid as its method record has it, for attaching it again. */
+static int probe_of(struct bft_bpf *b, uint32_t tgid, uint32_t id,
+		    struct bft_bpf_method *m, struct bft_nl_probe *p,
+		    uint32_t *slot)
+{
+	int err = bft_bpf_method_get(b, tgid, id, m);
+
+	if (err)
+		return bft_bpf_err_set(b, err, "method %u of %u: %s", id, tgid,
+				       strerror(-err));
+	*p = (struct bft_nl_probe){
+		.path = strdup(m->path), .offset = m->offset,
+		.method_id = id, .flags = m->flags, .ref_ctr_offset = m->ref_ctr,
+	};
+	*slot = m->slot;
+	return p->path ? 0 : -ENOMEM;
+}
+
+/*
+ * Whether tgid maps path's file as one since unlinked: replaced (a package
+ * upgrade renames the new one over it).  A link made by path now would
+ * take the new file, at offsets that are the old one's.
+ */
+static int path_replaced(struct bft_bpf *b, uint32_t tgid, const char *path)
+{
+	char maps[64], line[PATH_MAX + 128], real[PATH_MAX];
+	size_t len;
+	bool gone = false;
+	FILE *f;
+
+	if (!realpath(path, real))
+		snprintf(real, sizeof(real), "%s", path);
+	len = strlen(real);
+	snprintf(maps, sizeof(maps), "/proc/%u/maps", tgid);
+	f = fopen(maps, "re");
+	if (!f)
+		return 0;	/* the target is gone: the attach says so */
+	while (!gone && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+
+		gone = p && !strncmp(p, real, len) &&
+		       !strcmp(p + len, " (deleted)\n");
+	}
+	fclose(f);
+	if (gone)
+		return bft_bpf_err_set(b, -ESTALE, "%s was replaced since "
+				       "the attach: its old file is still "
+				       "mapped", path);
+	return 0;
+}
+
+static void probe_retire(struct bft_bpf *b, uint32_t tgid, uint32_t id,
+			 struct bft_bpf_method *m)
+{
+	uint32_t slot;
+
+	if (bft_bpf_method_get(b, tgid, id, m))
+		return;
+	/* its links are gone: no hit reads the spec any more */
+	slot = m->slot;
+	bft_bpf_usdt_drop(b, &slot, 1);
+	m->flags |= BFT_PF_GONE;
+	m->slot = 0;
+	m->link = 0;
+	bft_bpf_method_put(b, tgid, id, m);
+}
+
+/*
+ * The chosen probes of one link (link: its pin + 1) go, and the others
+ * it held are attached again by a link of their own: a uprobe_multi link
+ * cannot drop some of its offsets.  The old link goes first, so no hit is
+ * recorded twice; a hit of another probe in between is not recorded.  If
+ * they cannot be attached again (their file replaced, the target gone),
+ * they are detached too, and said so.
+ */
+static int group_detach(struct bft_bpf *b, uint32_t tgid, uint32_t link,
+			struct live *v, size_t nv, struct bft_bpf_method *m)
+{
+	struct bft_nl_probe *probes = NULL;
+	uint32_t *slots = NULL, *links = NULL;
+	size_t *idx = NULL, ns = 0, k;
+	int *res = NULL, err = 0;
+	unsigned int seq = 0;
+	char why[sizeof(b->err)];
+
+	b->err[0] = '\0';
+	for (size_t i = 0; i < nv; i++)
+		ns += v[i].link == link && !v[i].chosen && !v[i].done;
+	bft_bpf_link_release(tgid, link - 1);
+	if (ns) {
+		probes = calloc(ns, sizeof(*probes));
+		slots = calloc(ns, sizeof(*slots));
+		links = calloc(ns, sizeof(*links));
+		idx = calloc(ns, sizeof(*idx));
+		res = calloc(ns, sizeof(*res));
+		if (!probes || !slots || !links || !idx || !res)
+			err = -ENOMEM;
+	}
+	for (size_t i = 0, j = 0; !err && i < nv; i++) {
+		if (v[i].link != link || v[i].chosen || v[i].done)
+			continue;
+		idx[j] = j;
+		err = probe_of(b, tgid, v[i].id, m, &probes[j], &slots[j]);
+		j++;
+	}
+	if (!err && ns && bft_bpf_multi(b))
+		err = path_replaced(b, tgid, probes[0].path);
+	if (!err && ns && bft_bpf_multi(b)) {
+		err = group_attach_multi(b, tgid, tgid_cookie(tgid), probes,
+					 slots, idx, ns, res, links, &seq);
+	} else {
+		/* one link per probe: no other probe shares it */
+		for (k = 0; !err && k < ns; k++)
+			err = probe_attach(b, tgid, tgid_cookie(tgid),
+					   &probes[k], slots[k], &links[k],
+					   &seq);
+		if (err)	/* all again or none */
+			for (size_t j = 0; j < k; j++)
+				if (links[j])
+					bft_bpf_link_release(tgid, links[j] - 1);
+	}
+	for (size_t i = 0, j = 0; i < nv; i++) {
+		if (v[i].link != link || v[i].done)
+			continue;
+		v[i].done = true;
+		if (v[i].chosen || err) {
+			probe_retire(b, tgid, v[i].id, m);
+			continue;
+		}
+		v[i].link = links[j];
+		if (!bft_bpf_method_get(b, tgid, v[i].id, m)) {
+			m->link = links[j];
+			bft_bpf_method_put(b, tgid, v[i].id, m);
+		}
+		j++;
+	}
+	if (err) {
+		snprintf(why, sizeof(why), "%s", b->err[0] ? b->err :
+			 strerror(-err));
+		err = bft_bpf_err_set(b, err, "%zu probes of tgid %u shared a "
+				      "link with those detached and could not "
+				      "be attached again, so they are detached "
+				      "too: %s", ns, tgid, why);
+	}
+	for (size_t j = 0; probes && j < ns; j++)
+		free((char *)probes[j].path);
+	free(probes);
+	free(slots);
+	free(links);
+	free(idx);
+	free(res);
+	return err;
+}
+
+static int target_detach_some(struct bft_bpf *b, uint32_t tgid,
+			      const uint32_t *ids, size_t n)
+{
+	struct bft_bpf_method *m = malloc(sizeof(*m));
+	struct live *v = NULL;
+	char p[PATH_MAX], first[sizeof(b->err)] = "";
+	ssize_t nv;
+	int err = 0;
+
+	links_dir_format(p, sizeof(p), tgid);
+	if (!tgid || access(p, F_OK)) {
+		free(m);
+		return bft_bpf_err_set(b, -ENOENT, "tgid %u is not a target",
+				       tgid);
+	}
+	nv = m ? live_list(b, tgid, &v) : -ENOMEM;
+	if (nv < 0) {
+		free(m);
+		return bft_bpf_err_set(b, (int)nv, "the method table: %s",
+				       strerror((int)-nv));
+	}
+	err = detach_choose(b, tgid, v, (size_t)nv, ids, n);
+	if (err)
+		nv = 0;		/* nothing detached */
+	for (ssize_t i = 0; i < nv; i++) {
+		int e;
+
+		if (!v[i].chosen || v[i].done)
+			continue;
+		/* the first failure is the one said; the others go on */
+		e = group_detach(b, tgid, v[i].link, v, (size_t)nv, m);
+		if (e && !err) {
+			err = e;
+			snprintf(first, sizeof(first), "%s", b->err);
+		}
+	}
+	if (first[0])
+		snprintf(b->err, sizeof(b->err), "%s", first);
+	free(v);
+	free(m);
+	return err;
+}
+
+int bft_bpf_detach_some(struct bft_bpf *b, uint32_t tgid, const uint32_t *ids,
+			size_t n)
+{
+	int fd, err = bft_bpf_session_open(b, false);
+
+	if (err == -ENOENT)	/* no session: nothing attached */
+		return bft_bpf_err_set(b, err, "tgid %u is not a target", tgid);
+	if (err)
+		return err;
+	fd = bft_bpf_session_lock(b);
+	if (fd < 0)
+		return fd;
+	err = target_detach_some(b, tgid, ids, n);
+	bft_bpf_probes_recount(b);
+	bft_bpf_session_unlock(fd);
+	return err;
 }

@@ -96,7 +96,15 @@ int bft_bpf_link_multi_ref(int prog_fd, uint32_t tgid, const char *path,
 /* Pin (and close) link fd as the target's next free seq. */
 int bft_bpf_link_pin(struct bft_bpf *b, int fd, uint32_t tgid,
 		     unsigned int *seq);
-void bft_bpf_link_unpin(uint32_t tgid, unsigned int seq);
+/* Pin (and close) the return link of the probes of entry link seq. */
+int bft_bpf_link_pin_ret(struct bft_bpf *b, int fd, uint32_t tgid,
+			 unsigned int seq);
+/*
+ * Unpin entry link seq and its return link (if any), and free them now,
+ * not when the kernel gets to an unpinned link: when it returns, they
+ * fire no more.  Also what undoes a probe group that half failed.
+ */
+void bft_bpf_link_release(uint32_t tgid, unsigned int seq);
 
 /* ---- targets (bft_bpf_attach.c) ---- */
 
@@ -131,8 +139,14 @@ void bft_bpf_usdt_release(struct bft_bpf *b, uint32_t tgid);
 
 size_t bft_bpf_probes_count(struct bft_bpf *b);
 void bft_bpf_probes_recount(struct bft_bpf *b);
+/* link: its entry link's pin + 1; slot: its USDT spec's, 0 if none. */
 int bft_bpf_method_record(struct bft_bpf *b, uint32_t tgid,
-			  const struct bft_nl_probe *p);
+			  const struct bft_nl_probe *p, uint32_t link,
+			  uint32_t slot);
+int bft_bpf_method_get(struct bft_bpf *b, uint32_t tgid, uint32_t id,
+		       struct bft_bpf_method *m);
+int bft_bpf_method_put(struct bft_bpf *b, uint32_t tgid, uint32_t id,
+		       const struct bft_bpf_method *m);
 void bft_bpf_methods_retire(struct bft_bpf *b, uint32_t tgid);
 void bft_bpf_methods_forget(struct bft_bpf *b);
 

@@ -3,7 +3,8 @@
  * The kernel objects that hold the BPF backend's probes: a perf-event
  * uprobe per function, or one uprobe_multi link per file and direction
  * (Linux 6.6), each pinned under the target's links directory, so that it
- * lives as long as the session and goes when its pin is removed.  The
+ * lives as long as the session and goes when its pin is removed: an
+ * entry link as <n>, the return link of the same probes as <n>r.  The
  * module registers uprobe consumers instead (kmod/bft_probe.c).
  */
 #include <errno.h>
@@ -120,16 +121,23 @@ int bft_bpf_link_multi_ref(int prog_fd, uint32_t tgid, const char *path,
 	return fd < 0 ? -errno : fd;
 }
 
+static void ret_path(char *buf, size_t len, uint32_t tgid, unsigned int seq)
+{
+	snprintf(buf, len, "%s/links/%u/%ur", bft_bpf_pin_dir(), tgid, seq);
+}
+
 int bft_bpf_link_pin(struct bft_bpf *b, int fd, uint32_t tgid,
 		     unsigned int *seq)
 {
-	char p[PATH_MAX];
+	char p[PATH_MAX], r[PATH_MAX];
 	int err;
 
+	/* a return link left alone (a release cut short) keeps its number */
 	for (;; (*seq)++) {
 		snprintf(p, sizeof(p), "%s/links/%u/%u", bft_bpf_pin_dir(),
 			 tgid, *seq);
-		if (access(p, F_OK))
+		ret_path(r, sizeof(r), tgid, *seq);
+		if (access(p, F_OK) && access(r, F_OK))
 			break;
 	}
 	err = bpf_obj_pin(fd, p) ? -errno : 0;
@@ -141,11 +149,58 @@ int bft_bpf_link_pin(struct bft_bpf *b, int fd, uint32_t tgid,
 	return 0;
 }
 
-/* Undo bft_bpf_link_pin() when the other half of a probe group failed. */
-void bft_bpf_link_unpin(uint32_t tgid, unsigned int seq)
+int bft_bpf_link_pin_ret(struct bft_bpf *b, int fd, uint32_t tgid,
+			 unsigned int seq)
+{
+	char p[PATH_MAX];
+	int err;
+
+	ret_path(p, sizeof(p), tgid, seq);
+	err = bpf_obj_pin(fd, p) ? -errno : 0;
+	close(fd);
+	if (err)
+		return bft_bpf_err_set(b, err, "pinning %s: %s", p,
+				       strerror(-err));
+	return 0;
+}
+
+/*
+ * bpffs drops a pin's reference from an RCU callback after the unlink,
+ * and the last reference frees the link from a work item: neither the
+ * unlink nor the close of our descriptor waits for it.  A spec slot may
+ * be freed, or the survivors of a shared link attached again without a
+ * hit recorded twice, only once the link is gone, so wait (up to a
+ * second) until its id no longer opens.  What is left is the work item's
+ * own latency between the last reference and the unregistration.
+ */
+static void link_release(const char *p)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info), id = 0;
+	int fd = bpf_obj_get(p);
+
+	memset(&info, 0, sizeof(info));
+	if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+		id = info.id;
+	unlink(p);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; id && i < 1000; i++) {
+		int f = bpf_link_get_fd_by_id(id);
+
+		if (f < 0)
+			break;
+		close(f);
+		usleep(1000);
+	}
+}
+
+void bft_bpf_link_release(uint32_t tgid, unsigned int seq)
 {
 	char p[PATH_MAX];
 
+	ret_path(p, sizeof(p), tgid, seq);
+	link_release(p);	/* the returns first: no exit without entry */
 	snprintf(p, sizeof(p), "%s/links/%u/%u", bft_bpf_pin_dir(), tgid, seq);
-	unlink(p);	/* the last reference: the link goes */
+	link_release(p);
 }

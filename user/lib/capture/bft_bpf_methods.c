@@ -51,7 +51,8 @@ void bft_bpf_probes_recount(struct bft_bpf *b)
 }
 
 int bft_bpf_method_record(struct bft_bpf *b, uint32_t tgid,
-			  const struct bft_nl_probe *p)
+			  const struct bft_nl_probe *p, uint32_t link,
+			  uint32_t slot)
 {
 	struct bft_bpf_method_key k = { tgid, p->method_id };
 	struct bft_bpf_method *m = calloc(1, sizeof(*m));
@@ -64,6 +65,9 @@ int bft_bpf_method_record(struct bft_bpf *b, uint32_t tgid,
 	}
 	m->offset = p->offset;
 	m->flags = p->flags;
+	m->link = link;
+	m->ref_ctr = p->ref_ctr_offset;
+	m->slot = slot;
 	snprintf(m->path, sizeof(m->path), "%s", p->path);
 	snprintf(m->name, sizeof(m->name), "%s", p->name ? p->name : "");
 	if (bpf_map_update_elem(b->methods_fd, &k, m, BPF_ANY))
@@ -82,6 +86,25 @@ out:
 	free(m);
 	free(zeros);
 	return err;
+}
+
+int bft_bpf_method_get(struct bft_bpf *b, uint32_t tgid, uint32_t id,
+		       struct bft_bpf_method *m)
+{
+	struct bft_bpf_method_key k = { tgid, id };
+
+	return bpf_map_lookup_elem(b->methods_fd, &k, m) ? -errno : 0;
+}
+
+int bft_bpf_method_put(struct bft_bpf *b, uint32_t tgid, uint32_t id,
+		       const struct bft_bpf_method *m)
+{
+	struct bft_bpf_method_key k = { tgid, id };
+
+	if (bpf_map_update_elem(b->methods_fd, &k, m, BPF_EXIST))
+		return bft_bpf_err_set(b, -errno, "method table: %s",
+				       strerror(errno));
+	return 0;
 }
 
 /* Mark the methods of tgid (0: all) detached, as the module keeps them. */

@@ -36,10 +36,12 @@
  * the per-CPU state grew the time bits and their counts; an older binary
  * would read it into a buffer sized for its own layout, which
  * pins_check_layout() cannot stop.  usdt and prog_usdt came with the USDT
- * probes: a session without them could not attach one.
+ * probes: a session without them could not attach one.  methods_link:
+ * a method names the link that holds it (for a detach of some probes);
+ * an older binary would read the records at the wrong offsets.
  */
 static const char *const pin_names[] = {
-	"ctl", "cpus_tbits", "rings", "hits", "hits_far", "methods", "read",
+	"ctl", "cpus_tbits", "rings", "hits", "hits_far", "methods_link", "read",
 	"prog_enter", "prog_exit", "prog_ctl_cpu", "usdt", "prog_usdt",
 };
 
