@@ -55,6 +55,13 @@ int ctl_detach(struct ctl *c, uint32_t tgid)
 	return c->be->detach(c->beh, tgid);
 }
 
+int ctl_detach_some(struct ctl *c, uint32_t tgid, const uint32_t *ids, size_t n)
+{
+	if (!c->be->detach_some || !(c->caps.features & BFT_FEAT_DETACH_SOME))
+		return -EOPNOTSUPP;
+	return c->be->detach_some(c->beh, tgid, ids, n);
+}
+
 int ctl_mode_cmd(struct ctl *c, int cmd, uint8_t *mode)
 {
 	return c->be->mode_cmd(c->beh, cmd, mode);

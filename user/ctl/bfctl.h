@@ -89,6 +89,8 @@ int ctl_attach(struct ctl *c, uint32_t tgid, const struct bft_nl_probe *p,
 /* Probes attached from here on outlive this bfctl, where the backend can. */
 void ctl_attach_persist(struct ctl *c);
 int ctl_detach(struct ctl *c, uint32_t tgid);
+/* The n probes of tgid with these ids; -EOPNOTSUPP if the backend cannot. */
+int ctl_detach_some(struct ctl *c, uint32_t tgid, const uint32_t *ids, size_t n);
 int ctl_mode_cmd(struct ctl *c, int cmd, uint8_t *mode);
 /* BFT_CMD_START; the session belongs to this bfctl unless persist. */
 int ctl_start(struct ctl *c, bool persist, uint8_t *mode);

@@ -18,6 +18,7 @@
 #define R_STATE_OFFSET	24
 #define RT_CONSISTENT	0
 #define RT_ADD		1
+#define RT_DELETE	2
 
 struct run {
 	struct ctl *c;
@@ -39,6 +40,7 @@ struct run_loader {
 	uint64_t bp, r_debug;
 	bool armed;		/* a breakpoint on bp for the session */
 	bool adding;		/* r_state was RT_ADD at the last stop */
+	bool deleting;		/* r_state was RT_DELETE at the last stop */
 };
 
 /*

@@ -12,6 +12,11 @@
  * library's constructors, and the first call any thread makes into it,
  * are traced.  Threads that load nothing run on meanwhile.
  *
+ * A dlclose() that unmaps a library stops there too, with RT_DELETE and
+ * then RT_CONSISTENT: the probes on what is no longer mapped are then
+ * detached (where the backend can detach some probes alone), their names
+ * kept in the method table.
+ *
  * The breakpoint must not be lifted to let the thread through, or another
  * thread could pass it meanwhile: _dl_debug_state() is a lone `ret` (it
  * exists only to be trapped), so the stop ends with the `ret` done by
@@ -27,14 +32,17 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <elf.h>
+#include <sys/stat.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
 
 #include "output.h"
 #include "run.h"
 #include "symbols/bft_elf.h"
+#include "symbols/bft_maps.h"
 
 #define OP_RET	0xc3
 #define OP_INT3	0xcc
@@ -134,6 +142,85 @@ static int step_ret(pid_t tid)
 	return ptrace(PTRACE_SETREGS, tid, NULL, &regs) ? -errno : 0;
 }
 
+struct unmapped {
+	uint32_t tgid;
+	const struct bft_maps *maps;
+	uint32_t *ids;
+	size_t n, cap;
+};
+
+/* path, as the method table names it, is one of the objects mapped */
+static bool still_mapped(const struct bft_maps *m, const char *path)
+{
+	struct stat st;
+	bool known = !stat(path, &st);
+
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->obj[i].path, path) ||
+		    (known && m->obj[i].ino == st.st_ino))
+			return true;
+	return false;
+}
+
+static int unmapped_cb(const struct bft_nl_method *m, void *arg)
+{
+	struct unmapped *u = arg;
+
+	if (m->tgid != u->tgid || (m->flags & BFT_PF_GONE) ||
+	    still_mapped(u->maps, m->path))
+		return 0;
+	if (u->n == u->cap) {
+		size_t cap = u->cap ? 2 * u->cap : 64;
+		uint32_t *v = realloc(u->ids, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		u->ids = v;
+		u->cap = cap;
+	}
+	u->ids[u->n++] = m->method_id;
+	return 0;
+}
+
+/*
+ * After a dlclose(): the probes on what the process no longer maps go,
+ * their names kept in the method table, so that they count against no
+ * limit and a library opened again is attached afresh.
+ */
+static void detach_unmapped(struct run *r, pid_t tgid)
+{
+	struct unmapped u = { .tgid = (uint32_t)tgid };
+	struct bft_maps m;
+	char err[256];
+	int rc;
+
+	if (bft_maps_read(tgid, &m, err, sizeof(err))) {
+		vlog(r->c, 1, "run: process %d unloaded a library: %s", (int)tgid, err);
+		return;
+	}
+	u.maps = &m;
+	rc = ctl_get_methods(r->c, unmapped_cb, &u);
+	if (rc) {
+		err_msg("run: process %d unloaded a library; reading the method table: %s",
+			(int)tgid, ctl_errmsg(r->c));
+		goto out;
+	}
+	if (u.n)
+		rc = ctl_detach_some(r->c, (uint32_t)tgid, u.ids, u.n);
+	if (rc == -EOPNOTSUPP)
+		vlog(r->c, 1, "run: process %d unloaded a library; the %s backend cannot detach its %zu probes alone: they stay until the end",
+		     (int)tgid, ctl_backend_name(r->c), u.n);
+	else if (rc)
+		err_msg("run: process %d unloaded a library; detaching its %zu probes: %s",
+			(int)tgid, u.n, ctl_errmsg(r->c));
+	else if (u.n)
+		vlog(r->c, 1, "run: process %d unloaded a library: %zu probes detached",
+		     (int)tgid, u.n);
+out:
+	free(u.ids);
+	bft_maps_free(&m);
+}
+
 int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld)
 {
 	int rc, attached = 0;
@@ -148,6 +235,11 @@ int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld
 	     (int)tid, (int)(int32_t)state);
 	if ((int32_t)state == RT_ADD) {
 		ld->adding = true;
+	} else if ((int32_t)state == RT_DELETE) {
+		ld->deleting = true;
+	} else if ((int32_t)state == RT_CONSISTENT && ld->deleting) {
+		ld->deleting = false;
+		detach_unmapped(r, tgid);
 	} else if ((int32_t)state == RT_CONSISTENT && ld->adding) {
 		/* a dlclose() ends in RT_CONSISTENT too: only a load counts */
 		ld->adding = false;

@@ -649,7 +649,7 @@ EOF
 dlopen_check() { # name, mode (fx_dl's: load, reopen)
 	local name=$1 mode=$2
 	settle
-	if ! bf --json run -p 'libfxdl*:fxdl_*' -- "$FX/fx_dl" "$mode" >"$T/run.json" 2>"$T/err"; then
+	if ! bf --json -v run -p 'libfxdl*:fxdl_*' -- "$FX/fx_dl" "$mode" >"$T/run.json" 2>"$T/err"; then
 		note "$T/err" "$T/run.json"; not_ok "$name # run failed"; return
 	fi
 	bf stop >/dev/null
@@ -675,6 +675,19 @@ others = [s for tid, s in seq.items() if tid != pid]
 assert others == [entry * 3] * 2, "want 2 threads of: %s" % " ".join(entry * 3)
 EOF
 	then
+		# the dlclose() detached the library's probes, the second
+		# dlopen() attached them again
+		if [[ $mode == reopen ]] && ! grep -qE 'unloaded a library: [0-9]+ probes detached' "$T/err"; then
+			note "$T/err"; not_ok "$name # no detach at dlclose"; return
+		fi
+		# under the ids they had: the table names each function once
+		if [[ $mode == reopen ]] && ! bf --json methods --all | python3 -c '
+import collections, json, sys
+n = collections.Counter(m["name"] for m in json.load(sys.stdin)["methods"] if "fxdl_" in m["name"])
+print("# method table:", dict(n))
+assert n and set(n.values()) == {1}' >"$T/cmp2" 2>&1; then
+			note "$T/cmp2"; not_ok "$name # the method table"; return
+		fi
 		note "$T/cmp"; ok "$name"
 	else
 		note "$T/cmp" "$T/err"; not_ok "$name"
