@@ -560,7 +560,10 @@ static int send_mark(struct coll *c, struct cthread *t, struct method *me,
 
 	key = key ? key + 1 : me->sig;
 	for (unsigned int i = 0; i < ev->nargs; i++)
-		len += (size_t)(ev->mark_signed >> i & 1 ?
+		len += (size_t)(ev->mark_unread >> i & 1 ?
+			snprintf(value + len, sizeof(value) - len, "%s?",
+				 i ? " " : "") :
+			ev->mark_signed >> i & 1 ?
 			snprintf(value + len, sizeof(value) - len, "%s%" PRId64,
 				 i ? " " : "", (int64_t)ev->args[i]) :
 			snprintf(value + len, sizeof(value) - len, "%s%" PRIu64,

@@ -68,5 +68,6 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 	bft_plan_free(&pl);
 out:
 	strlist_free(&o.patterns);
+	strlist_free(&o.usdt);
 	return rc;
 }

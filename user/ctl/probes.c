@@ -162,7 +162,8 @@ static bool usdt_room(struct ctl *c, struct probe_set *s,
 		if (r->p.offset != k->pr.offset || strcmp(r->p.path, k->open_path))
 			continue;
 		first = r->f ? r->f->offset + (r->f->endbr64 ? 4 : 0) : r->p.offset;
-		if (first == k->pr.offset) {
+		/* a hook's place is chosen (it reads the stack there) */
+		if (first == k->pr.offset || r->hook) {
 			err_msg("USDT probe %s:%s in %s is left out: it sits on the entry of %s, probed already",
 				k->pr.provider, k->pr.name, k->path, r->sig);
 			return false;
@@ -415,8 +416,9 @@ int probes_build(struct ctl *c, pid_t pid, const struct bft_plan *pl,
 		signature(r->sig, k->object, pn);
 		r->symbol = strrchr(r->sig, '!') + 1;
 		r->mangled = r->symbol;
-		r->dev = k->dev;
-		r->ino = k->ino;
+		/* as function rows and the method table have them */
+		if (row_stat(k->open_path, &r->dev, &r->ino))
+			r->dev = r->ino = 0;
 		bft_sdt_uapi_args(&k->pr, r->args);
 		r->p = (struct bft_nl_probe){
 			.path = k->open_path, .offset = k->pr.offset,
@@ -537,6 +539,7 @@ struct known {
 	ino_t ino;
 	bool file_ok;
 	bool gone;		/* BFT_PF_GONE: detached, kept for its name */
+	bool usdt;		/* BFT_PF_USDT: a site, not a function */
 };
 
 struct known_list {
@@ -567,6 +570,7 @@ static int known_cb(const struct bft_nl_method *m, void *arg)
 	k->id = m->method_id;
 	k->offset = m->offset;
 	k->gone = m->flags & BFT_PF_GONE;
+	k->usdt = m->flags & BFT_PF_USDT;
 	k->file_ok = stat(m->path, &st) == 0;
 	k->dev = k->file_ok ? st.st_dev : 0;
 	k->ino = k->file_ok ? st.st_ino : 0;
@@ -579,10 +583,14 @@ static int known_cb(const struct bft_nl_method *m, void *arg)
 	return 0;
 }
 
-/* The function (file, offset) in the table: a live probe of pid first. */
+/*
+ * The function, or the USDT site, at (file, offset) in the table: a live
+ * probe of pid first.  A site and a function at one address are two
+ * things with two ids.
+ */
 static const struct known *known_find(const struct known_list *l,
 				      const struct stat *st, uint64_t offset,
-				      uint32_t pid)
+				      uint32_t pid, bool usdt)
 {
 	const struct known *any = NULL;
 
@@ -590,7 +598,7 @@ static const struct known *known_find(const struct known_list *l,
 		const struct known *k = &l->v[i];
 
 		if (!k->file_ok || k->dev != st->st_dev || k->ino != st->st_ino ||
-		    k->offset != offset)
+		    k->offset != offset || k->usdt != usdt)
 			continue;
 		if (k->tgid == pid && !k->gone)
 			return k;
@@ -633,7 +641,7 @@ int probes_attach(struct ctl *c, pid_t pid, struct probe_set *s)
 {
 	struct known_list known = { .tgid = (uint32_t)pid };
 	struct bft_nl_probe *probes;
-	size_t *row_of, n = 0, skipped = 0, ok = 0, refused = 0;
+	size_t *row_of, n = 0, skipped = 0, ok = 0, refused = 0, usdt_attached = 0;
 	uint32_t next_id;
 	int *results, rc, ret = EXIT_OK;
 
@@ -653,11 +661,19 @@ int probes_attach(struct ctl *c, pid_t pid, struct probe_set *s)
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct probe_row *r = &s->v[i];
-		const struct known *k = NULL;
+		const struct known *k = NULL, *other;
 		struct stat st = { .st_dev = (dev_t)r->dev, .st_ino = (ino_t)r->ino };
 
 		if (r->dev || r->ino)
-			k = known_find(&known, &st, r->p.offset, (uint32_t)pid);
+			k = known_find(&known, &st, r->p.offset, (uint32_t)pid, !!r->usdt);
+		other = r->dev || r->ino ?
+			known_find(&known, &st, r->p.offset, (uint32_t)pid, !r->usdt) : NULL;
+		/* one address takes one probe (usdt_room() within one set) */
+		if (other && other->tgid == (uint32_t)pid && !other->gone) {
+			err_msg("%s is left out: process %d has a %s probe at its address already (method %u)",
+				r->sig, (int)pid, other->usdt ? "USDT" : "function", other->id);
+			continue;
+		}
 		if (k && k->tgid == (uint32_t)pid && !k->gone) {
 			vlog(c, 1, "%s is attached already (method %u)", r->sig, k->id);
 			r->p.method_id = k->id;
@@ -726,8 +742,10 @@ done:
 		refused);
 	out_u64("already_attached", skipped ? ", %llu attached already" : NULL, skipped);
 	out_u64("hooks", s->nhooks ? " (%llu of them exception hooks)" : NULL, s->nhooks);
-	out_u64("usdt_probes", s->nusdt ? " (%llu of them USDT probes)" : NULL,
-		s->nusdt);
+	for (size_t i = 0; i < n; i++)
+		usdt_attached += s->v[row_of[i]].usdt && !results[i];
+	out_u64("usdt_probes", usdt_attached ? " (%llu of them USDT probes)" : NULL,
+		usdt_attached);
 	out_bool("entries_only_for_safety", s->fallback ? ", entries only" : NULL,
 		 s->fallback);
 	out_text("\n");

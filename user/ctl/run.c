@@ -495,8 +495,8 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 		err_msg("run: no command given: bfctl run --pattern P -- COMMAND [ARG...]");
 		goto out;
 	}
-	if (!o.patterns.n) {
-		err_msg("run: give at least one --pattern");
+	if (!o.patterns.n && !o.usdt.n) {
+		err_msg("run: give at least one --pattern or --usdt");
 		goto out;
 	}
 	if (r.suspended && o.list) {
@@ -648,5 +648,6 @@ out:
 	free(child_argv);
 	strlist_free(&cmdline);
 	strlist_free(&o.patterns);
+	strlist_free(&o.usdt);
 	return rc;
 }

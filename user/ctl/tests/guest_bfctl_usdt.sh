@@ -174,6 +174,15 @@ EOF
 sec_usdt() {
 	usdt_run_check
 	usdt_attach_check
+	settle
+	check "run --usdt alone, no --pattern: every hit of fxu:zero counted" bash -c '
+	"$1" run -u "fxu:zero" -- "$2/fx_usdt" >/dev/null || exit 1
+	"$1" stop >/dev/null
+	"$1" --json record --last | python3 -c "
+import json, sys
+n = {m[\"name\"]: m[\"calls\"] for m in json.load(sys.stdin)[\"methods\"]}
+print(\"#\", n)
+assert n == {\"fx_usdt!fxu:zero\": 4}"' _ "$BFCTL" "$FX"
 	expect_fail "attach --usdt: a malformed glob is refused before anything" 2 \
 		"usdt 'a:b:c': give PROVIDER:NAME" \
 		bf attach --pid $$ -u 'a:b:c'

@@ -1198,6 +1198,8 @@ static const struct err_case mark_cut_cases[] = {
 	  BFT_SERR_MARK_ARGS, 25, "ENTER while 1 ARG records are due" },
 	{ "escape inside the args", SYNC0 THR "4a 00 01 01 00 00 62 00",
 	  BFT_SERR_MARK_ARGS, 22, "TIME_SHORT while 1" },
+	{ "input ends before the args", SYNC0 THR "4a 00 01 02 00 00 4b 00 01",
+	  BFT_SERR_MARK_ARGS, 25, "input ends while 1 ARG" },
 };
 
 TEST(malformed_marks_are_reported_with_offset)

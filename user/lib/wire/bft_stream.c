@@ -908,6 +908,14 @@ int bft_stream_finish(struct bft_stream *s)
 {
 	if (s->stopped)
 		return s->stop_ret;
+	if (!s->carry_len && s->args_due && !s->resyncing) {
+		if (fail(s, BFT_SERR_MARK_ARGS, s->offset, s->args_due, 0,
+			 ": the input ends while %u ARG records are due",
+			 s->args_due) != BFT_STREAM_RESYNC)
+			return s->stop_ret;
+		s->args_due = 0;
+		return 0;
+	}
 	if (!s->carry_len)
 		return 0;
 	if (s->resyncing) {
