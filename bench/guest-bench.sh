@@ -397,5 +397,13 @@ bpf_bench
 "$root/bench/sqlite-api.sh" "$kver" 500 5 3
 # the counters agent at 10 Hz with 1000 probes (loads the module again)
 "$root/bench/guest-counters.sh" "$kver"
+# a USDT marker under the module, the BPF backend and bpftrace (few hits:
+# a trap costs tens of microseconds under TCG)
+if insmod "$bft_ko"; then
+	"$root/bench/usdt-cost.sh" "$kver" 5000 3 "kmod bpf"
+	rmmod bftrace || echo "guest-bench: rmmod bftrace failed" >&2
+else
+	echo "guest-bench: insmod bftrace.ko for the USDT figures failed" >&2
+fi
 rm -rf "$tmp"
 echo "# guest-bench: done"

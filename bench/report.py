@@ -258,7 +258,31 @@ def guest_report(kver, path):
     g["bpf"] = bpf_of(res, cmds, info, g, fig)
     g["sqlite"] = sqlite_of(res, cmds, "sqlite." + kver)
     g["live_view"] = live_view_of(res, cmds)
+    g["usdt"] = usdt_of(res, cmds)
     return g
+
+
+def usdt_of(res, cmds):
+    """bench/usdt-cost.sh: per site, the median ns per hit of each tracer
+    minus the untraced pass's, and what each counted."""
+    out = {}
+    for site in ("nop1", "nop5"):
+        recs = [r for r in res.get("usdt", []) if r.get("site") == site]
+        if not recs:
+            continue
+        base, _ = median_of(recs, "untraced")
+        row = {"untraced_ns": base, "commands": {k.split(".")[-1]: v for k, v in cmds.items()
+                                                   if k.startswith("usdt.%s." % site)}}
+        for t in ("kmod", "bpf", "bpftrace"):
+            if not any(t in r for r in recs):
+                continue
+            ns, _ = median_of(recs, t)
+            row[t + "_ns"] = minus(ns, base)
+            row["seen_" + t] = sorted({r.get("seen_" + t) for r in recs})
+        row["bpf_vs_bpftrace"] = ratio(row.get("bpf_ns"), row.get("bpftrace_ns"))
+        row["kmod_vs_bpftrace"] = ratio(row.get("kmod_ns"), row.get("bpftrace_ns"))
+        out[site] = row
+    return out
 
 
 def sqlite_of(res, cmds, rid):
@@ -525,6 +549,7 @@ def native_report(path, profile_path):
                               "command_plain": cmds.get("host.bpftrace_plain", ""),
                               "command_cet": cmds.get("host.bpftrace_cet", "")}
     n["profile_command"] = cmds.get("collector_profile", "")
+    n["usdt"] = usdt_of(res, cmds)
     return n
 
 
@@ -1611,6 +1636,30 @@ def md_collector_cpu(n, doc):
     return L
 
 
+def md_usdt(doc):
+    """A USDT marker's cost per hit (results.json: native.usdt,
+    kernels.K.usdt), over the untraced pass, from bench/usdt-cost.sh."""
+    places = [("native", (doc.get("native") or {}).get("usdt"))]
+    places += [(k, g.get("usdt")) for k, g in doc["kernels"].items()]
+    rows = []
+    for where, u in places:
+        for site, r in (u or {}).items():
+            rows.append([where, site, fmt(r.get("untraced_ns"), 1),
+                         fmt(r.get("kmod_ns")) if "kmod_ns" in r else "-",
+                         fmt(r.get("bpf_ns")) if "bpf_ns" in r else "-",
+                         fmt(r.get("bpftrace_ns")) if "bpftrace_ns" in r else "-",
+                         " ".join("%s %s" % (t, ",".join(str(x) for x in r["seen_" + t]))
+                                  for t in ("kmod", "bpf", "bpftrace") if "seen_" + t in r)])
+    if not rows:
+        return []
+    return ["## A USDT marker", "",
+            "ns per hit over the untraced pass (median), a probe with two arguments; "
+            "nop1 is the one-byte nop <sys/sdt.h> emits, nop5 a five-byte nop, which "
+            "kernels from 6.18 turn into a call after the first hit (bench/usdt-cost.sh).", "",
+            md_table(rows, ["where", "site", "untraced ns", "module", "BPF backend",
+                            "bpftrace", "hits counted"]), ""]
+
+
 # results.md, section by section, in this order.  Each section says what
 # it shows (its docstring names the raw results and the results.json keys
 # it reads) and returns its lines; write_md walks the table.  DOC sections
@@ -1618,7 +1667,7 @@ def md_collector_cpu(n, doc):
 # (all of one kernel's before the next's), NATIVE ones when this machine
 # was measured.
 MD_LAYOUT = (
-    ("doc", (md_preamble, md_targets, native_floor_md, sqlite_md)),
+    ("doc", (md_preamble, md_targets, native_floor_md, sqlite_md, md_usdt)),
     ("kernel", (md_per_call, md_cet, md_size, md_throws, md_scaling, md_loss,
                 md_bpf_guest, md_profile)),
     ("native", (md_collector, hq_large_md, md_bpf_native, md_inline_native, live_view_md, md_codec,
