@@ -231,51 +231,6 @@ bad:
 	return -EINVAL;
 }
 
-static bool bft_usdt_reg_ok(u8 reg, bool none_ok)
-{
-	return reg < BFT_USDT_NREGS || reg == BFT_USDT_SITE ||
-	       (none_ok && reg == BFT_USDT_NOREG);
-}
-
-/* Why @a cannot be evaluated (uapi 2.4), or NULL if it can. */
-static const char *bft_usdt_arg_bad(const struct bft_usdt_arg *a)
-{
-	if (a->size != 1 && a->size != 2 && a->size != 4 && a->size != 8)
-		return "size";
-	if (a->is_signed > 1)
-		return "sign";
-	if (a->pad)
-		return "pad";
-	switch (a->loc) {
-	case BFT_USDT_CONST:
-		if (a->base != BFT_USDT_NOREG || a->index != BFT_USDT_NOREG)
-			return "register";
-		break;
-	case BFT_USDT_REG:
-		if (!bft_usdt_reg_ok(a->base, false) ||
-		    a->index != BFT_USDT_NOREG)
-			return "register";
-		if (a->shift != 0 && a->shift != 8)
-			return "shift";
-		break;
-	case BFT_USDT_MEM:
-		if (!bft_usdt_reg_ok(a->base, true) ||
-		    (a->index != BFT_USDT_NOREG && a->index >= BFT_USDT_NREGS))
-			return "register";
-		if (a->scale != 1 && a->scale != 2 && a->scale != 4 &&
-		    a->scale != 8)
-			return "scale";
-		break;
-	default:
-		return "loc";
-	}
-	if (a->loc != BFT_USDT_MEM && a->scale != 1)
-		return "scale";
-	if (a->loc != BFT_USDT_REG && a->shift)
-		return "shift";
-	return NULL;
-}
-
 /* BFT_P_ARGS and BFT_P_REF_CTR_OFFSET, which only a USDT probe has. */
 static int bft_usdt_parse(struct bft_probe *p, struct nlattr **tb, u32 idx,
 			  struct netlink_ext_ack *ext)

@@ -16,6 +16,7 @@
 
 #ifndef __KERNEL__
 #include <stdbool.h>
+#include <stddef.h>
 #endif
 #include <linux/bftrace.h>
 
@@ -170,6 +171,57 @@ static inline unsigned long long bft_watermark(unsigned long long opt,
 	unsigned long long wm = opt ? opt : size / 4;
 
 	return wm < size / 2 ? wm : size / 2;
+}
+
+/* ---- USDT arguments ---- */
+
+static inline bool bft_usdt_reg_ok(unsigned int reg, bool none_ok)
+{
+	return reg < BFT_USDT_NREGS || reg == BFT_USDT_SITE ||
+	       (none_ok && reg == BFT_USDT_NOREG);
+}
+
+/*
+ * Why a USDT argument cannot be evaluated (uapi 2.4), or NULL if it can:
+ * "size", "sign", "pad", "register", "shift", "scale" or "loc", the
+ * word both backends' refusals name.
+ */
+static inline const char *bft_usdt_arg_bad(const struct bft_usdt_arg *a)
+{
+	if (a->size != 1 && a->size != 2 && a->size != 4 && a->size != 8)
+		return "size";
+	if (a->is_signed > 1)
+		return "sign";
+	if (a->pad)
+		return "pad";
+	switch (a->loc) {
+	case BFT_USDT_CONST:
+		if (a->base != BFT_USDT_NOREG || a->index != BFT_USDT_NOREG)
+			return "register";
+		break;
+	case BFT_USDT_REG:
+		if (!bft_usdt_reg_ok(a->base, false) ||
+		    a->index != BFT_USDT_NOREG)
+			return "register";
+		if (a->shift != 0 && a->shift != 8)
+			return "shift";
+		break;
+	case BFT_USDT_MEM:
+		if (!bft_usdt_reg_ok(a->base, true) ||
+		    (a->index != BFT_USDT_NOREG && a->index >= BFT_USDT_NREGS))
+			return "register";
+		if (a->scale != 1 && a->scale != 2 && a->scale != 4 &&
+		    a->scale != 8)
+			return "scale";
+		break;
+	default:
+		return "loc";
+	}
+	if (a->loc != BFT_USDT_MEM && a->scale != 1)
+		return "scale";
+	if (a->loc != BFT_USDT_REG && a->shift)
+		return "shift";
+	return NULL;
 }
 
 #endif /* BFT_RULES_H */

@@ -13,50 +13,6 @@
 
 #include "capture/bft_bpf_internal.h"
 
-static bool reg_ok(uint8_t reg, bool none_ok)
-{
-	return reg < BFT_USDT_NREGS || reg == BFT_USDT_SITE ||
-	       (none_ok && reg == BFT_USDT_NOREG);
-}
-
-/* What makes a unevaluable, as the module names it; NULL if nothing. */
-static const char *arg_bad(const struct bft_usdt_arg *a)
-{
-	if (a->size != 1 && a->size != 2 && a->size != 4 && a->size != 8)
-		return "size";
-	if (a->is_signed > 1)
-		return "sign";
-	if (a->pad)
-		return "pad";
-	switch (a->loc) {
-	case BFT_USDT_CONST:
-		if (a->base != BFT_USDT_NOREG || a->index != BFT_USDT_NOREG)
-			return "register";
-		break;
-	case BFT_USDT_REG:
-		if (!reg_ok(a->base, false) || a->index != BFT_USDT_NOREG)
-			return "register";
-		if (a->shift != 0 && a->shift != 8)
-			return "shift";
-		break;
-	case BFT_USDT_MEM:
-		if (!reg_ok(a->base, true) ||
-		    (a->index != BFT_USDT_NOREG && a->index >= BFT_USDT_NREGS))
-			return "register";
-		if (a->scale != 1 && a->scale != 2 && a->scale != 4 &&
-		    a->scale != 8)
-			return "scale";
-		break;
-	default:
-		return "loc";
-	}
-	if (a->loc != BFT_USDT_MEM && a->scale != 1)
-		return "scale";
-	if (a->loc != BFT_USDT_REG && a->shift)
-		return "shift";
-	return NULL;
-}
-
 int bft_bpf_usdt_check(struct bft_bpf *b, size_t i,
 		       const struct bft_nl_probe *p, uint64_t file_size)
 {
@@ -77,7 +33,7 @@ int bft_bpf_usdt_check(struct bft_bpf *b, size_t i,
 				       "not 0 to %u entries", i, p->nargs,
 				       BFT_USDT_MAX_ARGS);
 	for (uint32_t k = 0; k < p->nargs; k++) {
-		const char *why = arg_bad(&p->args[k]);
+		const char *why = bft_usdt_arg_bad(&p->args[k]);
 
 		if (why)
 			return bft_bpf_err_set(b, -EINVAL, "probe %zu: "
