@@ -680,12 +680,15 @@ EOF
 		if [[ $mode == reopen ]] && ! grep -qE 'unloaded a library: [0-9]+ probes detached' "$T/err"; then
 			note "$T/err"; not_ok "$name # no detach at dlclose"; return
 		fi
-		# under the ids they had: the table names each function once
+		# under the ids they had: one id per function in the table
 		if [[ $mode == reopen ]] && ! bf --json methods --all | python3 -c '
 import collections, json, sys
-n = collections.Counter(m["name"] for m in json.load(sys.stdin)["methods"] if "fxdl_" in m["name"])
-print("# method table:", dict(n))
-assert n and set(n.values()) == {1}' >"$T/cmp2" 2>&1; then
+ids = collections.defaultdict(set)
+for m in json.load(sys.stdin)["methods"]:
+    if "fxdl_" in m["name"]:
+        ids[m["name"]].add(m["id"])
+print("# method table:", {k: sorted(v) for k, v in ids.items()})
+assert len(ids) == 4 and all(len(v) == 1 for v in ids.values())' >"$T/cmp2" 2>&1; then
 			note "$T/cmp2"; not_ok "$name # the method table"; return
 		fi
 		note "$T/cmp"; ok "$name"
