@@ -22,7 +22,8 @@ where=$1 hits=$2 reps=$3 backends=${4:-bpf}
 out=$root/build/bench
 mkdir -p "$out"
 bfctl=$root/build/user/bfctl
-export BFT_BPF_PIN_DIR=${BFT_BPF_PIN_DIR:-/sys/fs/bpf/bftrace-bench}
+# a session of its own, removed after each pass
+export BFT_BPF_PIN_DIR=/sys/fs/bpf/bftrace-bench-usdt
 have_bpftrace=0
 command -v bpftrace >/dev/null && have_bpftrace=1
 
@@ -53,6 +54,8 @@ bftrace_pass() { # backend bin
 	timeout 120 tail --pid="$rpid" -f /dev/null
 	kill -KILL "$rpid" 2>/dev/null
 	wait "$rpid" 2>/dev/null
+	# the BPF backend's session stays pinned after its stop
+	[[ $be == bpf ]] && rm -rf "$BFT_BPF_PIN_DIR"
 	seen=$(python3 -c '
 import json, sys
 try:
