@@ -375,6 +375,8 @@ int run_attach(struct run *r, pid_t pid)
 	if (rc)
 		return rc;
 	rc = probes_build(r->c, pid, &pl, r->o, probes_features(r->c), &set);
+	if (rc == EXIT_NOMATCH)		/* no USDT probe either */
+		note_program(r, pid);
 	/* a library loaded again, or one with nothing new */
 	set.quiet_known = r->follow;
 	if (!rc)
