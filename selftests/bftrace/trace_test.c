@@ -680,12 +680,27 @@ static void check_trace(struct __test_metadata *_metadata,
 		EXPECT_EQ(NR_RUNS, seen[k]) TH_LOG("threads with k=%d", k);
 	}
 
-	/* The probes' hit counters agree with the entries recorded. */
+	/*
+	 * The probes' hit counters agree with the entries recorded.  The
+	 * inline backend's are plain increments in the target, which
+	 * threads hitting at once may lose a few of (bfi_layout.h: for the
+	 * status only): 19 of 20 was seen, once in a CI run and once in
+	 * 30 runs by hand.
+	 */
 	for (int f = 0; f < NR_FN; f++) {
-		if (ps->mode[f] != UNTRACED) {
+		if (ps->mode[f] == UNTRACED)
+			continue;
+		if (!self->inl) {
 			EXPECT_EQ(want_hits[f], self->hits[f])
 				TH_LOG("hits of %s", fn_name[f]);
+			continue;
 		}
+		EXPECT_LE(self->hits[f], want_hits[f])
+			TH_LOG("hits of %s", fn_name[f]);
+		EXPECT_GE(self->hits[f] + want_hits[f] / 10 + 1, want_hits[f])
+			TH_LOG("hits of %s: %llu of %llu", fn_name[f],
+			       (unsigned long long)self->hits[f],
+			       (unsigned long long)want_hits[f]);
 	}
 	free(m);
 }
