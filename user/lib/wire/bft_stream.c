@@ -24,6 +24,13 @@ struct raw {
 	uint64_t bad;		/* the offending value of a range error */
 };
 
+/* The records that need a THREAD before them. */
+#define THREAD_KINDS							\
+	(BFT_REC_BIT(BFT_REC_ENTER) | BFT_REC_BIT(BFT_REC_ENTER_NORET) |	\
+	 BFT_REC_BIT(BFT_REC_EXIT) | BFT_REC_BIT(BFT_REC_THROW) |	\
+	 BFT_REC_BIT(BFT_REC_UNWIND) | BFT_REC_BIT(BFT_REC_NAME) |	\
+	 BFT_REC_BIT(BFT_REC_MARK))
+
 /* step() result meaning "the decoder stopped" */
 #define STEP_STOP	(-1)
 
@@ -503,17 +510,18 @@ static int apply(struct bft_stream *s, const struct raw *raw, int len,
 		s->args_due = 0;
 		return start_resync(s);
 	}
+	/* an event, a NAME or an ARG belongs to the last THREAD's thread */
+	if (unlikely(!s->threaded) && (BFT_REC_BIT(raw->kind) & THREAD_KINDS)) {
+		if (fail(s, BFT_SERR_NO_THREAD, off, 0, 0,
+			 ": %s before any THREAD record",
+			 kind_names[raw->kind]) != BFT_STREAM_RESYNC)
+			return STEP_STOP;
+		return start_resync(s);
+	}
 	switch (raw->kind) {
 	case BFT_REC_ENTER:
 	case BFT_REC_ENTER_NORET:
 	case BFT_REC_EXIT:
-		if (unlikely(!s->threaded)) {
-			if (fail(s, BFT_SERR_NO_THREAD, off, 0, 0,
-				 ": %s before any THREAD record",
-				 kind_names[raw->kind]) != BFT_STREAM_RESYNC)
-				return STEP_STOP;
-			return start_resync(s);
-		}
 		if (raw->kind != BFT_REC_ENTER_NORET && raw->units) {
 			r = add_time(s, raw->units, s->res_ns, off);
 			if (r)
@@ -538,13 +546,6 @@ static int apply(struct bft_stream *s, const struct raw *raw, int len,
 		break;
 	case BFT_REC_THROW:
 	case BFT_REC_UNWIND:
-		if (unlikely(!s->threaded)) {
-			if (fail(s, BFT_SERR_NO_THREAD, off, 0, 0,
-				 ": %s before any THREAD record",
-				 kind_names[raw->kind]) != BFT_STREAM_RESYNC)
-				return STEP_STOP;
-			return start_resync(s);
-		}
 		fill(s, &rec, raw->kind, off);
 		rec.value = raw->v[0];
 		rec.value2 = raw->v[1];
@@ -557,13 +558,6 @@ static int apply(struct bft_stream *s, const struct raw *raw, int len,
 			s->st.unwinds++;
 		break;
 	case BFT_REC_MARK:
-		if (unlikely(!s->threaded)) {
-			if (fail(s, BFT_SERR_NO_THREAD, off, 0, 0,
-				 ": MARK before any THREAD record") !=
-			    BFT_STREAM_RESYNC)
-				return STEP_STOP;
-			return start_resync(s);
-		}
 		fill(s, &rec, raw->kind, off);
 		rec.value = raw->v[0];
 		rec.value2 = raw->v[1];
@@ -619,14 +613,6 @@ static int apply(struct bft_stream *s, const struct raw *raw, int len,
 		s->st.breaks++;
 		break;
 	case BFT_REC_NAME:
-		/* of the thread of the last THREAD: none yet is malformed */
-		if (unlikely(!s->threaded)) {
-			if (fail(s, BFT_SERR_NO_THREAD, off, 0, 0,
-				 ": NAME before any THREAD record") !=
-			    BFT_STREAM_RESYNC)
-				return STEP_STOP;
-			return start_resync(s);
-		}
 		fill(s, &rec, raw->kind, off);
 		rec.value = raw->v[0];
 		rec.value2 = raw->v[1];
