@@ -287,7 +287,7 @@ if ((selftests_ok && user_ok)); then
 	# bfctl as a newcomer uses it, on the BPF backend (the module's half
 	# runs in the guests, and there the BPF one counts on fewer binaries)
 	test_step "bfctl checks (native, bpf)" env BFT_BFCTL_BACKENDS=bpf \
-		BFT_BFCTL_ONLY='^(counts|record|newcomer|run|usdt)$' user/ctl/tests/guest_bfctl.sh
+		BFT_BFCTL_ONLY='^(counts|record|newcomer|run|usdt|follow)$' user/ctl/tests/guest_bfctl.sh
 	if ((step_rc != 0 && step_nok == 0)); then
 		fail "bfctl checks (native, bpf): exit $step_rc with no failing test reported"
 	fi

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* bfctl attach: probes on the functions of a running process, by pattern. */
+#include <string.h>
+
+#include "follow.h"
 #include "output.h"
 #include "probes.h"
 
@@ -21,15 +24,40 @@ static void note_not_recording(struct ctl *c)
 	bft_nl_status_free(&st);
 }
 
+/*
+ * Follow pid's later loads, c closed.  Nothing attached (EXIT_NOMATCH) is
+ * no error while a pattern waits for its object and a follower takes it;
+ * probes attached are success even when no follower can start (said).
+ */
+static int follow(struct ctl *c, struct probe_opts *o, pid_t pid, int rc,
+		  const struct strlist *pending)
+{
+	int frc;
+
+	if (rc && !(rc == EXIT_NOMATCH && pending->n))
+		return rc;
+	if (!strcmp(ctl_backend(c)->name, "inline")) {
+		vlog(c, 1, "attach: the inline backend does not follow later loads");
+		return rc;
+	}
+	frc = follow_start(c, o, pid);
+	/* what is attached stays, said to be all there is */
+	return rc ? frc : EXIT_OK;
+}
+
 int cmd_attach(struct ctl *c, int argc, char **argv)
 {
 	struct probe_opts o = { 0 };
+	struct strlist pending = { 0 };
 	uint64_t pid = 0;
+	bool no_follow = false;
 	const struct arg_def defs[] = {
 		{ .name = "pid", .short_name = 'P', .kind = ARG_UINT, .dest = &pid,
 		  .meta = "PID", .min = 1, .max = 0x7fffffff,
 		  .help = "the process to trace" },
 		PROBE_ARG_DEFS(&o),
+		{ .name = "no-follow", .kind = ARG_FLAG, .dest = &no_follow,
+		  .help = "do not follow the libraries it loads later" },
 		ARG_END
 	};
 	struct probe_set set = { 0 };
@@ -44,16 +72,21 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	o.follow = !no_follow && !o.list;
+	o.pending = &pending;
 	rc = probes_select(c, (pid_t)pid, &o, &pl);
-	if (rc)
+	if (rc && !(rc == EXIT_NOMATCH && o.follow && pending.n))
 		goto out;
-	if (!o.list)
-		rc = ctl_connect(c, BFT_FEAT_ENTRY);
+	if (!o.list) {
+		int crc = ctl_connect(c, BFT_FEAT_ENTRY);
+
+		rc = crc ? crc : rc;
+	}
 	/*
 	 * bfctl exits at once, and the module detaches what a closed socket
 	 * attached outside a session unless it was attached to persist.
 	 */
-	if (!o.list && !rc)
+	if (!o.list && c->beh)
 		ctl_attach_persist(c);
 	if (!rc)
 		rc = probes_build(c, (pid_t)pid, &pl, &o, probes_features(c), &set);
@@ -61,12 +94,17 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 		probes_print_list(&pl, &set, (pid_t)pid);
 	else if (!rc)
 		rc = probes_attach(c, (pid_t)pid, &set);
-	if (!rc && !o.list)
+	if ((!rc || rc == EXIT_NOMATCH) && !o.list && c->beh)
 		note_not_recording(c);
 	probes_set_free(&set);
+	if (o.follow && c->beh) {
+		ctl_close(c);
+		rc = follow(c, &o, (pid_t)pid, rc, &pending);
+	}
 	ctl_close(c);
 	bft_plan_free(&pl);
 out:
+	strlist_free(&pending);
 	strlist_free(&o.patterns);
 	strlist_free(&o.usdt);
 	return rc;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-/* bfctl detach: remove the probes of one process, or of all. */
+/* bfctl detach: remove the probes of one process, or of all, and end their followers. */
 #include <errno.h>
 
 #include "bfctl.h"
+#include "follow.h"
 #include "output.h"
 
 int cmd_detach(struct ctl *c, int argc, char **argv)
@@ -17,7 +18,7 @@ int cmd_detach(struct ctl *c, int argc, char **argv)
 		  .help = "every probe of every process" },
 		ARG_END
 	};
-	int rc;
+	int rc, followers;
 
 	rc = cmd_args(c, cmd_find("detach"), defs, argc, argv, ARGS_INTERLEAVED,
 		      NULL, NULL);
@@ -30,8 +31,12 @@ int cmd_detach(struct ctl *c, int argc, char **argv)
 	rc = ctl_connect(c, 0);
 	if (rc)
 		return rc;
+	/* first, or a load meanwhile would attach again */
+	followers = follow_end(c, (pid_t)pid);
 	vlog(c, 3, "detach tgid %u", (unsigned int)pid);
 	rc = ctl_detach(c, (uint32_t)pid);
+	if (rc == -ENOENT && followers)
+		rc = 0;		/* its patterns were all pending */
 	if (rc == -ENOENT && pid) {
 		err_msg("detach: process %u has no probes (%s)", (unsigned int)pid,
 			ctl_errmsg(c));

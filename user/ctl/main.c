@@ -10,8 +10,12 @@
 #include "output.h"
 
 static const struct cmd commands[] = {
-	{ "attach", cmd_attach, "--pid PID --pattern PATTERN... [--list]",
-	  "Put probes on the functions of process PID that the patterns select." },
+	{ "attach", cmd_attach, "--pid PID --pattern PATTERN... [--list] [--no-follow]",
+	  "Put probes on the functions of process PID that the patterns select.\n"
+	  "Unless --no-follow, a bfctl process stays as its tracer and applies the\n"
+	  "patterns to the libraries it loads later (dlopen), its loading thread\n"
+	  "held meanwhile; patterns whose library is not loaded yet are pending\n"
+	  "(see 'bfctl status').  It ends with the process, at detach and at stop." },
 	{ "detach", cmd_detach, "--pid PID | --all",
 	  "Remove the probes of process PID, or of every process." },
 	{ "run", cmd_run, "[--suspended] [--no-follow] --pattern PATTERN... -- COMMAND [ARG...]",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bfctl.h"
+#include "follow.h"
 #include "output.h"
 
 static uint64_t feature_of(int cmd)
@@ -53,6 +54,9 @@ int cmd_mode(struct ctl *c, int argc, char **argv)
 	rc = ctl_connect(c, feature_of(cmd));
 	if (rc)
 		return rc;
+	/* a follower would see the end anyway, but might attach meanwhile */
+	if (cmd == BFT_CMD_STOP)
+		follow_end(c, 0);
 	vlog(c, 3, "send %s", bft_cmd_name((unsigned int)cmd));
 	if (cmd == BFT_CMD_START)
 		rc = ctl_start(c, persist, &mode);

@@ -17,8 +17,8 @@
 #include "probes.h"
 
 /*
- * An inclusion whose object is not mapped (yet): bfctl run waits for it,
- * attach says that it does not.
+ * An inclusion whose object is not mapped (yet): bfctl run and a
+ * following attach wait for it, attach --no-follow says that it does not.
  */
 static void say_pending(struct ctl *c, pid_t pid, const struct bft_patterns *ps,
 			const struct bft_plan *pl, const struct probe_opts *o)
@@ -33,14 +33,19 @@ static void say_pending(struct ctl *c, pid_t pid, const struct bft_patterns *ps,
 			j++;
 		if (j < pl->nobjs)
 			continue;
+		if (o->pending)
+			strlist_push(o->pending, p->text);
 		if (o->quiet_nomatch)
 			vlog(c, 1, "pattern '%s' waits: no object of process %d matches '%s' yet",
 			     p->text, (int)pid, p->object);
 		else if (strcmp(current_cmd->name, "attach"))
 			err_msg("pattern '%s': no object of process %d matches '%s' at its start",
 				p->text, (int)pid, p->object);
+		else if (o->follow)
+			err_msg("pattern '%s' is pending: no object of process %d matches '%s' yet; it applies to the libraries it loads later",
+				p->text, (int)pid, p->object);
 		else
-			err_msg("pattern '%s': no object of process %d matches '%s'; libraries it loads later are not probed (bfctl run follows them)",
+			err_msg("pattern '%s': no object of process %d matches '%s'; not following, bfctl does not probe the libraries it loads later",
 				p->text, (int)pid, p->object);
 	}
 }
@@ -59,6 +64,8 @@ int probes_select(struct ctl *c, pid_t pid, struct probe_opts *o,
 	int rc;
 
 	memset(pl, 0, sizeof(*pl));
+	if (o->pending)
+		strlist_free(o->pending);
 	if (!o->patterns.n && !o->usdt.n) {
 		err_msg("%s: give at least one --pattern or --usdt", current_cmd->name);
 		return EXIT_USAGE;

@@ -25,6 +25,10 @@ struct probe_opts {
 	uint64_t max_probes;
 	const char *debug_dir;
 	bool quiet_nomatch;	/* no match is no error: said at -v only */
+	bool follow;		/* attach: later loads are followed */
+	/* Filled by probes_select() when set: the patterns whose object is
+	 * not mapped, as given (pointers into patterns). */
+	struct strlist *pending;
 };
 
 /* The option rows of the probe selection, for a command's table. */

@@ -44,6 +44,7 @@
 #include <elf.h>
 
 #include "capture/bft_backend.h"
+#include "follow.h"
 #include "output.h"
 #include "probes.h"
 #include "run.h"
@@ -57,7 +58,7 @@ struct hold {
 	int gone;		/* its wait status once it ended, else -1 */
 };
 
-static int read_auxv(pid_t pid, uint64_t *base, uint64_t *entry)
+int run_read_auxv(pid_t pid, uint64_t *base, uint64_t *entry)
 {
 	char fn[64];
 	Elf64_auxv_t av;
@@ -87,7 +88,7 @@ static int hold_point(struct ctl *c, struct hold *h)
 	char err[512];
 	int rc;
 
-	rc = read_auxv(h->pid, &base, &entry);
+	rc = run_read_auxv(h->pid, &base, &entry);
 	if (rc) {
 		err_msg("run: cannot read /proc/%d/auxv: %s", (int)h->pid, strerror(-rc));
 		return EXIT_TARGET;
@@ -362,6 +363,25 @@ static int start_tracing(struct ctl *c, bool suspended, bool persist)
 	return EXIT_OK;
 }
 
+/* What status shows of pid while a pattern waits for its object. */
+static void note_pending(struct run *r, pid_t pid)
+{
+	struct follow_state s = {
+		.tgid = pid, .follower = getpid(), .start = r->start, .run = true,
+		.regex = r->o->regex, .patterns = r->o->patterns, .usdt = r->o->usdt,
+		.pending = r->pending,
+	};
+
+	if (!r->o->pending)
+		return;
+	snprintf(s.backend, sizeof(s.backend), "%s", ctl_backend(r->c)->name);
+	if (!s.pending.n)
+		follow_state_forget(pid);
+	else if (follow_state_write(&s))
+		vlog(r->c, 1, "run: the pending patterns of process %d cannot be written in %s for status",
+		     (int)pid, follow_dir());
+}
+
 int run_attach(struct run *r, pid_t pid)
 {
 	struct probe_set set = { 0 };
@@ -391,6 +411,7 @@ int run_attach(struct run *r, pid_t pid)
 	r->traced += !rc;
 	probes_set_free(&set);
 	bft_plan_free(&pl);
+	note_pending(r, pid);
 	return rc;
 }
 
@@ -492,6 +513,9 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 		goto out;
 	r.follow = !no_follow && !o.list;
 	o.quiet_nomatch = r.follow;
+	if (r.follow)
+		o.pending = &r.pending;
+	r.start = follow_start_time(getpid());
 	rc = EXIT_USAGE;
 	if (!cmdline.n) {
 		err_msg("run: no command given: bfctl run --pattern P -- COMMAND [ARG...]");
@@ -643,6 +667,9 @@ wait:
 		rc = EXIT_NOMATCH;
 	}
 out:
+	if (o.pending)
+		follow_state_forget(0);
+	strlist_free(&r.pending);
 	probes_set_free(&set);
 	if (planned)
 		bft_plan_free(&pl);

@@ -30,6 +30,8 @@ struct run {
 	char names[RUN_NAMES][64];	/* the first of them, without a match */
 	size_t nnames;
 	bool names_cut;		/* more than fit */
+	struct strlist pending;	/* the last resolve's patterns without object */
+	unsigned long long start;	/* this bfctl's start time, for status */
 };
 
 /*
@@ -50,6 +52,9 @@ struct run_loader {
  * status if it ended meanwhile (exited, or killed here), else -1.
  */
 int run_hold(struct ctl *c, pid_t pid, int *gone, struct run_loader *ld);
+
+/* AT_BASE (the loader, 0 for none) and AT_ENTRY of pid: 0 or -errno. */
+int run_read_auxv(pid_t pid, uint64_t *base, uint64_t *entry);
 
 /* PTRACE_O_EXITKILL on or off for pid, the other options kept. */
 int run_exitkill(pid_t pid, bool on);
@@ -75,6 +80,16 @@ bool run_loads_hit(pid_t tid, const struct run_loader *ld);
  */
 #define RUN_LOADS_LOST 2
 int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld);
+
+/*
+ * The same without the step: what the loader's r_state says, read in
+ * tid, now calls for (attach in new libraries, detach from unmapped ones).
+ * r->c must be connected.  1, 0 or RUN_LOADS_LOST as above.
+ */
+int run_loads_state(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld);
+
+/* Would r_state, read in tid now, make run_loads_state() attach or detach? */
+bool run_loads_due(pid_t tid, const struct run_loader *ld);
 
 /*
  * Before tid is let go: lift the hook, and if tid stopped on it

@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "follow.h"
 #include "output.h"
 #include "run.h"
 
@@ -376,6 +377,7 @@ int run_follow(struct run *r, pid_t leader, bool traced,
 			vlog(r->c, 1, "run: %s: letting the command go, untraced",
 			     strsignal(ending));
 			detach_all(&t);
+			follow_state_forget(0);
 			signal(ending, SIG_DFL);
 			sigprocmask(SIG_SETMASK, &old_mask, NULL);
 			raise(ending);
@@ -389,6 +391,7 @@ int run_follow(struct run *r, pid_t leader, bool traced,
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			drop(&t, pid);
+			follow_state_forget(pid);	/* its pending patterns */
 			if (pid == leader)
 				break;
 			continue;

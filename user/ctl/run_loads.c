@@ -195,69 +195,87 @@ static void detach_unmapped(struct run *r, pid_t tgid)
 	int rc;
 
 	if (bft_maps_read(tgid, &m, err, sizeof(err))) {
-		vlog(r->c, 1, "run: process %d unloaded a library: %s", (int)tgid, err);
+		vlog(r->c, 1, "%s: process %d unloaded a library: %s", current_cmd->name,
+		     (int)tgid, err);
 		return;
 	}
 	u.maps = &m;
 	rc = ctl_get_methods(r->c, unmapped_cb, &u);
 	if (rc) {
-		err_msg("run: process %d unloaded a library; reading the method table: %s",
-			(int)tgid, ctl_errmsg(r->c));
+		err_msg("%s: process %d unloaded a library; reading the method table: %s",
+			current_cmd->name, (int)tgid, ctl_errmsg(r->c));
 		goto out;
 	}
 	if (u.n)
 		rc = ctl_detach_some(r->c, (uint32_t)tgid, u.ids, u.n);
 	if (rc == -EOPNOTSUPP)
-		vlog(r->c, 1, "run: process %d unloaded a library; the %s backend cannot detach its %zu probes alone: they stay until the end",
-		     (int)tgid, ctl_backend_name(r->c), u.n);
+		vlog(r->c, 1, "%s: process %d unloaded a library; the %s backend cannot detach its %zu probes alone: they stay until the end",
+		     current_cmd->name, (int)tgid, ctl_backend_name(r->c), u.n);
 	else if (rc)
-		err_msg("run: process %d unloaded a library; detaching its %zu probes: %s",
-			(int)tgid, u.n, ctl_errmsg(r->c));
+		err_msg("%s: process %d unloaded a library; detaching its %zu probes: %s",
+			current_cmd->name, (int)tgid, u.n, ctl_errmsg(r->c));
 	else if (u.n)
-		vlog(r->c, 1, "run: process %d unloaded a library: %zu probes detached",
-		     (int)tgid, u.n);
+		vlog(r->c, 1, "%s: process %d unloaded a library: %zu probes detached",
+		     current_cmd->name, (int)tgid, u.n);
 out:
 	free(u.ids);
 	bft_maps_free(&m);
 }
 
-int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld)
+static int32_t r_state(pid_t tid, const struct run_loader *ld)
 {
-	int rc, attached = 0;
-	size_t searched;
 	long state;
 
 	errno = 0;
 	state = ptrace(PTRACE_PEEKDATA, tid, (void *)(ld->r_debug + R_STATE_OFFSET), NULL);
-	if (errno)
-		state = -1;	/* unknown: no resolve, but the thread goes on */
-	vlog(r->c, 3, "run: process %d, thread %d: loader hook, r_state %d", (int)tgid,
-	     (int)tid, (int)(int32_t)state);
-	if ((int32_t)state == RT_ADD) {
+	return errno ? -1 : (int32_t)state;	/* unknown: no resolve */
+}
+
+bool run_loads_due(pid_t tid, const struct run_loader *ld)
+{
+	return r_state(tid, ld) == RT_CONSISTENT && (ld->adding || ld->deleting);
+}
+
+int run_loads_state(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld)
+{
+	int32_t state = r_state(tid, ld);
+	int rc, attached = 0;
+	size_t searched;
+
+	vlog(r->c, 3, "%s: process %d, thread %d: loader hook, r_state %d",
+	     current_cmd->name, (int)tgid, (int)tid, (int)state);
+	if (state == RT_ADD) {
 		ld->adding = true;
-	} else if ((int32_t)state == RT_DELETE) {
+	} else if (state == RT_DELETE) {
 		ld->deleting = true;
-	} else if ((int32_t)state == RT_CONSISTENT && ld->deleting) {
+	} else if (state == RT_CONSISTENT && ld->deleting) {
 		ld->deleting = false;
 		detach_unmapped(r, tgid);
-	} else if ((int32_t)state == RT_CONSISTENT && ld->adding) {
+	} else if (state == RT_CONSISTENT && ld->adding) {
 		/* a dlclose() ends in RT_CONSISTENT too: only a load counts */
 		ld->adding = false;
-		vlog(r->c, 1, "run: process %d loaded a library: resolving the patterns again",
-		     (int)tgid);
+		vlog(r->c, 1, "%s: process %d loaded a library: resolving the patterns again",
+		     current_cmd->name, (int)tgid);
 		searched = r->searched;
 		rc = run_attach(r, tgid);
 		r->searched = searched;	/* the same image, searched again */
 		if (rc && rc != EXIT_NOMATCH) {
 			/* probes_attach() rolled the process back, and said so */
-			err_msg("run: process %d: attaching what the patterns select in the library it loaded failed (above)",
-				(int)tgid);
+			err_msg("%s: process %d: attaching what the patterns select in the library it loaded failed (above)",
+				current_cmd->name, (int)tgid);
 			attached = RUN_LOADS_LOST;
 		} else {
 			attached = !rc;
 		}
 	}
-	rc = step_ret(tid);
+	return attached;
+}
+
+int run_loads_on_hit(struct run *r, pid_t tid, pid_t tgid, struct run_loader *ld)
+{
+	int attached = run_loads_state(r, tid, tgid, ld);
+	int rc = step_ret(tid);
+
 	return rc ? rc : attached;
 }
 

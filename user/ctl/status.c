@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
-/* bfctl status [--watch]: mode, probes, targets and per-CPU ring counters. */
+/*
+ * bfctl status [--watch]: mode, probes, targets, per-CPU ring counters,
+ * and the followers of later loads with their pending patterns.
+ */
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bfctl.h"
+#include "follow.h"
 #include "output.h"
 
 static volatile sig_atomic_t interrupted;
@@ -73,6 +77,7 @@ static void print_status(const struct ctl *c, const struct bft_nl_status *st)
 	}
 	out_arr_close();
 	print_stats("total", &total, "all");
+	follow_print(c);
 	out_end();
 }
 

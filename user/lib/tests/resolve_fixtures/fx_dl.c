@@ -7,11 +7,15 @@
  *   load         as above, then exit 0
  *   reopen       as above, then dlclose(), dlopen() again (the
  *                constructor runs again) and one call from main, exit 0
+ * With a second argument "wait" it first prints "ready" and waits for
+ * SIGUSR1 (for a tracer that attaches to it running), the early thread
+ * already started.
  * Every failure exits non-zero with its reason on stderr.
  */
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,10 +65,18 @@ int main(int argc, char **argv)
 	void *h;
 	ssize_t n;
 
-	if (argc != 2 || (strcmp(argv[1], "load") && strcmp(argv[1], "reopen"))) {
-		fprintf(stderr, "usage: fx_dl load|reopen\n");
+	sigset_t usr1;
+	int sig;
+
+	if (argc < 2 || argc > 3 || (strcmp(argv[1], "load") && strcmp(argv[1], "reopen")) ||
+	    (argc == 3 && strcmp(argv[2], "wait"))) {
+		fprintf(stderr, "usage: fx_dl load|reopen [wait]\n");
 		return 2;
 	}
+	/* blocked in every thread: sigwait() takes it */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
 	n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
 	if (n <= 0)
 		return 2;
@@ -74,6 +86,12 @@ int main(int argc, char **argv)
 	pthread_barrier_init(&loaded, NULL, 2);
 	if (pthread_create(&early, NULL, caller, (void *)1))
 		return 2;
+	if (argc == 3) {
+		printf("ready\n");
+		fflush(stdout);
+		if (sigwait(&usr1, &sig))
+			return 2;
+	}
 	h = open_lib(dir);
 	pthread_barrier_wait(&loaded);
 	if (pthread_create(&late, NULL, caller, NULL))

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The follower's loader hook (user/bpf/bft_loadhook.bpf.c): a uprobe on
+ * the target's _dl_debug_state(), owned by the follower's file table, so
+ * that the kernel takes it out whenever the follower ends, however it
+ * ends.  It works under either capture backend: it only needs bpf().
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bft_loadhook.skel.h"
+#include "follow.h"
+#include "run.h"
+#include "symbols/bft_maps.h"
+#include "symbols/bft_resolve.h"
+
+static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+/* The loader of tgid: its file as bfctl opens it, and r_debug's address. */
+static int find_loader(pid_t tgid, char *path, size_t len, uint64_t *r_debug,
+		       char *err, size_t errlen)
+{
+	uint64_t base, entry, rdbg, lmin;
+	const struct bft_map_obj *ld;
+	struct bft_maps maps;
+	int rc;
+
+	rc = run_read_auxv(tgid, &base, &entry);
+	if (rc) {
+		snprintf(err, errlen, "cannot read /proc/%d/auxv: %s", (int)tgid,
+			 strerror(-rc));
+		return rc;
+	}
+	if (!base) {
+		snprintf(err, errlen, "it has no program interpreter (a static program)");
+		return -ENOENT;
+	}
+	rc = bft_maps_read(tgid, &maps, err, errlen);
+	if (rc)
+		return rc;
+	ld = bft_maps_find_base(&maps, base);
+	rc = -ENOENT;
+	if (!ld)
+		snprintf(err, errlen, "its loader at %#" PRIx64 " is not in its maps", base);
+	else if (!bft_elf_symbol(ld->open_path, "_dl_debug_state", &rdbg, &lmin, err, errlen) &&
+		 !bft_elf_symbol(ld->open_path, "_r_debug", &rdbg, &lmin, err, errlen))
+		rc = snprintf(path, len, "%s", ld->open_path) < (int)len ? 0 : -ENAMETOOLONG;
+	if (!rc)
+		*r_debug = base + rdbg - lmin;
+	else if (ld && rc == -ENOENT)
+		snprintf(err, errlen, "its loader %s has no _dl_debug_state or _r_debug", ld->path);
+	bft_maps_free(&maps);
+	return rc;
+}
+
+int follow_hook_arm(struct follow_hook *h, pid_t tgid, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "_dl_debug_state");
+	char path[4096];
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	rc = find_loader(tgid, path, sizeof(path), &h->r_debug, err, errlen);
+	if (rc)
+		return rc;
+	libbpf_set_print(quiet_print);
+	h->skel = bft_loadhook_skel__open();
+	if (!h->skel) {
+		rc = -errno;
+		snprintf(err, errlen, "opening its BPF program: %s", strerror(-rc));
+		return rc;
+	}
+	h->skel->rodata->follower_tgid = (uint32_t)getpid();
+	rc = bft_loadhook_skel__load(h->skel);
+	if (rc) {
+		snprintf(err, errlen, "loading its BPF program: %s", strerror(-rc));
+		goto fail;
+	}
+	h->link = bpf_program__attach_uprobe_opts(h->skel->progs.bft_load_hook, tgid,
+						  path, 0, &uo);
+	if (!h->link) {
+		rc = -errno;
+		snprintf(err, errlen, "a uprobe on %s!_dl_debug_state: %s", path,
+			 strerror(-rc));
+		goto fail;
+	}
+	return 0;
+fail:
+	bft_loadhook_skel__destroy(h->skel);
+	h->skel = NULL;
+	return rc;
+}
+
+bool follow_hook_took(struct follow_hook *h, pid_t tid)
+{
+	uint32_t key = (uint32_t)tid, n;
+	int fd;
+
+	if (!h->skel)
+		return false;
+	fd = bpf_map__fd(h->skel->maps.held);
+	if (bpf_map_lookup_elem(fd, &key, &n) || !n)
+		return false;
+	/* tid is stopped: the hook cannot count for it meanwhile */
+	if (n > 1) {
+		n--;
+		bpf_map_update_elem(fd, &key, &n, BPF_EXIST);
+	} else {
+		bpf_map_delete_elem(fd, &key);
+	}
+	return true;
+}
+
+bool follow_hook_owes(struct follow_hook *h, pid_t tid)
+{
+	uint32_t key = (uint32_t)tid, n;
+
+	return h->skel && !bpf_map_lookup_elem(bpf_map__fd(h->skel->maps.held), &key, &n) &&
+	       n;
+}
+
+void follow_hook_lift(struct follow_hook *h)
+{
+	bpf_link__destroy(h->link);
+	h->link = NULL;
+}
+
+void follow_hook_free(struct follow_hook *h)
+{
+	follow_hook_lift(h);
+	bft_loadhook_skel__destroy(h->skel);
+	h->skel = NULL;
+}
