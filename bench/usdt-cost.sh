@@ -21,6 +21,10 @@ cd "$root" || exit 1
 where=$1 hits=$2 reps=$3 backends=${4:-bpf}
 out=$root/build/bench
 mkdir -p "$out"
+# the readers' output: somewhere writable, also in a guest whose view of
+# the repository is read-only
+scratch=$(mktemp -d /tmp/bft-usdt.XXXXXX) || exit 1
+trap 'rm -rf "$scratch"' EXIT
 bfctl=$root/build/user/bfctl
 # a session of its own, removed after each pass
 export BFT_BPF_PIN_DIR=/sys/fs/bpf/bftrace-bench-usdt
@@ -41,7 +45,7 @@ ns_of() { sed -n 's/.*ns_per_hit=\([0-9.]*\).*/\1/p'; }
 
 # One traced pass under bfctl on backend $1: prints "NS SEEN".
 bftrace_pass() { # backend bin
-	local be=$1 bin=$2 rec=$out/usdt-record.json err=$out/usdt-record.err ns seen
+	local be=$1 bin=$2 rec=$scratch/usdt-record.json err=$scratch/usdt-record.err ns seen
 	: >"$err"
 	taskset -c 1 "$bfctl" --backend "$be" --json record >"$rec" 2>"$err" &
 	local rpid=$!
@@ -67,7 +71,7 @@ except Exception:
 }
 
 bpftrace_pass() { # bin
-	local o=$out/usdt-bpftrace.out ns seen
+	local o=$scratch/usdt-bpftrace.out ns seen
 	taskset -c 0 bpftrace -e "usdt:$1:bench:tick { @ = count(); }" \
 		-c "$1 $hits" >"$o" 2>&1
 	ns=$(ns_of <"$o")

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* bfctl attach: probes on the functions of a running process, by pattern. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "follow.h"
@@ -36,11 +37,9 @@ static int follow(struct ctl *c, struct probe_opts *o, pid_t pid, int rc,
 
 	if (rc && !(rc == EXIT_NOMATCH && pending->n))
 		return rc;
-	if (!strcmp(ctl_backend(c)->name, "inline")) {
-		vlog(c, 1, "attach: the inline backend does not follow later loads");
-		return rc;
-	}
 	frc = follow_start(c, o, pid);
+	if (frc < 0)
+		return -frc;	/* nothing is left attached */
 	/* what is attached stays, said to be all there is */
 	return rc ? frc : EXIT_OK;
 }
@@ -51,6 +50,7 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 	struct strlist pending = { 0 };
 	uint64_t pid = 0;
 	bool no_follow = false;
+	const char *be;
 	const struct arg_def defs[] = {
 		{ .name = "pid", .short_name = 'P', .kind = ARG_UINT, .dest = &pid,
 		  .meta = "PID", .min = 1, .max = 0x7fffffff,
@@ -72,7 +72,9 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	o.follow = !no_follow && !o.list;
+	/* the inline backend (never chosen by auto) follows nothing */
+	be = c->backend ? c->backend : getenv("BFT_BACKEND");
+	o.follow = !no_follow && !o.list && !(be && !strcmp(be, "inline"));
 	o.pending = &pending;
 	rc = probes_select(c, (pid_t)pid, &o, &pl);
 	if (rc && !(rc == EXIT_NOMATCH && o.follow && pending.n))

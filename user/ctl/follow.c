@@ -6,7 +6,8 @@
  * It seizes every thread of the target (PTRACE_SEIZE, new threads with
  * PTRACE_O_TRACECLONE) and puts the loader hook of follow_hook.c on its
  * _dl_debug_state().  At a hook hit the loading thread is held in a
- * signal-delivery stop, as run_loads.c holds a thread on its breakpoint:
+ * signal-delivery stop (of the SIGURG the hook sends it; SIGSTOP where the
+ * thread blocks SIGURG), as run_loads.c holds a thread on its breakpoint:
  * after a load, before the new libraries' constructors, the patterns are
  * resolved again and what they select attached; after a dlclose(), the
  * probes on what is no longer mapped are detached.  Other threads run on.
@@ -14,8 +15,10 @@
  * Unlike run's breakpoint, nothing of the follower's stays in the target
  * should the follower die: the hook is a uprobe the kernel removes with
  * the follower's files, and the kernel detaches a dead tracer's tracees.
- * A hook hit that races with its death leaves at most a SIGSTOP the
- * thread was sent while traced; the hook checks the tracer first.
+ * A thread it held then, or that the hook had signalled, may get the
+ * SIGURG untraced, which it ignores unless it handles SIGURG itself; only a
+ * thread that blocks SIGURG gets a SIGSTOP, which would then stop the
+ * process until SIGCONT.
  *
  * It ends, letting every thread go, when the target exits or execs, on
  * SIGTERM, SIGINT or SIGHUP (detach and stop send SIGTERM), and when it
@@ -125,7 +128,11 @@ static int seize_all(struct follower *f)
 			if (tid <= 0 || find(f, tid))
 				continue;
 			if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)opts)) {
-				if (errno != ESRCH)	/* else the thread ended */
+				/* ended, or started by a seized thread: ours */
+				if (errno == EPERM &&
+				    status_field(tid, "TracerPid:") == getpid())
+					rc = add(f, tid);
+				else if (errno != ESRCH)
 					rc = -errno;
 				continue;
 			}
@@ -209,6 +216,9 @@ static int resolve(struct follower *f)
 	return rc == EXIT_NOMATCH ? EXIT_OK : rc;
 }
 
+/* $BFT_FOLLOW_HOLD_MS: a test's pause in every hold; 0 else. */
+static long hold_ms;
+
 /* tid is held on the hook: returns true when following should end. */
 static bool on_hook(struct follower *f, pid_t tid)
 {
@@ -219,6 +229,10 @@ static bool on_hook(struct follower *f, pid_t tid)
 		run_loads_state(&f->r, tid, f->tgid, &f->ld);	/* ADD or DELETE */
 		return false;
 	}
+	vlog(f->c, 1, "attach: process %d, thread %d: held on the loader hook",
+	     (int)f->tgid, (int)tid);
+	if (hold_ms)	/* the tests' window to kill the follower in a hold */
+		nanosleep(&(struct timespec){ hold_ms / 1000, hold_ms % 1000 * 1000000L }, NULL);
 	if (connect_quiet(f)) {
 		err_msg("attach: process %d changed its libraries, and the backend cannot be reached: not followed",
 			(int)f->tgid);
@@ -278,12 +292,16 @@ static bool on_event(struct follower *f, pid_t pid, int st)
 	case PTRACE_EVENT_EXEC:
 		vlog(f->c, 1, "attach: process %d exec'd: its new program is not followed",
 		     (int)f->tgid);
+		/* the other threads are gone, this one is stopped: let go */
+		follow_hook_lift(&f->hook);
+		resume(pid, PTRACE_DETACH, 0);
+		f->n = 0;
 		return true;
 	case PTRACE_EVENT_STOP:
 		resume(pid, group_stop(sig) ? PTRACE_LISTEN : PTRACE_CONT, 0);
 		return false;
 	case 0:
-		if (sig == SIGSTOP && follow_hook_took(&f->hook, pid)) {
+		if ((sig == SIGURG || sig == SIGSTOP) && follow_hook_took(&f->hook, pid)) {
 			bool over = on_hook(f, pid);
 
 			resume(pid, PTRACE_CONT, 0);
@@ -329,10 +347,12 @@ static void let_go(struct follower *f)
 		}
 		ev = st >> 16;
 		sig = ev ? 0 : WSTOPSIG(st);
-		if (find(f, pid) && !ev && sig == SIGSTOP && follow_hook_took(&f->hook, pid)) {
+		if (find(f, pid) && !ev && (sig == SIGURG || sig == SIGSTOP) &&
+		    follow_hook_took(&f->hook, pid)) {
 			sig = 0;
-		} else if (find(f, pid) && ev && follow_hook_owes(&f->hook, pid)) {
-			resume(pid, PTRACE_CONT, 0);
+		} else if (find(f, pid) && follow_hook_owes(&f->hook, pid)) {
+			/* the hook's signal comes next: take it before letting go */
+			resume(pid, PTRACE_CONT, sig);
 			continue;
 		}
 		ptrace(PTRACE_DETACH, pid, NULL, (void *)(long)sig);
@@ -401,7 +421,32 @@ static void to_log(pid_t tgid)
 		(int)tgid, ctime(&t));
 }
 
-/* The child: seize, hook, catch up, report to the parent through ready. */
+/*
+ * A load or unload under way as the hook went in: its RT_ADD or RT_DELETE
+ * passed unseen, its RT_CONSISTENT is still to come.
+ */
+static void preset_state(struct follower *f)
+{
+	char fn[64];
+	int32_t state = -1;
+	int fd;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/mem", (int)f->tgid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && pread(fd, &state, sizeof(state),
+			     (off_t)(f->ld.r_debug + R_STATE_OFFSET)) == sizeof(state)) {
+		f->ld.adding = state == RT_ADD;
+		f->ld.deleting = state == RT_DELETE;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * The child: seize, hook, catch up, report to the parent through ready:
+ * "" once it follows, "L" when its attach failed and took every probe of
+ * the process with it; nothing when it could not start.
+ */
 static int follower_main(struct follower *f, int ready)
 {
 	char err[1024];
@@ -411,6 +456,10 @@ static int follower_main(struct follower *f, int ready)
 	if (rc) {
 		int tracer = status_field(f->tgid, "TracerPid:");
 
+		if (!follow_start_time(f->tgid)) {
+			err_msg("attach: process %d exited", (int)f->tgid);
+			return EXIT_TARGET;
+		}
 		if (rc == -EPERM && tracer > 0 && tracer != getpid())
 			err_msg("attach: process %d is traced by process %d (a debugger?): later loads are not followed",
 				(int)f->tgid, tracer);
@@ -421,12 +470,17 @@ static int follower_main(struct follower *f, int ready)
 	}
 	rc = follow_hook_arm(&f->hook, f->tgid, err, sizeof(err));
 	if (rc) {
+		let_go(f);
+		if (!follow_start_time(f->tgid)) {
+			err_msg("attach: process %d exited", (int)f->tgid);
+			return EXIT_TARGET;
+		}
 		err_msg("attach: process %d: no hook on its loader: %s; later loads are not followed",
 			(int)f->tgid, err);
-		let_go(f);
 		return EXIT_FAIL;
 	}
 	f->ld.r_debug = f->hook.r_debug;
+	preset_state(f);
 	/* what it loaded since attach looked, and the baseline of the looks */
 	rc = connect_quiet(f);
 	if (!rc) {
@@ -441,6 +495,9 @@ static int follower_main(struct follower *f, int ready)
 		ctl_close(f->c);
 	}
 	if (rc) {
+		/* probes_attach() detached every probe of the process */
+		if (write(ready, "L", 1) != 1)
+			rc = EXIT_FAIL;
 		let_go(f);
 		return rc;
 	}
@@ -509,7 +566,7 @@ int follow_start(struct ctl *c, struct probe_opts *o, pid_t pid)
 	struct follow_state old = { 0 };
 	int p[2], st, rc;
 	pid_t child;
-	char b;
+	char b = 1;
 
 	follow_sweep();
 	take_over(c, o, pid, &old);
@@ -547,6 +604,7 @@ int follow_start(struct ctl *c, struct probe_opts *o, pid_t pid)
 			.patterns = o->patterns, .usdt = o->usdt,
 		};
 		snprintf(f.st.backend, sizeof(f.st.backend), "%s", ctl_backend(c)->name);
+		hold_ms = getenv("BFT_FOLLOW_HOLD_MS") ? atol(getenv("BFT_FOLLOW_HOLD_MS")) : 0;
 		rc = follower_main(&f, p[1]);
 		_exit(rc);
 	}
@@ -557,12 +615,12 @@ int follow_start(struct ctl *c, struct probe_opts *o, pid_t pid)
 		close(p[0]);
 		return EXIT_FAIL;
 	}
-	rc = read(p[0], &b, 1) == 1 ? EXIT_OK : EXIT_FAIL;
+	rc = read(p[0], &b, 1) == 1 && !b ? EXIT_OK : EXIT_FAIL;
 	close(p[0]);
 	if (rc) {
 		if (waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st))
 			rc = WEXITSTATUS(st);
-		return rc;
+		return b == 'L' ? -rc : rc;
 	}
 	vlog(c, 1, "attach: later loads of process %d are followed by bfctl %d (log %s/%d.log), until detach or stop",
 	     (int)pid, (int)child, follow_dir(), (int)pid);

@@ -28,10 +28,10 @@ struct follow_hook {
 /* Put the hook on tgid's _dl_debug_state(): 0, or -errno and err says why. */
 int follow_hook_arm(struct follow_hook *h, pid_t tgid, char *err, size_t errlen);
 
-/* tid stopped by SIGSTOP: was that the hook's?  Takes it if so. */
+/* tid stopped by SIGURG or SIGSTOP: was that the hook's?  Takes it if so. */
 bool follow_hook_took(struct follow_hook *h, pid_t tid);
 
-/* Is a SIGSTOP of the hook's still on its way to tid? */
+/* Is a signal of the hook's still on its way to tid? */
 bool follow_hook_owes(struct follow_hook *h, pid_t tid);
 
 /* Take the uprobe out (no stop is sent from then on); free keeps none. */
@@ -80,7 +80,8 @@ unsigned long long follow_start_time(pid_t pid);
  * patterns of o, once pid's probes (if any) are attached and c closed.
  * It merges the patterns of an earlier follower of pid, which it ends.
  * Returns EXIT_OK once the follower holds pid (its hook in place); else
- * the reason is out and an exit code returned.
+ * the reason is out and an exit code returned, negated when the follower's
+ * own attach failed and detached every probe of pid.
  */
 int follow_start(struct ctl *c, struct probe_opts *o, pid_t pid);
 

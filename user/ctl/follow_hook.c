@@ -9,7 +9,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -82,7 +81,6 @@ int follow_hook_arm(struct follow_hook *h, pid_t tgid, char *err, size_t errlen)
 		snprintf(err, errlen, "opening its BPF program: %s", strerror(-rc));
 		return rc;
 	}
-	h->skel->rodata->follower_tgid = (uint32_t)getpid();
 	rc = bft_loadhook_skel__load(h->skel);
 	if (rc) {
 		snprintf(err, errlen, "loading its BPF program: %s", strerror(-rc));

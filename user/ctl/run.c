@@ -372,8 +372,8 @@ static void note_pending(struct run *r, pid_t pid)
 		.pending = r->pending,
 	};
 
-	if (!r->o->pending)
-		return;
+	if (r->o->pending != &r->pending)
+		return;		/* not run's: attach's follower keeps its own */
 	snprintf(s.backend, sizeof(s.backend), "%s", ctl_backend(r->c)->name);
 	if (!s.pending.n)
 		follow_state_forget(pid);

@@ -59,6 +59,9 @@ follow_dlopen_check() { # name, mode (fx_dl's: load, reopen)
 	kill -USR1 "$pid"
 	fx_status "$pid"
 	rc=$?
+	# the process's end, not stop, ends the follower
+	follower_gone "$pid" "$f" >"$T/gone"
+	local gone=$?
 	bf stop >/dev/null
 	bf --json record --last --events >"$T/ev.json" 2>>"$T/err"
 	if [[ $rc != 0 ]]; then
@@ -73,45 +76,59 @@ follow_dlopen_check() { # name, mode (fx_dl's: load, reopen)
 	if [[ $mode == reopen ]] && ! dlopen_ids_once >"$T/cmp2" 2>&1; then
 		note "$T/cmp2"; not_ok "$name # the method table"; return
 	fi
-	if ! follower_gone "$pid" "$f" >"$T/gone"; then
+	if [[ $gone != 0 ]]; then
 		note "$T/gone"; not_ok "$name # the follower stayed after the process ended"; return
 	fi
 	note "$T/cmp"; ok "$name"
 }
 
-# What ends a follower: stop, detach, a session ended elsewhere.  Each
-# time the process runs on untraced, fx_dl exits 0 after its dlopen(),
-# and nothing is attached after the end.
-follow_end_check() { # name, how (stop, detach, elsewhere, sigkill)
-	local name=$1 how=$2 pid f rc live
+# What ends a follower: stop, detach, a session ended elsewhere, SIGKILL
+# (also while it holds the loading thread).  Each time the process runs on
+# untraced, and fx_dl exits 0 after its dlopen(); after the first three
+# nothing of libfxdl is ever attached.
+follow_end_check() { # name, how (stop, detach, elsewhere, sigkill, sigkill-held)
+	local name=$1 how=$2 pid f rc live hold=0
 	settle
 	fixture "$T/fx.out" "$FX/fx_dl" reopen wait || { not_ok "$name # fx_dl not ready"; return; }
 	pid=$FXPID
-	if ! bf attach --pid "$pid" -p 'libfxdl*:fxdl_*' -p 'fx_dl:main' >/dev/null 2>"$T/err"; then
+	# the follower pauses 30 s in each hold: time to kill it there
+	[[ $how == sigkill-held ]] && hold=30000
+	if ! BFT_FOLLOW_HOLD_MS=$hold bf attach --pid "$pid" -p 'libfxdl*:fxdl_*' -p 'fx_dl:main' \
+	     >/dev/null 2>"$T/err"; then
 		note "$T/err"; not_ok "$name # attach failed"; kill -KILL "$pid"; return
 	fi
 	f=$(follower_of "$pid")
+	if [[ -z $f ]]; then
+		note "$T/err"; not_ok "$name # no follower"; kill -KILL "$pid"; return
+	fi
 	bf start --persist >/dev/null 2>&1
+	if [[ $how == sigkill-held ]]; then
+		kill -USR1 "$pid"
+		if ! wait_for "$FOLLOW_DIR/$pid.log" 'held on the loader hook' 60; then
+			note "$FOLLOW_DIR/$pid.log"; not_ok "$name # never held"; kill -KILL "$pid" "$f"; return
+		fi
+	fi
 	case $how in
 	stop) bf stop >/dev/null ;;
 	detach) bf detach --pid "$pid" >/dev/null ;;
 	# a stop that does not know of the follower, as bfcollector's is
 	elsewhere) BFT_FOLLOW_DIR=$T/none bf stop >/dev/null ;;
-	sigkill) kill -KILL "$f" ;;
+	sigkill*) kill -KILL "$f" ;;
 	esac
-	if [[ $how != sigkill ]] && ! follower_gone "$pid" "$f" >"$T/gone"; then
+	if [[ $how != sigkill* ]] && ! follower_gone "$pid" "$f" >"$T/gone"; then
 		note "$T/gone"; not_ok "$name # the follower stayed"; kill -KILL "$pid"; return
 	fi
-	kill -USR1 "$pid"
+	[[ $how != sigkill-held ]] && kill -USR1 "$pid"
 	fx_status "$pid"
 	rc=$?
-	live=$(bf --json methods | python3 -c '
+	# every entry since the start, detached ones included
+	live=$(bf --json methods --all | python3 -c '
 import json, sys
 print(sum(1 for m in json.load(sys.stdin)["methods"] if "fxdl_" in m["name"]))')
 	if [[ $rc != 0 ]]; then
 		note "$T/fx.out"; not_ok "$name # fx_dl exited $rc"
-	elif [[ $how != sigkill && $live != 0 ]]; then
-		bf methods | note /dev/stdin; not_ok "$name # $live probes attached after the end"
+	elif [[ $how != sigkill* && $live != 0 ]]; then
+		bf methods --all | note /dev/stdin; not_ok "$name # libfxdl was attached after the end"
 	else
 		ok "$name"
 	fi
@@ -206,6 +223,7 @@ sec_follow() {
 	follow_end_check "detach --pid ends the follower" detach
 	follow_end_check "a session ended by another (bfcollector) ends the follower within a second" elsewhere
 	follow_end_check "a follower killed by SIGKILL leaves nothing that harms the process" sigkill
+	follow_end_check "a follower killed while it holds the loading thread: the process goes on" sigkill-held
 	follow_traced_check
 	follow_merge_check
 	follow_run_status_check
