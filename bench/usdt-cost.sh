@@ -30,6 +30,11 @@ bfctl=$root/build/user/bfctl
 export BFT_BPF_PIN_DIR=/sys/fs/bpf/bftrace-bench-usdt
 have_bpftrace=0
 command -v bpftrace >/dev/null && have_bpftrace=1
+# the reader on CPU 1, the target on CPU 0; a guest with one CPU pins none
+on0=() on1=()
+if (($(nproc) > 1)); then
+	on0=(taskset -c 0) on1=(taskset -c 1)
+fi
 
 for site in nop1 nop5; do
 	bin=$out/bench-usdt-$site
@@ -47,13 +52,13 @@ ns_of() { sed -n 's/.*ns_per_hit=\([0-9.]*\).*/\1/p'; }
 bftrace_pass() { # backend bin
 	local be=$1 bin=$2 rec=$scratch/usdt-record.json err=$scratch/usdt-record.err ns seen
 	: >"$err"
-	taskset -c 1 "$bfctl" --backend "$be" --json record >"$rec" 2>"$err" &
+	"${on1[@]}" "$bfctl" --backend "$be" --json record >"$rec" 2>"$err" &
 	local rpid=$!
 	for _ in $(seq 600); do
 		grep -qE 'record: (recording|no session is running)' "$err" && break
 		sleep 0.1
 	done
-	ns=$(taskset -c 0 "$bfctl" --backend "$be" run -u bench:tick -- "$bin" "$hits" 2>/dev/null | ns_of)
+	ns=$("${on0[@]}" "$bfctl" --backend "$be" run -u bench:tick -- "$bin" "$hits" 2>/dev/null | ns_of)
 	"$bfctl" --backend "$be" stop >/dev/null 2>&1
 	timeout 120 tail --pid="$rpid" -f /dev/null
 	kill -KILL "$rpid" 2>/dev/null
@@ -72,7 +77,7 @@ except Exception:
 
 bpftrace_pass() { # bin
 	local o=$scratch/usdt-bpftrace.out ns seen
-	taskset -c 0 bpftrace -e "usdt:$1:bench:tick { @ = count(); }" \
+	"${on0[@]}" bpftrace -e "usdt:$1:bench:tick { @ = count(); }" \
 		-c "$1 $hits" >"$o" 2>&1
 	ns=$(ns_of <"$o")
 	seen=$(sed -n 's/^@: \([0-9]*\)$/\1/p' "$o")
@@ -81,20 +86,21 @@ bpftrace_pass() { # bin
 
 for site in nop1 nop5; do
 	bin=$out/bench-usdt-$site
-	echo "@cmd usdt.$site.untraced taskset -c 0 $bin $hits"
+	echo "@cmd usdt.$site.untraced ${on0[*]} $bin $hits"
 	for be in $backends; do
-		echo "@cmd usdt.$site.$be taskset -c 1 $bfctl --backend $be record & taskset -c 0 $bfctl --backend $be run -u bench:tick -- $bin $hits"
+		echo "@cmd usdt.$site.$be ${on1[*]} $bfctl --backend $be record & ${on0[*]} $bfctl --backend $be run -u bench:tick -- $bin $hits"
 	done
 	((have_bpftrace)) &&
-		echo "@cmd usdt.$site.bpftrace taskset -c 0 bpftrace -e 'usdt:$bin:bench:tick { @ = count(); }' -c '$bin $hits'"
+		echo "@cmd usdt.$site.bpftrace ${on0[*]} bpftrace -e 'usdt:$bin:bench:tick { @ = count(); }' -c '$bin $hits'"
 	for _ in $(seq "$reps"); do
-		line="@res usdt site=$site where=$where untraced=$(taskset -c 0 "$bin" "$hits" | ns_of)"
+		line="@res usdt site=$site where=$where untraced=$("${on0[@]}" "$bin" "$hits" | ns_of)"
+		# no process substitution: a guest's /dev has no /dev/fd
 		for be in $backends; do
-			read -r ns seen < <(bftrace_pass "$be" "$bin")
+			read -r ns seen <<<"$(bftrace_pass "$be" "$bin")"
 			line+=" $be=$ns seen_$be=$seen"
 		done
 		if ((have_bpftrace)); then
-			read -r ns seen < <(bpftrace_pass "$bin")
+			read -r ns seen <<<"$(bpftrace_pass "$bin")"
 			line+=" bpftrace=$ns seen_bpftrace=$seen"
 		fi
 		echo "$line"
