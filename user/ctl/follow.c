@@ -216,6 +216,20 @@ static int resolve(struct follower *f)
 	return rc == EXIT_NOMATCH ? EXIT_OK : rc;
 }
 
+static sigset_t end_set, wait_set;
+
+/* Has detach, stop or a signal asked the follower to end? */
+static bool ending(void)
+{
+	sigset_t pending;
+
+	sigpending(&pending);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&end_set, sig) && sigismember(&pending, sig))
+			return true;
+	return false;
+}
+
 /* $BFT_FOLLOW_HOLD_MS: a test's pause in every hold; 0 else. */
 static long hold_ms;
 
@@ -239,7 +253,7 @@ static bool on_hook(struct follower *f, pid_t tid)
 		f->ld.adding = f->ld.deleting = false;
 		return false;
 	}
-	over = session_over(f);
+	over = session_over(f) || ending();
 	if (!over) {
 		rc = run_loads_state(&f->r, tid, f->tgid, &f->ld);
 		f->st.loads += adding;
@@ -275,6 +289,7 @@ static bool on_event(struct follower *f, pid_t pid, int st)
 
 	if (WIFEXITED(st) || WIFSIGNALED(st)) {
 		drop(f, pid);
+		follow_hook_forget(&f->hook, pid);
 		return pid == f->tgid || !f->n;
 	}
 	if (!WIFSTOPPED(st))
@@ -301,7 +316,7 @@ static bool on_event(struct follower *f, pid_t pid, int st)
 		resume(pid, group_stop(sig) ? PTRACE_LISTEN : PTRACE_CONT, 0);
 		return false;
 	case 0:
-		if ((sig == SIGURG || sig == SIGSTOP) && follow_hook_took(&f->hook, pid)) {
+		if ((sig == SIGURG || sig == SIGSTOP) && follow_hook_took(&f->hook, pid, sig)) {
 			bool over = on_hook(f, pid);
 
 			resume(pid, PTRACE_CONT, 0);
@@ -348,7 +363,7 @@ static void let_go(struct follower *f)
 		ev = st >> 16;
 		sig = ev ? 0 : WSTOPSIG(st);
 		if (find(f, pid) && !ev && (sig == SIGURG || sig == SIGSTOP) &&
-		    follow_hook_took(&f->hook, pid)) {
+		    follow_hook_took(&f->hook, pid, sig)) {
 			sig = 0;
 		} else if (find(f, pid) && follow_hook_owes(&f->hook, pid)) {
 			/* the hook's signal comes next: take it before letting go */
@@ -361,40 +376,70 @@ static void let_go(struct follower *f)
 	follow_hook_free(&f->hook);
 }
 
-static sigset_t end_set, wait_set;
-
-/* The next event's pid; 0 on a second without one; -1 to end. */
-static pid_t next_event(int *st)
+static int64_t now_ms(void)
 {
-	static const struct timespec now, second = { 1, 0 };
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The next event's pid; 0 once the time for a look has come; -1 to end. */
+static pid_t next_event(int *st, int64_t look_at)
+{
+	static const struct timespec now;
+	struct timespec wait;
+	int64_t left;
 	pid_t pid;
 	int sig;
 
-	if (sigtimedwait(&end_set, NULL, &now) > 0)
-		return -1;
-	pid = waitpid(-1, st, __WALL | WNOHANG);
-	if (pid > 0 || (pid < 0 && errno != EINTR))
-		return pid > 0 ? pid : -1;
-	sig = sigtimedwait(&wait_set, NULL, &second);
-	return sig > 0 && sig != SIGCHLD ? -1 : 0;
+	for (;;) {
+		if (sigtimedwait(&end_set, NULL, &now) > 0)
+			return -1;
+		pid = waitpid(-1, st, __WALL | WNOHANG);
+		if (pid > 0 || (pid < 0 && errno != EINTR))
+			return pid > 0 ? pid : -1;
+		left = look_at - now_ms();
+		if (left <= 0)
+			return 0;
+		wait = (struct timespec){ left / 1000, left % 1000 * 1000000L };
+		/* every stop of a tracee sends SIGCHLD: one more waitpid() */
+		sig = sigtimedwait(&wait_set, NULL, &wait);
+		if (sig > 0 && sig != SIGCHLD)
+			return -1;
+	}
 }
+
+/* Looks in a row that could not reach the backend before the follower gives up. */
+#define LOOKS_MISSED_MAX 3
 
 static void follow_loop(struct follower *f)
 {
+	int64_t look_at = now_ms() + 1000;
+	int st, missed = 0;
 	bool over = false;
-	int st;
 	pid_t pid;
 
 	while (!over) {
-		pid = next_event(&st);
+		pid = next_event(&st, look_at);
 		if (pid > 0) {
 			over = on_event(f, pid, st);
-		} else if (pid < 0) {
-			over = true;
-		} else if (!connect_quiet(f)) {
-			over = session_over(f);
-			ctl_close(f->c);
+			continue;
 		}
+		if (pid < 0)
+			break;
+		look_at = now_ms() + 1000;
+		if (connect_quiet(f)) {
+			/* bftrace.ko unloaded, the BPF session's pins removed */
+			over = ++missed >= LOOKS_MISSED_MAX;
+			if (over)
+				err_msg("attach: the backend cannot be reached: following process %d ends",
+					(int)f->tgid);
+			continue;
+		}
+		missed = 0;
+		over = session_over(f);
+		ctl_close(f->c);
 	}
 	let_go(f);
 }
@@ -449,6 +494,7 @@ static void preset_state(struct follower *f)
  */
 static int follower_main(struct follower *f, int ready)
 {
+	bool lost = false;
 	char err[1024];
 	int rc;
 
@@ -491,12 +537,12 @@ static int follower_main(struct follower *f, int ready)
 		rc = resolve(f);
 		f->c->verbose = v;
 		f->live = 0;
-		ctl_get_methods(f->c, count_live, f);
+		if (!ctl_get_methods(f->c, count_live, f) && rc && !f->live)
+			lost = true;	/* probes_attach() rolled the process back */
 		ctl_close(f->c);
 	}
 	if (rc) {
-		/* probes_attach() detached every probe of the process */
-		if (write(ready, "L", 1) != 1)
+		if (lost && write(ready, "L", 1) != 1)
 			rc = EXIT_FAIL;
 		let_go(f);
 		return rc;

@@ -28,11 +28,13 @@ struct follow_hook {
 /* Put the hook on tgid's _dl_debug_state(): 0, or -errno and err says why. */
 int follow_hook_arm(struct follow_hook *h, pid_t tgid, char *err, size_t errlen);
 
-/* tid stopped by SIGURG or SIGSTOP: was that the hook's?  Takes it if so. */
-bool follow_hook_took(struct follow_hook *h, pid_t tid);
+/* tid in a signal-delivery stop for sig: was that the hook's?  Takes it if so. */
+bool follow_hook_took(struct follow_hook *h, pid_t tid, int sig);
 
 /* Is a signal of the hook's still on its way to tid? */
 bool follow_hook_owes(struct follow_hook *h, pid_t tid);
+/* tid has ended: what the hook counted for it goes. */
+void follow_hook_forget(struct follow_hook *h, pid_t tid);
 
 /* Take the uprobe out (no stop is sent from then on); free keeps none. */
 void follow_hook_lift(struct follow_hook *h);

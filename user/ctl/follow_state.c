@@ -255,17 +255,28 @@ int follow_end(const struct ctl *c, pid_t tgid)
 		}
 		follow_state_free(&s);
 	}
-	/* it lets go of every thread first: a few ms, or one hold */
-	for (int tries = 0; tries < 500; tries++) {
+	/*
+	 * It lets go of every thread first: a few ms, or one hold.  One that
+	 * has not ended in 10 s is killed, which leaves nothing in the process
+	 * (follow.c), and must not attach after the detach or stop.
+	 */
+	for (int tries = 0; tries < 600; tries++) {
 		size_t left = 0;
 
-		for (size_t i = 0; i < nw; i++)
-			left += follow_start_time(waiting[i]) == start[i];
+		for (size_t i = 0; i < nw; i++) {
+			if (follow_start_time(waiting[i]) != start[i])
+				continue;
+			left++;
+			if (tries == 500) {
+				err_msg("the follower %d of later loads did not end within 10 s: killed",
+					(int)waiting[i]);
+				kill(waiting[i], SIGKILL);
+			}
+		}
 		if (!left)
 			return (int)nw;
 		nanosleep(&nap, NULL);
 	}
-	err_msg("%zu followers of later loads did not end within 10 s", nw);
 	return (int)nw;
 }
 
