@@ -175,7 +175,7 @@ static bool session_over(struct follower *f)
 		f->live = before;
 	over = over || f->live < before;
 	/* a process that ended lost its probes: its exit is said */
-	if (over && follow_start_time(f->tgid))
+	if (over && !bft_proc_exited((uint32_t)f->tgid))
 		vlog(f->c, 1, "attach: the session of process %d ended (%u of its %u probes left, mode %s)",
 		     (int)f->tgid, f->live, before, bft_mode_name(st.mode));
 	f->session = session;
@@ -502,7 +502,7 @@ static int follower_main(struct follower *f, int ready)
 	if (rc) {
 		int tracer = status_field(f->tgid, "TracerPid:");
 
-		if (!follow_start_time(f->tgid)) {
+		if (bft_proc_exited((uint32_t)f->tgid)) {
 			err_msg("attach: process %d exited", (int)f->tgid);
 			return EXIT_TARGET;
 		}
@@ -517,7 +517,7 @@ static int follower_main(struct follower *f, int ready)
 	rc = follow_hook_arm(&f->hook, f->tgid, err, sizeof(err));
 	if (rc) {
 		let_go(f);
-		if (!follow_start_time(f->tgid)) {
+		if (bft_proc_exited((uint32_t)f->tgid)) {
 			err_msg("attach: process %d exited", (int)f->tgid);
 			return EXIT_TARGET;
 		}
@@ -602,7 +602,7 @@ static void take_over(struct ctl *c, struct probe_opts *o, pid_t pid,
 		}
 	}
 	vlog(c, 1, "attach: process %d was followed by bfctl %d: its patterns join these",
-	     (int)pid, (int)old->follower);
+	     (int)pid, (int)old->follower.tgid);
 	follow_end(c, pid);
 }
 
@@ -645,10 +645,10 @@ int follow_start(struct ctl *c, struct probe_opts *o, pid_t pid)
 		f.r = (struct run){ .c = c, .o = o, .follow = true, .persist = true,
 				    .started = true };
 		f.st = (struct follow_state){
-			.tgid = pid, .follower = getpid(),
-			.start = follow_start_time(getpid()), .regex = o->regex,
+			.tgid = pid, .regex = o->regex,
 			.patterns = o->patterns, .usdt = o->usdt,
 		};
+		bft_owner_self(&f.st.follower);
 		snprintf(f.st.backend, sizeof(f.st.backend), "%s", ctl_backend(c)->name);
 		hold_ms = getenv("BFT_FOLLOW_HOLD_MS") ? atol(getenv("BFT_FOLLOW_HOLD_MS")) : 0;
 		rc = follower_main(&f, p[1]);

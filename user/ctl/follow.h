@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "bfctl.h"
+#include "capture/bft_owner.h"
 #include "probes.h"
 
 /* ---- the loader hook (follow_hook.c) ---- */
@@ -50,9 +51,8 @@ const char *follow_dir(void);
 
 struct follow_state {
 	pid_t tgid;		/* the followed process */
-	pid_t follower;		/* attach's follower, or the bfctl run */
+	struct bft_owner follower;	/* attach's follower, or the bfctl run */
 	bool run;		/* a process of bfctl run: not ended by stop */
-	unsigned long long start;	/* the follower's start time (/proc stat) */
 	char backend[16];
 	bool regex;
 	unsigned int loads;	/* libraries loads seen */
@@ -70,10 +70,8 @@ void follow_state_remove(pid_t tgid);
 void follow_state_forget(pid_t tgid);
 /* Remove the logs of processes that are gone and no longer followed. */
 void follow_sweep(void);
-/* Is the follower of s still the process that wrote it? */
+/* Is the follower of s still the process that wrote it (as far as can be told)? */
 bool follow_state_live(const struct follow_state *s);
-/* pid's start time from /proc/PID/stat, 0 when it is gone or a zombie. */
-unsigned long long follow_start_time(pid_t pid);
 
 /* ---- the follower (follow.c) ---- */
 

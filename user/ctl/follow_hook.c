@@ -7,7 +7,6 @@
  * bpf().
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <signal.h>
 #include <string.h>
@@ -20,8 +19,6 @@
 #include "bft_loadhook.skel.h"
 #include "follow.h"
 #include "run.h"
-#include "symbols/bft_maps.h"
-#include "symbols/bft_resolve.h"
 
 static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -31,55 +28,21 @@ static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list a
 	return 0;
 }
 
-/* The loader of tgid: its file as bfctl opens it, and r_debug's address. */
-static int find_loader(pid_t tgid, char *path, size_t len, uint64_t *r_debug,
-		       char *err, size_t errlen)
-{
-	uint64_t base, entry, rdbg, lmin;
-	const struct bft_map_obj *ld;
-	struct bft_maps maps;
-	int rc;
-
-	rc = run_read_auxv(tgid, &base, &entry);
-	if (rc) {
-		snprintf(err, errlen, "cannot read /proc/%d/auxv: %s", (int)tgid,
-			 strerror(-rc));
-		return rc;
-	}
-	if (!base) {
-		snprintf(err, errlen, "it has no program interpreter (a static program)");
-		return -ENOENT;
-	}
-	rc = bft_maps_read(tgid, &maps, err, errlen);
-	if (rc)
-		return rc;
-	ld = bft_maps_find_base(&maps, base);
-	rc = -ENOENT;
-	if (!ld)
-		snprintf(err, errlen, "its loader at %#" PRIx64 " is not in its maps", base);
-	else if (!bft_elf_symbol(ld->open_path, "_dl_debug_state", &rdbg, &lmin, err, errlen) &&
-		 !bft_elf_symbol(ld->open_path, "_r_debug", &rdbg, &lmin, err, errlen))
-		rc = snprintf(path, len, "%s", ld->open_path) < (int)len ? 0 : -ENAMETOOLONG;
-	if (!rc)
-		*r_debug = base + rdbg - lmin;
-	else if (ld && rc == -ENOENT)
-		snprintf(err, errlen, "its loader %s has no _dl_debug_state or _r_debug", ld->path);
-	bft_maps_free(&maps);
-	return rc;
-}
-
 #define SIG_SHIFT 24	/* held's value: the signal << 24, plus the count */
 #define COUNT_MASK ((1U << SIG_SHIFT) - 1)
 
 int follow_hook_arm(struct follow_hook *h, pid_t tgid, char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "_dl_debug_state");
+	uint64_t bp, entry;
 	char path[4096];
 	struct stat ns;
 	int rc;
 
 	memset(h, 0, sizeof(*h));
-	rc = find_loader(tgid, path, sizeof(path), &h->r_debug, err, errlen);
+	rc = run_find_loader(tgid, path, sizeof(path), &bp, &h->r_debug, &entry, err, errlen);
+	if (rc > 0)
+		return -ENOENT;	/* static, or no _dl_debug_state: err says */
 	if (rc)
 		return rc;
 	libbpf_set_print(quiet_print);

@@ -5,13 +5,15 @@
  * the follower at each change (a new file renamed over the old), read
  * by status, and by detach and stop to end the follower.
  *
- * One "key value" line each: follower PID START, target TGID, kind
+ * One "key value" line each: follower PID START PIDNS (struct bft_owner),
+ * target TGID, kind
  * attach|run, backend NAME, regex 0|1, loads N, then pattern, usdt and
  * pending lines in order.  bfctl run writes one for each of its processes
  * that has pending patterns, for status to show; stop does not end it.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,24 +30,6 @@ const char *follow_dir(void)
 	const char *d = getenv("BFT_FOLLOW_DIR");
 
 	return d && *d ? d : "/run/bftrace/follow";
-}
-
-unsigned long long follow_start_time(pid_t pid)
-{
-	char fn[64], buf[1024], *p, state = 0;
-	unsigned long long start = 0;
-	FILE *f;
-
-	snprintf(fn, sizeof(fn), "/proc/%d/stat", (int)pid);
-	f = fopen(fn, "re");
-	if (!f)
-		return 0;
-	/* after the command's ")": the state, and 19 fields on the start */
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
-		sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-		       &state, &start);
-	fclose(f);
-	return state == 'Z' || state == 'X' ? 0 : start;	/* a zombie is gone */
 }
 
 static int mkdirs(const char *dir)
@@ -84,9 +68,9 @@ int follow_state_write(const struct follow_state *s)
 	f = fopen(tmp, "we");
 	if (!f)
 		return -errno;
-	fprintf(f, "follower %d %llu\ntarget %d\nkind %s\nbackend %s\nregex %d\nloads %u\n",
-		(int)s->follower, s->start, (int)s->tgid, s->run ? "run" : "attach",
-		s->backend, s->regex, s->loads);
+	fprintf(f, "follower %" PRIu32 " %" PRIu64 " %" PRIu64 "\ntarget %d\nkind %s\nbackend %s\nregex %d\nloads %u\n",
+		s->follower.tgid, s->follower.start, s->follower.pidns, (int)s->tgid,
+		s->run ? "run" : "attach", s->backend, s->regex, s->loads);
 	put_list(f, "pattern", &s->patterns);
 	put_list(f, "usdt", &s->usdt);
 	put_list(f, "pending", &s->pending);
@@ -133,7 +117,8 @@ int follow_state_read(pid_t tgid, struct follow_state *s)
 			continue;
 		*val++ = 0;
 		if (!strcmp(line, "follower"))
-			sscanf(val, "%d %llu", &s->follower, &s->start);
+			sscanf(val, "%" SCNu32 " %" SCNu64 " %" SCNu64, &s->follower.tgid,
+			       &s->follower.start, &s->follower.pidns);
 		else if (!strcmp(line, "target"))
 			s->tgid = atoi(val);
 		else if (!strcmp(line, "kind"))
@@ -153,7 +138,7 @@ int follow_state_read(pid_t tgid, struct follow_state *s)
 		if (rc)
 			break;
 	}
-	if (!rc && (s->tgid != tgid || s->follower <= 0))
+	if (!rc && (s->tgid != tgid || !s->follower.tgid))
 		rc = -EINVAL;
 	if (rc)
 		follow_state_free(s);
@@ -170,7 +155,7 @@ void follow_state_remove(pid_t tgid)
 
 bool follow_state_live(const struct follow_state *s)
 {
-	return s->start && follow_start_time(s->follower) == s->start;
+	return !bft_owner_dead(&s->follower);
 }
 
 /* Each file's process, in the order of the directory. */
@@ -194,18 +179,25 @@ static size_t list(pid_t *v, size_t cap)
 
 #define FOLLOW_MAX 256
 
+/* The file of tgid, or every file (tgid 0): their processes into v. */
+static size_t pick(pid_t tgid, pid_t v[FOLLOW_MAX])
+{
+	if (!tgid)
+		return list(v, FOLLOW_MAX);
+	v[0] = tgid;
+	return 1;
+}
+
 void follow_state_forget(pid_t tgid)
 {
 	pid_t v[FOLLOW_MAX];
-	size_t n = tgid ? 1 : list(v, FOLLOW_MAX);
+	size_t n = pick(tgid, v);
 	struct follow_state s;
 
-	if (tgid)
-		v[0] = tgid;
 	for (size_t i = 0; i < n; i++) {
 		if (follow_state_read(v[i], &s))
 			continue;
-		if (s.follower == getpid())
+		if (s.follower.tgid == (uint32_t)getpid())
 			follow_state_remove(v[i]);
 		follow_state_free(&s);
 	}
@@ -221,7 +213,7 @@ void follow_sweep(void)
 
 	while (d && (e = readdir(d))) {
 		pid = strtol(e->d_name, &end, 10);
-		if (pid <= 0 || strcmp(end, ".log") || follow_start_time((pid_t)pid))
+		if (pid <= 0 || strcmp(end, ".log") || !bft_proc_exited((uint32_t)pid))
 			continue;
 		snprintf(fn, sizeof(fn), "%s/%ld", follow_dir(), pid);
 		if (access(fn, F_OK)) {
@@ -235,24 +227,22 @@ void follow_sweep(void)
 
 int follow_end(const struct ctl *c, pid_t tgid)
 {
-	pid_t v[FOLLOW_MAX], waiting[FOLLOW_MAX];
-	unsigned long long start[FOLLOW_MAX];
+	struct bft_owner waiting[FOLLOW_MAX];
+	pid_t v[FOLLOW_MAX];
 	struct timespec nap = { 0, 20 * 1000 * 1000 };
-	size_t n = tgid ? 1 : list(v, FOLLOW_MAX), nw = 0;
+	size_t n = pick(tgid, v), nw = 0;
 	struct follow_state s;
+	int dead;
 
-	if (tgid)
-		v[0] = tgid;
 	for (size_t i = 0; i < n; i++) {
 		if (follow_state_read(v[i], &s))
 			continue;
-		if (!s.run && !strcmp(s.backend, ctl_backend(c)->name) &&
-		    follow_state_live(&s) && !kill(s.follower, SIGTERM)) {
-			waiting[nw] = s.follower;
-			start[nw++] = s.start;
-		} else if (!follow_state_live(&s)) {
+		dead = bft_owner_dead(&s.follower);
+		if (!s.run && !strcmp(s.backend, ctl_backend(c)->name) && !dead &&
+		    !kill((pid_t)s.follower.tgid, SIGTERM))
+			waiting[nw++] = s.follower;
+		else if (dead == 1)
 			follow_state_remove(v[i]);	/* a follower killed */
-		}
 		follow_state_free(&s);
 	}
 	/*
@@ -264,13 +254,13 @@ int follow_end(const struct ctl *c, pid_t tgid)
 		size_t left = 0;
 
 		for (size_t i = 0; i < nw; i++) {
-			if (follow_start_time(waiting[i]) != start[i])
+			if (bft_owner_dead(&waiting[i]))
 				continue;
 			left++;
 			if (tries == 500) {
-				err_msg("the follower %d of later loads did not end within 10 s: killed",
-					(int)waiting[i]);
-				kill(waiting[i], SIGKILL);
+				err_msg("the follower %" PRIu32 " of later loads did not end within 10 s: killed",
+					waiting[i].tgid);
+				kill((pid_t)waiting[i].tgid, SIGKILL);
 			}
 		}
 		if (!left)
@@ -297,7 +287,7 @@ void follow_print(const struct ctl *c)
 		out_obj_open(NULL);
 		out_u64("pid", "followed process %llu", (uint64_t)s.tgid);
 		out_str("by", " (by bfctl %s", s.run ? "run" : "attach");
-		out_u64("follower", " %llu", (uint64_t)s.follower);
+		out_u64("follower", " %llu", s.follower.tgid);
 		if (s.run)
 			out_text(")");
 		else

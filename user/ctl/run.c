@@ -58,7 +58,7 @@ struct hold {
 	int gone;		/* its wait status once it ended, else -1 */
 };
 
-int run_read_auxv(pid_t pid, uint64_t *base, uint64_t *entry)
+static int read_auxv(pid_t pid, uint64_t *base, uint64_t *entry)
 {
 	char fn[64];
 	Elf64_auxv_t av;
@@ -79,44 +79,66 @@ int run_read_auxv(pid_t pid, uint64_t *base, uint64_t *entry)
 	return 0;
 }
 
+int run_find_loader(pid_t pid, char *path, size_t len, uint64_t *bp,
+		    uint64_t *r_debug, uint64_t *entry, char *err, size_t errlen)
+{
+	uint64_t base, dbg, rdbg, lmin;
+	const struct bft_map_obj *ld;
+	struct bft_maps maps;
+	int rc;
+
+	rc = read_auxv(pid, &base, entry);
+	if (rc) {
+		snprintf(err, errlen, "cannot read /proc/%d/auxv: %s", (int)pid, strerror(-rc));
+		return rc;
+	}
+	if (!base) {
+		snprintf(err, errlen, "it has no program interpreter (a static program)");
+		return RUN_LOADER_NONE;
+	}
+	rc = bft_maps_read(pid, &maps, err, errlen);
+	if (rc)
+		return rc;
+	ld = bft_maps_find_base(&maps, base);
+	rc = RUN_LOADER_NO_HOOK;
+	if (!ld)
+		snprintf(err, errlen, "its loader at %#" PRIx64 " is not in its maps", base);
+	else if (!bft_elf_symbol(ld->open_path, "_dl_debug_state", &dbg, &lmin, err, errlen) &&
+		 !bft_elf_symbol(ld->open_path, "_r_debug", &rdbg, &lmin, err, errlen))
+		rc = snprintf(path, len, "%s", ld->open_path) < (int)len ? 0 : -ENAMETOOLONG;
+	if (!rc) {
+		*bp = base + dbg - lmin;
+		*r_debug = base + rdbg - lmin;
+	}
+	bft_maps_free(&maps);
+	return rc;
+}
+
 /* Where to hold a dynamic executable; bp 0 when held enough already. */
 static int hold_point(struct ctl *c, struct hold *h)
 {
-	uint64_t base, entry, dbg, rdbg, lmin;
-	const struct bft_map_obj *ld;
-	struct bft_maps maps;
-	char err[512];
+	char path[4096], err[512];
+	uint64_t entry;
 	int rc;
 
-	rc = run_read_auxv(h->pid, &base, &entry);
-	if (rc) {
-		err_msg("run: cannot read /proc/%d/auxv: %s", (int)h->pid, strerror(-rc));
-		return EXIT_TARGET;
-	}
-	if (!base) {
+	rc = run_find_loader(h->pid, path, sizeof(path), &h->bp, &h->r_debug, &entry,
+			     err, sizeof(err));
+	if (rc == RUN_LOADER_NONE) {
 		vlog(c, 2, "run: no program interpreter: held at the first instruction");
 		return EXIT_OK;
 	}
-	rc = bft_maps_read(h->pid, &maps, err, sizeof(err));
+	if (rc == RUN_LOADER_NO_HOOK) {
+		h->bp = entry;
+		vlog(c, 1, "run: the loader has no _dl_debug_state; holding at the entry point %#" PRIx64
+		     " (library constructors run untraced)", entry);
+		return EXIT_OK;
+	}
 	if (rc) {
 		err_msg("run: %s", err);
 		return EXIT_TARGET;
 	}
-	ld = bft_maps_find_base(&maps, base);
-	h->bp = entry;
-	if (ld && !bft_elf_symbol(ld->open_path, "_dl_debug_state", &dbg, &lmin,
-				  err, sizeof(err)) &&
-	    !bft_elf_symbol(ld->open_path, "_r_debug", &rdbg, &lmin, err,
-			    sizeof(err))) {
-		h->bp = base + dbg - lmin;
-		h->r_debug = base + rdbg - lmin;
-		vlog(c, 2, "run: holding at %s!_dl_debug_state (%#" PRIx64 ") until the libraries are mapped",
-		     ld->path, h->bp);
-	} else {
-		vlog(c, 1, "run: the loader has no _dl_debug_state; holding at the entry point %#" PRIx64
-		     " (library constructors run untraced)", entry);
-	}
-	bft_maps_free(&maps);
+	vlog(c, 2, "run: holding at %s!_dl_debug_state (%#" PRIx64 ") until the libraries are mapped",
+	     path, h->bp);
 	return EXIT_OK;
 }
 
@@ -367,7 +389,7 @@ static int start_tracing(struct ctl *c, bool suspended, bool persist)
 static void note_pending(struct run *r, pid_t pid)
 {
 	struct follow_state s = {
-		.tgid = pid, .follower = getpid(), .start = r->start, .run = true,
+		.tgid = pid, .follower = r->self, .run = true,
 		.regex = r->o->regex, .patterns = r->o->patterns, .usdt = r->o->usdt,
 		.pending = r->pending,
 	};
@@ -515,7 +537,7 @@ int cmd_run(struct ctl *c, int argc, char **argv)
 	o.quiet_nomatch = r.follow;
 	if (r.follow)
 		o.pending = &r.pending;
-	r.start = follow_start_time(getpid());
+	bft_owner_self(&r.self);
 	rc = EXIT_USAGE;
 	if (!cmdline.n) {
 		err_msg("run: no command given: bfctl run --pattern P -- COMMAND [ARG...]");

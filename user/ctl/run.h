@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "capture/bft_owner.h"
 #include "probes.h"
 
 #define RUN_NAMES 8	/* programs named in the "nothing matched" summary */
@@ -31,7 +32,7 @@ struct run {
 	size_t nnames;
 	bool names_cut;		/* more than fit */
 	struct strlist pending;	/* the last resolve's patterns without object */
-	unsigned long long start;	/* this bfctl's start time, for status */
+	struct bft_owner self;	/* this bfctl, as status's files name it */
 };
 
 /*
@@ -53,8 +54,17 @@ struct run_loader {
  */
 int run_hold(struct ctl *c, pid_t pid, int *gone, struct run_loader *ld);
 
-/* AT_BASE (the loader, 0 for none) and AT_ENTRY of pid: 0 or -errno. */
-int run_read_auxv(pid_t pid, uint64_t *base, uint64_t *entry);
+/*
+ * The loader of pid: its file as bfctl opens it (into path), the
+ * addresses of its _dl_debug_state() and r_debug, and pid's entry point.
+ * 0; RUN_LOADER_NONE for a static program; RUN_LOADER_NO_HOOK for a
+ * loader without those symbols (*entry still set); or -errno.  Except at
+ * 0, err says why.
+ */
+#define RUN_LOADER_NONE		1
+#define RUN_LOADER_NO_HOOK	2
+int run_find_loader(pid_t pid, char *path, size_t len, uint64_t *bp,
+		    uint64_t *r_debug, uint64_t *entry, char *err, size_t errlen);
 
 /* PTRACE_O_EXITKILL on or off for pid, the other options kept. */
 int run_exitkill(pid_t pid, bool on);
